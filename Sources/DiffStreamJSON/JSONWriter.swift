@@ -1,0 +1,100 @@
+/// Writes compact JSON straight into a byte buffer (one line: no raw newlines can appear, which is what
+/// an SSE `data:` line needs).
+public struct JSONWriter: Sendable {
+    public var bytes: [UInt8]
+
+    public init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    @inlinable public mutating func raw(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    @inlinable public mutating func byte(_ value: UInt8) { bytes.append(value) }
+
+    /// Writes a value.
+    public mutating func write(_ value: JSONValue) {
+        switch value {
+        case .null: raw("null")
+        case .bool(let flag): flag ? raw("true") : raw("false")
+        case .number(let number): write(number)
+        case .string(let string): write(string)
+        case .array(let elements):
+            byte(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { byte(UInt8(ascii: ",")) }
+                write(element)
+            }
+            byte(UInt8(ascii: "]"))
+        case .object(let object):
+            byte(UInt8(ascii: "{"))
+            for (index, member) in object.members.enumerated() {
+                if index > 0 { byte(UInt8(ascii: ",")) }
+                write(member.key)
+                byte(UInt8(ascii: ":"))
+                write(member.value)
+            }
+            byte(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Writes a number: integers without a fraction, others in Swift's shortest round-trip form.
+    public mutating func write(_ number: Double) {
+        if number.isNaN || number.isInfinite {
+            raw("null")  // JSON has no NaN or infinity; they cannot come from parsed input.
+        } else if number == number.rounded(), abs(number) < 9_007_199_254_740_992 {
+            write(Int(number))
+        } else {
+            bytes.append(contentsOf: number.description.utf8)
+        }
+    }
+
+    /// Writes an integer.
+    public mutating func write(_ number: Int) {
+        if number >= 0 && number < 10 {
+            bytes.append(UInt8(ascii: "0") + UInt8(number))
+        } else {
+            bytes.append(contentsOf: String(number).utf8)
+        }
+    }
+
+    /// Writes a string with the escapes JSON requires (RFC 8259 §7).
+    public mutating func write(_ string: String) {
+        byte(UInt8(ascii: "\""))
+        var string = string
+        string.withUTF8 { utf8 in
+            var runStart = 0
+            for index in 0..<utf8.count {
+                let unit = utf8[index]
+                guard unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") else { continue }
+                if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
+                runStart = index + 1
+                switch unit {
+                case UInt8(ascii: "\""): raw("\\\"")
+                case UInt8(ascii: "\\"): raw("\\\\")
+                case 0x0A: raw("\\n")
+                case 0x0D: raw("\\r")
+                case 0x09: raw("\\t")
+                case 0x08: raw("\\b")
+                case 0x0C: raw("\\f")
+                default:
+                    raw("\\u00")
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    byte(hex[Int(unit >> 4)])
+                    byte(hex[Int(unit & 0xF)])
+                }
+            }
+            if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
+        }
+        byte(UInt8(ascii: "\""))
+    }
+
+    /// Writes `"key":`.
+    public mutating func key(_ key: StaticString) {
+        byte(UInt8(ascii: "\""))
+        raw(key)
+        raw("\":")
+    }
+}

@@ -1,0 +1,225 @@
+import DiffStream
+
+/// Reads and writes snapshots and operations in the wire format:
+/// `{"sections":[{"id":"S","model":…,"items":[{"id":"I","kind":"k","model":…}]}]}` and
+/// `{"op":"insert","item":{…},"section":"S","before":"J"|null}` and so on.
+///
+/// Writing goes straight to bytes with ``JSONWriter`` (one line of JSON, as an SSE `data:` field needs);
+/// reading validates shape and ids and names the path of the first problem.
+public enum WireCodec {
+    // MARK: Writing
+
+    /// Writes `"sections":[…]` (without braces) for a snapshot.
+    public static func writeSections(_ snapshot: WireSnapshot, into writer: inout JSONWriter) {
+        writer.key("sections")
+        writer.byte(UInt8(ascii: "["))
+        for (index, section) in snapshot.sections.enumerated() {
+            if index > 0 { writer.byte(UInt8(ascii: ",")) }
+            writer.raw("{\"id\":")
+            writer.write(section.id)
+            writer.raw(",\"model\":")
+            writer.write(section.model)
+            writer.raw(",\"items\":[")
+            for (itemIndex, item) in snapshot.items(atSectionIndex: index).enumerated() {
+                if itemIndex > 0 { writer.byte(UInt8(ascii: ",")) }
+                writeItem(item, into: &writer)
+            }
+            writer.raw("]}")
+        }
+        writer.byte(UInt8(ascii: "]"))
+    }
+
+    /// The snapshot as a JSON document `{"sections":[…]}`.
+    public static func encode(_ snapshot: WireSnapshot) -> [UInt8] {
+        var writer = JSONWriter(capacity: 64 + snapshot.numberOfItems * 64)
+        writer.byte(UInt8(ascii: "{"))
+        writeSections(snapshot, into: &writer)
+        writer.byte(UInt8(ascii: "}"))
+        return writer.bytes
+    }
+
+    /// Writes `{"id":…,"kind":…,"model":…}`.
+    public static func writeItem(_ item: WireItem, into writer: inout JSONWriter) {
+        writer.raw("{\"id\":")
+        writer.write(item.id)
+        writer.raw(",\"kind\":")
+        writer.write(item.kind)
+        writer.raw(",\"model\":")
+        writer.write(item.model)
+        writer.byte(UInt8(ascii: "}"))
+    }
+
+    /// Writes `[op,op,…]`.
+    public static func writeOperations(_ operations: [WireOperation], into writer: inout JSONWriter) {
+        writer.byte(UInt8(ascii: "["))
+        for (index, operation) in operations.enumerated() {
+            if index > 0 { writer.byte(UInt8(ascii: ",")) }
+            writeOperation(operation, into: &writer)
+        }
+        writer.byte(UInt8(ascii: "]"))
+    }
+
+    /// Writes one operation object.
+    public static func writeOperation(_ operation: WireOperation, into writer: inout JSONWriter) {
+        func anchor(_ id: String?) {
+            writer.raw(",\"before\":")
+            if let id { writer.write(id) } else { writer.raw("null") }
+        }
+        switch operation {
+        case .deleteSection(let id):
+            writer.raw("{\"op\":\"deleteSection\",\"section\":")
+            writer.write(id)
+        case .insertSection(let section, let before):
+            writer.raw("{\"op\":\"insertSection\",\"section\":{\"id\":")
+            writer.write(section.id)
+            writer.raw(",\"model\":")
+            writer.write(section.model)
+            writer.byte(UInt8(ascii: "}"))
+            anchor(before)
+        case .moveSection(let id, let before):
+            writer.raw("{\"op\":\"moveSection\",\"section\":")
+            writer.write(id)
+            anchor(before)
+        case .updateSection(let section):
+            writer.raw("{\"op\":\"updateSection\",\"section\":")
+            writer.write(section.id)
+            writer.raw(",\"model\":")
+            writer.write(section.model)
+        case .delete(let id):
+            writer.raw("{\"op\":\"delete\",\"item\":")
+            writer.write(id)
+        case .insert(let item, let section, let before):
+            writer.raw("{\"op\":\"insert\",\"item\":")
+            writeItem(item, into: &writer)
+            writer.raw(",\"section\":")
+            writer.write(section)
+            anchor(before)
+        case .move(let id, let section, let before):
+            writer.raw("{\"op\":\"move\",\"item\":")
+            writer.write(id)
+            writer.raw(",\"section\":")
+            writer.write(section)
+            anchor(before)
+        case .update(let item):
+            writer.raw("{\"op\":\"update\",\"item\":")
+            writer.write(item.id)
+            writer.raw(",\"kind\":")
+            writer.write(item.kind)
+            writer.raw(",\"model\":")
+            writer.write(item.model)
+        }
+        writer.byte(UInt8(ascii: "}"))
+    }
+
+    // MARK: Reading
+
+    /// Reads a snapshot document from bytes.
+    public static func decodeSnapshot(_ bytes: some Collection<UInt8>) throws(WireError) -> WireSnapshot {
+        let value: JSONValue
+        do { value = try JSONParser.parse(bytes) } catch { throw .malformed(error) }
+        return try decodeSnapshot(value)
+    }
+
+    /// Reads a snapshot document `{"sections":[…]}` from a parsed value.
+    public static func decodeSnapshot(_ value: JSONValue) throws(WireError) -> WireSnapshot {
+        guard case .object(let root) = value else { throw .shape(path: "$", expected: "an object with \"sections\"") }
+        guard case .array(let sections)? = root["sections"] else { throw .shape(path: "sections", expected: "an array") }
+        var built: [Section<WireSection, WireItem>] = []
+        built.reserveCapacity(sections.count)
+        for (index, sectionValue) in sections.enumerated() {
+            let path = "sections[\(index)]"
+            let section = try decodeSection(sectionValue, path: path)
+            var items: [WireItem] = []
+            switch sectionValue["items"] {
+            case nil, .null?: break
+            case .array(let itemValues)?:
+                items.reserveCapacity(itemValues.count)
+                for (itemIndex, itemValue) in itemValues.enumerated() {
+                    items.append(try decodeItem(itemValue, path: "\(path).items[\(itemIndex)]"))
+                }
+            default: throw .shape(path: "\(path).items", expected: "an array")
+            }
+            built.append(Section(section, items: items))
+        }
+        do { return try WireSnapshot(sections: built) } catch { throw .snapshot(error) }
+    }
+
+    /// Reads `{"id":…,"model":…}`.
+    public static func decodeSection(_ value: JSONValue, path: String) throws(WireError) -> WireSection {
+        guard case .object(let object) = value else { throw .shape(path: path, expected: "an object") }
+        let id = try decodeID(object["id"], path: "\(path).id")
+        return WireSection(id: id, model: object["model"] ?? .null)
+    }
+
+    /// Reads `{"id":…,"kind":…,"model":…}`.
+    public static func decodeItem(_ value: JSONValue, path: String) throws(WireError) -> WireItem {
+        guard case .object(let object) = value else { throw .shape(path: path, expected: "an object") }
+        let id = try decodeID(object["id"], path: "\(path).id")
+        guard case .string(let kind)? = object["kind"], !kind.isEmpty, kind.utf8.count <= WireID.maximumLength else {
+            throw .shape(path: "\(path).kind", expected: "a non-empty string")
+        }
+        return WireItem(id: id, kind: kind, model: object["model"] ?? .null)
+    }
+
+    static func decodeID(_ value: JSONValue?, path: String) throws(WireError) -> String {
+        guard case .string(let id)? = value else { throw .shape(path: path, expected: "a string") }
+        guard WireID.isValid(id) else { throw .invalidID(path: path, id: id) }
+        return id
+    }
+
+    static func decodeAnchor(_ value: JSONValue?, path: String) throws(WireError) -> String? {
+        switch value {
+        case nil, .null?: return nil
+        default: return try decodeID(value, path: path)
+        }
+    }
+
+    /// Reads one operation object.
+    public static func decodeOperation(_ value: JSONValue, path: String = "op") throws(WireError) -> WireOperation {
+        guard case .object(let object) = value, case .string(let name)? = object["op"],
+              let kind = OperationKind(rawValue: name)
+        else { throw .shape(path: path, expected: "an operation object with a known \"op\"") }
+        switch kind {
+        case .deleteSection:
+            return .deleteSection(try decodeID(object["section"], path: "\(path).section"))
+        case .insertSection:
+            return .insertSection(
+                try decodeSection(object["section"] ?? .null, path: "\(path).section"),
+                before: try decodeAnchor(object["before"], path: "\(path).before"))
+        case .moveSection:
+            return .moveSection(
+                try decodeID(object["section"], path: "\(path).section"),
+                before: try decodeAnchor(object["before"], path: "\(path).before"))
+        case .updateSection:
+            let id = try decodeID(object["section"], path: "\(path).section")
+            return .updateSection(WireSection(id: id, model: object["model"] ?? .null))
+        case .delete:
+            return .delete(try decodeID(object["item"], path: "\(path).item"))
+        case .insert:
+            return .insert(
+                try decodeItem(object["item"] ?? .null, path: "\(path).item"),
+                section: try decodeID(object["section"], path: "\(path).section"),
+                before: try decodeAnchor(object["before"], path: "\(path).before"))
+        case .move:
+            return .move(
+                try decodeID(object["item"], path: "\(path).item"),
+                section: try decodeID(object["section"], path: "\(path).section"),
+                before: try decodeAnchor(object["before"], path: "\(path).before"))
+        case .update:
+            var withID = object
+            withID["id"] = object["item"]
+            return .update(try decodeItem(.object(withID), path: path))
+        }
+    }
+
+    /// Reads an array of operations.
+    public static func decodeOperations(_ value: JSONValue) throws(WireError) -> WireBatch {
+        guard case .array(let elements) = value else { throw .shape(path: "ops", expected: "an array") }
+        var operations: [WireOperation] = []
+        operations.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            operations.append(try decodeOperation(element, path: "ops[\(index)]"))
+        }
+        return WireBatch(operations)
+    }
+}

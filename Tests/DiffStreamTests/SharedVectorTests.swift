@@ -1,0 +1,57 @@
+import DiffStream
+import DiffStreamJSON
+import Foundation
+import Testing
+
+/// One line of `../shared/vectors/diff-cases.jsonl`.
+struct DiffVector: CustomTestStringConvertible, Sendable {
+    var name: String
+    var old: WireSnapshot
+    var new: WireSnapshot
+    var minimal: OperationCounts
+    var testDescription: String { name }
+
+    /// The vectors file: `$DIFFSTREAM_VECTORS`, or `shared/vectors/diff-cases.jsonl` beside the checkout.
+    static let url: URL = {
+        if let path = ProcessInfo.processInfo.environment["DIFFSTREAM_VECTORS"] { return URL(fileURLWithPath: path) }
+        return URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("shared/vectors/diff-cases.jsonl")
+    }()
+
+    static func loadAll() throws -> [DiffVector] {
+        let text = try String(contentsOf: url, encoding: .utf8)
+        return try text.split(separator: "\n").map { line in
+            let value = try JSONParser.parse(String(line))
+            var minimal = OperationCounts()
+            for kind in OperationKind.allCases {
+                minimal[kind] = Int(value["minimal"]?[kind.rawValue]?.numberValue ?? -1)
+            }
+            return DiffVector(
+                name: value["name"]?.stringValue ?? "?",
+                old: try WireCodec.decodeSnapshot(value["old"] ?? .null),
+                new: try WireCodec.decodeSnapshot(value["new"] ?? .null),
+                minimal: minimal)
+        }
+    }
+}
+
+struct SharedVectorTests {
+    @Test func theVectorsFileIsPresentAndComplete() throws {
+        let vectors = try DiffVector.loadAll()
+        #expect(vectors.count >= 300, "expected the shared vectors at \(DiffVector.url.path)")
+    }
+
+    @Test(arguments: try DiffVector.loadAll())
+    func batchConvergesWithTheMinimalCounts(vector: DiffVector) throws {
+        let batch = WireSnapshot.diff(from: vector.old, to: vector.new)
+        let applied = try vector.old.applying(batch)
+        #expect(applied == vector.new)
+        #expect(batch.counts == vector.minimal)
+        // The batch survives the trip through its wire form.
+        var writer = JSONWriter()
+        WireCodec.writeOperations(batch.operations, into: &writer)
+        let decoded = try WireCodec.decodeOperations(try JSONParser.parse(writer.bytes))
+        #expect(decoded == batch)
+    }
+}
