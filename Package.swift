@@ -24,8 +24,10 @@ let package = Package(
         // System libraries from Debian (libssl-dev, zlib1g-dev).
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
+        // epoll and eventfd, which the Glibc module does not export.
+        .target(name: "CSystemShims"),
         // Sockets, an epoll event loop, HTTP/1.1, SSE, static files, TLS and gzip. Knows nothing of feeds.
-        .target(name: "HTTPServer", dependencies: ["COpenSSL", "CZlib"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["COpenSSL", "CZlib", "CSystemShims"], swiftSettings: strict),
         // Feeds, the HTTP API and the example view models: joins the diff engine and the server.
         .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPServer"], swiftSettings: strict),
         // Parses flags and wires the pieces together.

@@ -1,0 +1,73 @@
+import Synchronization
+
+/// The bytes of one server-sent event (or comment), encoded once and shared by every subscriber it
+/// goes to: queuing it to a connection adds a reference, not a copy.
+///
+/// For subscribers that accept gzip, the event is deflated once (lazily, on first use) into an
+/// independent, byte-aligned block that is spliced into each subscriber's gzip stream, and its CRC is
+/// combined into each stream's running CRC; no per-subscriber compression happens.
+public final class EventPayload: Sendable {
+    public let bytes: [UInt8]
+    private let compressed = Mutex<CompressedEvent?>(nil)
+
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    public convenience init(_ text: String) { self.init(Array(text.utf8)) }
+
+    /// The deflate block and CRC, computed on first use and then shared.
+    var deflated: CompressedEvent {
+        compressed.withLock { cached in
+            if let cached { return cached }
+            let value = CompressedEvent(block: Gzip.deflateBlock(bytes, final: false), crc: Gzip.crc32(of: bytes), length: bytes.count)
+            cached = value
+            return value
+        }
+    }
+}
+
+struct CompressedEvent: Sendable {
+    var block: [UInt8]
+    var crc: UInt32
+    var length: Int
+}
+
+/// Server-sent event framing (WHATWG HTML, "Server-sent events", §9.2.6 interpreting an event stream).
+public enum ServerSentEvent {
+    /// Encodes one event. `data` may hold newlines: each line becomes its own `data:` field, which the
+    /// client joins back with `\n`. `event` and `id` must not contain CR or LF (they are removed), and
+    /// `id` must not contain NUL (the client would ignore it).
+    public static func encode(event: String?, id: String?, data: some Collection<UInt8>, retry: Int? = nil) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(data.count + 64)
+        if let retry { bytes.append(contentsOf: "retry: \(retry)\n".utf8) }
+        if let event { bytes.append(contentsOf: "event: \(sanitized(event))\n".utf8) }
+        if let id { bytes.append(contentsOf: "id: \(sanitized(id).filter { $0 != "\0" })\n".utf8) }
+        bytes.append(contentsOf: "data: ".utf8)
+        var previousWasCR = false
+        for byte in data {
+            if byte == 0x0A && previousWasCR { previousWasCR = false; continue }
+            previousWasCR = byte == 0x0D
+            if byte == 0x0A || byte == 0x0D {
+                bytes.append(contentsOf: "\ndata: ".utf8)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        bytes.append(contentsOf: "\n\n".utf8)
+        return bytes
+    }
+
+    /// A comment line (ignored by clients; keeps proxies and idle timers from closing the stream).
+    public static func comment(_ text: String) -> [UInt8] {
+        Array(": \(sanitized(text))\n\n".utf8)
+    }
+
+    /// A `retry:` field on its own, telling the client how long to wait before reconnecting.
+    public static func retry(milliseconds: Int) -> [UInt8] {
+        Array("retry: \(milliseconds)\n\n".utf8)
+    }
+
+    static func sanitized(_ text: String) -> String {
+        String(text.unicodeScalars.filter { $0 != "\n" && $0 != "\r" })
+    }
+}

@@ -1,0 +1,76 @@
+import Synchronization
+
+/// A long-lived response (Server-Sent Events) that a handler keeps and writes to from any thread.
+///
+/// Events are queued to the connection on the server's loop. Each stream has a byte budget
+/// (``HTTPServer/Configuration/streamBufferLimit``): a subscriber that does not read fast enough stops
+/// receiving events once its queue is over budget; when the queue has drained, the stream's resync
+/// handler is asked for a fresh state (``resume(with:)``), so a slow subscriber never delays the others
+/// and never grows memory without bound. Without a resync handler, an overflowing stream is closed.
+public final class EventStream: Sendable {
+    /// Unique per server.
+    public let id: Int
+    /// The request that opened the stream.
+    public let request: HTTPRequest
+    let core: ServerCore
+    private let callbacks = Mutex<Callbacks>(Callbacks())
+
+    private struct Callbacks {
+        var terminated = false
+        var onTermination: [@Sendable () -> Void] = []
+        var onResync: (@Sendable (EventStream) -> Void)?
+    }
+
+    init(id: Int, request: HTTPRequest, core: ServerCore) {
+        self.id = id
+        self.request = request
+        self.core = core
+    }
+
+    /// Queues an event.
+    public func send(_ payload: EventPayload) {
+        core.loop.execute { [core, id] in core.stream(id)?.enqueueEvent(payload) }
+    }
+
+    /// Ends the stream after what is queued has been written.
+    public func close() {
+        core.loop.execute { [core, id] in core.stream(id)?.endStream() }
+    }
+
+    /// Clears an overflow and queues `payload` (a fresh state) as the next event.
+    public func resume(with payload: EventPayload) {
+        core.loop.execute { [core, id] in core.stream(id)?.resumeStream(with: payload) }
+    }
+
+    /// Registers work to do when the stream ends for any reason; runs at once if it already has.
+    public func onTermination(_ action: @escaping @Sendable () -> Void) {
+        let runNow = callbacks.withLock { state -> Bool in
+            if state.terminated { return true }
+            state.onTermination.append(action)
+            return false
+        }
+        if runNow { action() }
+    }
+
+    /// Sets what to do when an overflowed stream has drained: typically `resume(with:)` a snapshot.
+    public func onResync(_ action: @escaping @Sendable (EventStream) -> Void) {
+        callbacks.withLock { $0.onResync = action }
+    }
+
+    var hasResyncHandler: Bool { callbacks.withLock { $0.onResync != nil } }
+
+    func requestResync() {
+        guard let action = callbacks.withLock({ $0.onResync }) else { return }
+        action(self)
+    }
+
+    func terminate() {
+        let actions = callbacks.withLock { state -> [@Sendable () -> Void] in
+            if state.terminated { return [] }
+            state.terminated = true
+            defer { state.onTermination = []; state.onResync = nil }
+            return state.onTermination
+        }
+        for action in actions { action() }
+    }
+}
