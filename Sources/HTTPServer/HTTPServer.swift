@@ -8,10 +8,10 @@ import Synchronization
 /// A minimal HTTP/1.1 server with Server-Sent Events, on POSIX sockets and one epoll loop.
 ///
 /// ```swift
-/// let server = try HTTPServer(configuration: .init(host: "127.0.0.1", port: 8080)) { request in
+/// let server = try HTTPServer(configuration: .init(host: "127.0.0.1", port: 8080))
+/// try server.start { request in
 ///     HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain"], body: Array("hi\n".utf8))
 /// }
-/// try server.start()
 /// ```
 ///
 /// Handlers are `async` and run on Swift's concurrency pool; connection I/O stays on the loop thread.
@@ -57,15 +57,15 @@ public final class HTTPServer: Sendable {
 
     let core: ServerCore
 
-    /// Creates a server; nothing is bound until ``start()``.
-    public init(configuration: Configuration, handler: @escaping Handler) throws {
-        core = try ServerCore(configuration: configuration, handler: handler)
+    /// Creates a server; nothing is bound until ``start(handler:)``. Fails if TLS cannot be set up.
+    public init(configuration: Configuration) throws {
+        core = try ServerCore(configuration: configuration)
     }
 
-    /// Binds, listens and starts serving. Returns the port (useful with port 0).
+    /// Binds, listens and starts serving requests with `handler`. Returns the port (useful with port 0).
     @discardableResult
-    public func start() throws -> UInt16 {
-        try core.start()
+    public func start(handler: @escaping Handler) throws -> UInt16 {
+        try core.start(handler: handler)
     }
 
     /// The bound port.
@@ -82,7 +82,6 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Sends a comment to every open event stream that has not had an event for `heartbeat` seconds.
     /// Stops accepting, ends event streams, lets responses in flight finish, closes the rest; calls
     /// `completion` when every connection is closed or after `timeout` seconds.
     public func shutdown(timeout: Double = 3, completion: @escaping @Sendable () -> Void) {
@@ -97,7 +96,8 @@ public final class HTTPServer: Sendable {
 /// with `loop.execute`).
 final class ServerCore: @unchecked Sendable {
     let configuration: HTTPServer.Configuration
-    let handler: HTTPServer.Handler
+    /// Set once by `start(handler:)` before the loop runs; read on the loop thread after that.
+    private(set) var handler: HTTPServer.Handler = { _ in HTTPResponse(status: .serviceUnavailable) }
     let loop: EventLoop
     let logger: Logger
     let metrics = ServerMetrics()
@@ -118,15 +118,15 @@ final class ServerCore: @unchecked Sendable {
     /// One read buffer for all connections: reads happen one at a time on the loop thread.
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
-    init(configuration: HTTPServer.Configuration, handler: @escaping HTTPServer.Handler) throws {
+    init(configuration: HTTPServer.Configuration) throws {
         self.configuration = configuration
-        self.handler = handler
         self.logger = configuration.logger
         self.loop = try EventLoop()
         self.tlsContext = try configuration.tls.map { try TLSContext(configuration: $0) }
     }
 
-    func start() throws -> UInt16 {
+    func start(handler: @escaping HTTPServer.Handler) throws -> UInt16 {
+        self.handler = handler
         let fd = try Socket.listen(host: configuration.host, port: configuration.port)
         let port = Socket.localPort(fd)
         boundPort.store(port, ordering: .releasing)

@@ -1,0 +1,35 @@
+/// The `id:` of an event: `ds1.<history>.<version>`.
+///
+/// `history` is 16 random hex digits drawn when a feed is created, so an id from another process, a
+/// deleted and re-created feed, or anything else is recognised as foreign (the chance of a collision is
+/// 2⁻⁶⁴) and answered with a fresh snapshot. Clients treat the id as opaque.
+public struct EventID: Equatable, Sendable, CustomStringConvertible {
+    public var history: String
+    public var version: Int
+
+    public init(history: String, version: Int) {
+        self.history = history
+        self.version = version
+    }
+
+    public var description: String { "ds1.\(history).\(version)" }
+
+    /// Parses an id; nil for anything not in exactly our format.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "ds1", parts[1].utf8.count == 16,
+              parts[1].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }),
+              (1...18).contains(parts[2].utf8.count), parts[2].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+              let version = Int(parts[2])
+        else { return nil }
+        self.init(history: String(parts[1]), version: version)
+    }
+
+    /// A new random history.
+    public static func newHistory() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value = generator.next() as UInt64
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}

@@ -1,0 +1,45 @@
+import DiffStreamJSON
+import HTTPServer
+
+/// Encodes a feed's events and documents, each once.
+enum FeedEvents {
+    /// `{"feed":…,"version":N,"sections":[…]}`: the body of `GET /feeds/{feed}` and of a snapshot event.
+    static func snapshotJSON(feed: String, version: Int, snapshot: WireSnapshot) -> [UInt8] {
+        var writer = JSONWriter(capacity: 128 + snapshot.numberOfItems * 64)
+        writer.raw("{\"feed\":")
+        writer.write(feed)
+        writer.raw(",\"version\":")
+        writer.write(version)
+        writer.byte(UInt8(ascii: ","))
+        WireCodec.writeSections(snapshot, into: &writer)
+        writer.byte(UInt8(ascii: "}"))
+        return writer.bytes
+    }
+
+    static func snapshotEvent(feed: String, id: EventID, snapshot: WireSnapshot) -> [UInt8] {
+        ServerSentEvent.encode(event: "snapshot", id: id.description, data: snapshotJSON(feed: feed, version: id.version, snapshot: snapshot))
+    }
+
+    /// `event: batch` with `{"feed":…,"from":N-1,"version":N,"ops":[…]}`.
+    static func batchEvent(feed: String, id: EventID, batch: WireBatch) -> [UInt8] {
+        var writer = JSONWriter(capacity: 128 + batch.operations.count * 80)
+        writer.raw("{\"feed\":")
+        writer.write(feed)
+        writer.raw(",\"from\":")
+        writer.write(id.version - 1)
+        writer.raw(",\"version\":")
+        writer.write(id.version)
+        writer.raw(",\"ops\":")
+        WireCodec.writeOperations(batch.operations, into: &writer)
+        writer.byte(UInt8(ascii: "}"))
+        return ServerSentEvent.encode(event: "batch", id: id.description, data: writer.bytes)
+    }
+
+    static func deletedEvent(feed: String) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.raw("{\"feed\":")
+        writer.write(feed)
+        writer.byte(UInt8(ascii: "}"))
+        return ServerSentEvent.encode(event: "deleted", id: nil, data: writer.bytes)
+    }
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import Dispatch
+import FeedServer
+import Foundation
+import HTTPServer
+
+/// `diffstream`: parses flags (each also from an environment variable) and wires the pieces together.
+@main
+struct DiffStreamCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diffstream",
+        abstract: "Streams list diffs to browsers over Server-Sent Events.",
+        discussion: "Every option can also be set with an environment variable: DIFFSTREAM_ and the option's name in capitals with underscores (e.g. DIFFSTREAM_PORT, DIFFSTREAM_MAX_CONNECTIONS). A flag wins over the environment.")
+
+    @Option(help: "Address to bind (IPv4 or IPv6). [env: DIFFSTREAM_HOST] (default: 127.0.0.1)") var host: String?
+    @Option(help: "Port to listen on; 0 picks a free one. [env: DIFFSTREAM_PORT] (default: 8080)") var port: String?
+    @Option(name: .customLong("public"), help: "Directory of the page's static files. [env: DIFFSTREAM_PUBLIC] (default: ./Public)") var publicDirectory: String?
+    @Option(help: "Bearer token every write must carry. [env: DIFFSTREAM_TOKEN]") var token: String?
+    @Option(help: "Seconds between heartbeat comments on idle event streams. [env: DIFFSTREAM_HEARTBEAT] (default: 15)") var heartbeat: String?
+    @Option(help: "Batches kept per feed for resuming clients. [env: DIFFSTREAM_REPLAY] (default: 1024)") var replay: String?
+    @Option(help: "Most simultaneous connections. [env: DIFFSTREAM_MAX_CONNECTIONS] (default: 10000)") var maxConnections: String?
+    @Option(help: "debug, info, warning, error or off. [env: DIFFSTREAM_LOG_LEVEL] (default: info)") var logLevel: String?
+    @Option(help: "Value of Access-Control-Allow-Origin (enables CORS). [env: DIFFSTREAM_ALLOW_ORIGIN]") var allowOrigin: String?
+    @Option(help: "PEM certificate chain; serves HTTPS with --tls-key. [env: DIFFSTREAM_TLS_CERT]") var tlsCert: String?
+    @Option(help: "PEM private key for --tls-cert. [env: DIFFSTREAM_TLS_KEY]") var tlsKey: String?
+    @Option(help: "Bytes queued per event stream before it counts as fallen behind. [env: DIFFSTREAM_STREAM_BUFFER] (default: 1048576)") var streamBuffer: String?
+    @Option(help: "gzip responses and event streams: on or off. [env: DIFFSTREAM_COMPRESSION] (default: on)") var compression: String?
+    @Flag(help: "Run the live demo: the home feed changes every 2 s, the week feed every 3 s. [env: DIFFSTREAM_DEMO=1]") var demo = false
+
+    static func main() async {
+        do {
+            let command = try parseAsRoot()
+            guard let runnable = command as? DiffStreamCommand else {
+                var other = command
+                try other.run()
+                return
+            }
+            let settings = try runnable.settings()
+            try await runnable.serve(settings)
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("diffstream: \(error.message)\nRun 'diffstream --help' for the options.\n".utf8))
+            Foundation.exit(2)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success {
+                print(fullMessage(for: error))
+                Foundation.exit(0)
+            }
+            FileHandle.standardError.write(Data("diffstream: \(fullMessage(for: error))\n".utf8))
+            Foundation.exit(2)
+        }
+    }
+}
