@@ -25,6 +25,9 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Option(help: "PEM private key for --tls-cert. [env: DIFFSTREAM_TLS_KEY]") var tlsKey: String?
     @Option(help: "Bytes queued per event stream before it counts as fallen behind. [env: DIFFSTREAM_STREAM_BUFFER] (default: 1048576)") var streamBuffer: String?
     @Option(help: "gzip responses and event streams: on or off. [env: DIFFSTREAM_COMPRESSION] (default: on)") var compression: String?
+    @Option(help: "Seconds for a request's header section to arrive (slowloris guard). [env: DIFFSTREAM_HEADER_TIMEOUT] (default: 10)") var headerTimeout: String?
+    @Option(help: "Seconds an idle keep-alive connection is kept. [env: DIFFSTREAM_IDLE_TIMEOUT] (default: 60)") var idleTimeout: String?
+    @Option(help: "Largest request body in bytes. [env: DIFFSTREAM_MAX_BODY] (default: 8388608)") var maxBody: String?
     @Flag(help: "Run the live demo: the home feed changes every 2 s, the week feed every 3 s. [env: DIFFSTREAM_DEMO=1]") var demo = false
 
     static func main() async {

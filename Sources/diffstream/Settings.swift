@@ -46,6 +46,9 @@ extension DiffStreamCommand {
         configuration.heartbeat = Double(try integer(heartbeat, "heartbeat", 1...3600, default: 15))
         configuration.maxConnections = try integer(maxConnections, "max-connections", 1...1_000_000, default: 10_000)
         configuration.streamBufferLimit = try integer(streamBuffer, "stream-buffer", 4096...(1 << 30), default: 1 << 20)
+        configuration.limits.headerTimeout = Double(try integer(headerTimeout, "header-timeout", 1...3600, default: 10))
+        configuration.limits.idleTimeout = Double(try integer(idleTimeout, "idle-timeout", 1...86400, default: 60))
+        configuration.limits.maxBodyBytes = try integer(maxBody, "max-body", 0...(1 << 30), default: 8 << 20)
         if let (text, source) = value(compression, "compression") {
             switch text.lowercased() {
             case "on", "true", "1", "yes": configuration.compression = true
