@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs every test of DiffStream; fails on the first failure.
+#  1. installs what is missing (scripts/setup.sh --test)
+#  2. builds debug and release with warnings as errors
+#  3. swift test (unit, shared vectors, property-based)
+#  4. end-to-end tests against the built binary over real sockets (tests/e2e)
+#  5. browser tests in headless Chromium (tests/browser)
+#  6. the Dockerfile: hadolint, and the release binary in a minimal Debian root (scripts/check-docker-runtime.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step() { printf '\n==> %s\n' "$*"; }
+
+step "setup"
+scripts/setup.sh --test
+
+step "build (debug, warnings as errors)"
+swift build -Xswiftc -warnings-as-errors
+
+step "build (release, static Swift runtime, warnings as errors)"
+swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product diffstream
+
+step "swift test"
+swift test -Xswiftc -warnings-as-errors
+
+export DIFFSTREAM_BIN="$PWD/.build/debug/diffstream"
+if [[ -d tests/e2e ]]; then
+    step "end-to-end tests"
+    python3 -m pytest tests/e2e -q -p no:cacheprovider
+fi
+if [[ -d tests/browser ]]; then
+    step "browser tests"
+    python3 -m pytest tests/browser -q -p no:cacheprovider
+fi
+if [[ -f Dockerfile ]]; then
+    step "Dockerfile checks"
+    hadolint Dockerfile
+    scripts/check-docker-runtime.sh .build/release/diffstream
+fi
+step "all tests passed"
