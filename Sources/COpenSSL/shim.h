@@ -25,3 +25,28 @@ static inline unsigned long diffstream_SSL_OP_NO_RENEGOTIATION(void) { return SS
 static inline long diffstream_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER(void) { return SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER; }
 static inline long diffstream_SSL_MODE_ENABLE_PARTIAL_WRITE(void) { return SSL_MODE_ENABLE_PARTIAL_WRITE; }
 #endif
+
+#ifndef DIFFSTREAM_COPENSSL_ALPN
+#define DIFFSTREAM_COPENSSL_ALPN
+#include <string.h>
+/* ALPN: the server speaks only HTTP/1.1; choose it when the client offers it, otherwise no ALPN. */
+static int diffstream_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                  const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl; (void)arg;
+    unsigned int i = 0;
+    while (i < inlen) {
+        unsigned int len = in[i];
+        if (i + 1 + len > inlen) break;
+        if (len == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+            *out = in + i + 1;
+            *outlen = 8;
+            return SSL_TLSEXT_ERR_OK;
+        }
+        i += 1 + len;
+    }
+    return SSL_TLSEXT_ERR_NOACK;
+}
+static inline void diffstream_SSL_CTX_select_http11(SSL_CTX *ctx) {
+    SSL_CTX_set_alpn_select_cb(ctx, diffstream_alpn_select, NULL);
+}
+#endif
