@@ -283,11 +283,11 @@ final class Connection: EventHandler, @unchecked Sendable {
 
     func enqueueEvent(_ payload: EventPayload) {
         guard phase == .streaming, !overflowed else { return }
-        if pendingBytes + payload.bytes.count > core.configuration.streamBufferLimit {
+        // An event bigger than the whole budget still goes out when nothing else is queued.
+        if pendingBytes > 0 && pendingBytes + payload.bytes.count > core.configuration.streamBufferLimit {
             overflowed = true
             core.metrics.streamOverflows.add(1, ordering: .relaxed)
             core.logger.warning("sse #\(id) fell behind (\(pendingBytes) bytes queued): events paused until it drains")
-            if pendingBytes == 0 { afterDrain() }
             return
         }
         writeEvent(payload)
