@@ -242,7 +242,7 @@ final class Connection: EventHandler, @unchecked Sendable {
         if case .stream(let start) = response.body, !info.head {
             phase = .streaming
             let resume = request?.headers["Last-Event-ID"].map { " last-event-id=\($0.prefix(80))" } ?? ""
-            core.logger.info("sse connect #\(id) \(info.path) from \(remote)\(resume)")
+            core.logger.info("sse connect #\(id) \(info.path) from \(remote)\(resume)\(info.gzip ? " gzip" : "")")
             core.metrics.streamsOpen.add(1, ordering: .relaxed)
             let stream = EventStream(id: id, request: request ?? HTTPRequest(method: "GET", target: info.path), core: core)
             self.stream = stream
