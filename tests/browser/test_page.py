@@ -1,0 +1,174 @@
+"""The page in a real browser: it renders each feed, applies batches, keeps input state, reconnects."""
+import subprocess
+
+import pytest
+
+from conftest import Server, free_port, save_screenshot, wait_for
+
+DOM_STATE = """
+const feed = document.getElementById('feed');
+return {
+  feed: feed && feed.dataset.feed,
+  sections: [...document.querySelectorAll('[data-section-id]')].map(s => ({
+    id: s.dataset.sectionId,
+    items: [...s.querySelectorAll('[data-item-id]')].map(i => ({id: i.dataset.itemId, text: i.textContent})),
+  })),
+  version: (document.getElementById('version') || {}).textContent,
+  state: (document.getElementById('status') || {}).dataset ? document.getElementById('status').dataset.state : null,
+};
+"""
+
+
+def dom(driver):
+    return driver.execute_script(DOM_STATE)
+
+
+def matches(driver, document):
+    """The DOM shows exactly the sections and items of `document`, in order, with their titles."""
+    state = dom(driver)
+    if state["version"] is None or state["version"].strip() != str(document["version"]):
+        return False
+    if [s["id"] for s in state["sections"]] != [s["id"] for s in document["sections"]]:
+        return False
+    for shown, expected in zip(state["sections"], document["sections"]):
+        if [i["id"] for i in shown["items"]] != [i["id"] for i in expected["items"]]:
+            return False
+        for item_shown, item in zip(shown["items"], expected["items"]):
+            model = item.get("model") or {}
+            title = model.get("title") if isinstance(model, dict) else None
+            if title and title not in item_shown["text"]:
+                return False
+    return True
+
+
+def open_feed(driver, server, feed):
+    driver.get(f"{server.url}/?feed={feed}")
+    document = server.request("GET", f"/feeds/{feed}")
+    wait_for(lambda: matches(driver, document), message=f"{feed} to render version {document['version']}")
+    return document
+
+
+def media(mid, title, kind="image"):
+    return {"id": mid, "type": kind, "title": title, "url": f"/media/{mid}.jpg"}
+
+
+def test_home_renders_like_the_feed(browser, server):
+    open_feed(browser, server, "home")
+    assert dom(browser)["feed"] == "home"
+    assert dom(browser)["state"] == "live"
+    save_screenshot(browser, "home")
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
+
+
+def test_patches_converge(browser, server):
+    open_feed(browser, server, "home")
+    browser.execute_script("document.getElementById('animate').checked = true")
+    patches = [
+        {"banner": None},
+        {"suggested": [media("m3", "Desert dunes"), media("n1", "New one", "video"), media("m1", "Northern lights")]},
+        {"recommended": [media("m1", "Northern lights"), media("m7", "Snowy peaks"), media("m5", "Mountain trail", "video")],
+         "recommendedHeader": {"title": "Picked for you", "isFeatured": True}},
+        {"banner": {"id": "hello", "title": "Hello again"}, "suggested": [media("n1", "Renamed", "video"), media("m3", "Desert dunes")]},
+        {"recommended": []},
+    ]
+    for patch in patches:
+        server.request("PATCH", "/feeds/home", patch)
+        document = server.request("GET", "/feeds/home")
+        wait_for(lambda: matches(browser, document), message=f"home to converge after {patch}")
+    save_screenshot(browser, "home-after-patches")
+
+
+def test_typed_text_survives_an_update_of_its_item(browser, server):
+    open_feed(browser, server, "home")
+    selector = "li[data-item-id='suggested-m1'] input.note"
+    browser.execute_script(f"""
+        const input = document.querySelector("{selector}");
+        input.focus(); input.value = 'half-typed'; input.setSelectionRange(2, 6);
+        input.__marker = 'same-element';""")
+    home = server.request("GET", "/feeds/home")
+    suggested = [i["model"] for s in home["sections"] if s["id"] == "suggested" for i in s["items"]]
+    suggested = [{**m, "type": "image" if m["id"] != "m2" else "video"} for m in suggested]
+    suggested[0]["title"] = "Northern lights, updated"
+    server.request("PATCH", "/feeds/home", {"suggested": suggested})
+    wait_for(lambda: "updated" in browser.execute_script(
+        "return document.querySelector(\"li[data-item-id='suggested-m1']\").textContent"), message="the title update")
+    state = browser.execute_script(f"""
+        const input = document.querySelector("{selector}");
+        return {{value: input.value, focused: document.activeElement === input, marker: input.__marker,
+                 start: input.selectionStart, end: input.selectionEnd}};""")
+    assert state == {"value": "half-typed", "focused": True, "marker": "same-element", "start": 2, "end": 6}
+
+
+def test_restart_shows_reconnecting_then_converges(browser):
+    port = free_port()
+    first = Server(port=port)
+    try:
+        open_feed(browser, first, "home")
+    finally:
+        first.stop()
+    wait_for(lambda: dom(browser)["state"] == "reconnecting", message="the page to show reconnecting")
+    second = Server(port=port)
+    try:
+        second.request("PATCH", "/feeds/home", {"banner": None})
+        document = second.request("GET", "/feeds/home")
+        wait_for(lambda: matches(browser, document), timeout=20, message="the page to converge after the restart")
+        assert dom(browser)["state"] in ("resynced", "live")
+        assert any("last-event-id=" in line for line in second.log), "the browser resumed with its Last-Event-ID"
+    finally:
+        second.stop()
+
+
+def test_deal_appends_a_card(browser, server):
+    before = open_feed(browser, server, "blackjack")
+    cards_before = len(before["sections"][0]["items"])
+    browser.find_element("id", "deal").click()
+    after = wait_for(lambda: (lambda d: d if d["version"] == before["version"] + 1 else None)(server.request("GET", "/feeds/blackjack")),
+                     message="the deal to publish")
+    wait_for(lambda: matches(browser, after), message="the new card to show")
+    cards_after = len(after["sections"][0]["items"])
+    assert cards_after == cards_before + 1 or cards_after == 1
+    save_screenshot(browser, "blackjack")
+
+
+def test_select_changes_only_the_hours_that_differ(browser, server):
+    before = open_feed(browser, server, "forecast")
+    hours_before = {i["id"]: i["model"] for s in before["sections"] if s["id"] == "hourly" for i in s["items"]}
+    browser.execute_script("""
+        window.__mutated = new Set();
+        document.querySelectorAll("[data-section-id='hourly'] [data-item-id]").forEach(li => {
+          new MutationObserver(() => window.__mutated.add(li.dataset.itemId))
+            .observe(li, {subtree: true, childList: true, characterData: true, attributes: true});
+        });""")
+    browser.execute_script("document.querySelector(\"[data-item-id='d-wed']\").click()")
+    after = wait_for(lambda: (lambda d: d if d["version"] == before["version"] + 1 else None)(server.request("GET", "/feeds/forecast")),
+                     message="the select to publish")
+    wait_for(lambda: matches(browser, after), message="the forecast to converge")
+    hours_after = {i["id"]: i["model"] for s in after["sections"] if s["id"] == "hourly" for i in s["items"]}
+    differing = {hid for hid in hours_after if hours_after[hid] != hours_before.get(hid)}
+    assert differing and differing != set(hours_after)
+    mutated = set(browser.execute_script("return [...window.__mutated]"))
+    assert mutated == differing
+    save_screenshot(browser, "forecast")
+
+
+@pytest.mark.parametrize("feed", ["week", "forecast", "blackjack"])
+def test_each_feed_renders(browser, server, feed):
+    open_feed(browser, server, feed)
+    save_screenshot(browser, feed)
+
+
+def test_https_and_a_gzipped_event_stream(browser, tmp_path):
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "2", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    secure = Server(tls=(str(cert), str(key)))
+    try:
+        open_feed(browser, secure, "home")
+        secure.request("PATCH", "/feeds/home", {"banner": None})
+        document = secure.request("GET", "/feeds/home")
+        wait_for(lambda: matches(browser, document), message="the page to apply a batch over HTTPS")
+        assert any("sse connect" in line and " gzip" in line for line in secure.log), "the browser's event stream was gzipped"
+        save_screenshot(browser, "home-https")
+    finally:
+        secure.stop()
