@@ -19,6 +19,7 @@ public struct APIError: Error, Sendable, Equatable {
     var response: HTTPResponse {
         var headers = HTTPHeaders()
         if let allow { headers.add("Allow", allow) }
+        if status == .notImplemented { headers.add("Connection", "close") }  // its framing is not ours to trust
         if status == .unauthorized { headers.add("WWW-Authenticate", "Bearer realm=\"diffstream\"") }
         return .error(status, error, detail: detail, headers: headers)
     }

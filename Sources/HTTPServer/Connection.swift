@@ -235,7 +235,9 @@ final class Connection: EventHandler, @unchecked Sendable {
         var head = "HTTP/1.1 \(response.status.code) \(response.status.reason)\r\nDate: \(core.dateHeader())\r\nServer: diffstream\r\n"
         for field in headers { head += "\(field.name): \(field.value)\r\n" }
         head += "\r\n"
-        enqueue(Array(head.utf8))
+        var bytes = Array(head.utf8)
+        if case .bytes = response.body, !info.head { bytes += body }  // one write for head and body
+        enqueue(bytes)
         core.metrics.requests.add(1, ordering: .relaxed)
         let milliseconds = Int((EventLoop.now() - info.start) * 1000)
 
@@ -255,7 +257,6 @@ final class Connection: EventHandler, @unchecked Sendable {
             start(stream)
             return
         }
-        if !info.head { enqueue(body) }
         core.logger.info("\(info.method) \(info.path) \(response.status.code) \(info.head ? 0 : body.count)B \(milliseconds)ms")
         current = nil
         if keepAlive {
@@ -271,6 +272,13 @@ final class Connection: EventHandler, @unchecked Sendable {
             updateInterest()
             if pendingBytes == 0 { finishClosing() }
         }
+    }
+
+    /// Answers at once without reading a request (the connection cap).
+    func refuse(_ response: HTTPResponse) {
+        guard phase == .awaitingRequest else { return }
+        current = ("-", "(refused)", EventLoop.now(), false, false, false)
+        respond(response)
     }
 
     static func isCompressible(_ contentType: String) -> Bool {

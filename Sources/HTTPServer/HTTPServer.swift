@@ -176,12 +176,10 @@ final class ServerCore: @unchecked Sendable {
                 }
                 return
             }
-            if connections.count >= configuration.maxConnections || isShuttingDown {
+            let refuse = connections.count >= configuration.maxConnections || isShuttingDown
+            if refuse && connections.count >= configuration.maxConnections + 64 {
+                close(fd)  // far over the cap: not even a 503
                 metrics.connectionsRefused.add(1, ordering: .relaxed)
-                let body = #"{"error":"service unavailable","detail":"the server is at its connection limit"}"# + "\n"
-                let response = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
-                _ = response.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
-                close(fd)
                 continue
             }
             let transport: Transport
@@ -202,6 +200,14 @@ final class ServerCore: @unchecked Sendable {
             } catch {
                 logger.error("\(error)")
                 connection.close(reason: "register failed")
+                continue
+            }
+            if refuse {
+                // Answered like any response, with a lingering close, so the client reads the 503
+                // instead of a reset.
+                metrics.connectionsRefused.add(1, ordering: .relaxed)
+                connection.refuse(.error(.serviceUnavailable, "service unavailable", detail: "the server is at its connection limit; retry later",
+                                         headers: ["Connection": "close", "Retry-After": "1"]))
             }
         }
     }
