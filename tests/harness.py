@@ -114,3 +114,9 @@ def wait_for(predicate, timeout=15, interval=0.05, message="condition"):
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {message}; last value: {last!r}")
+
+
+def save_screenshot(driver, name):
+    directory = ARTIFACTS / "browser"
+    directory.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(directory / f"{name}.png"))

@@ -8,9 +8,8 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from harness import ROOT, Server, free_port, wait_for  # noqa: E402,F401
+from harness import Server  # noqa: E402
 
-ARTIFACTS = ROOT / "test-artifacts" / "browser"
 
 
 @pytest.fixture
@@ -32,8 +31,3 @@ def browser():
     driver.set_page_load_timeout(30)
     yield driver
     driver.quit()
-
-
-def save_screenshot(driver, name):
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(ARTIFACTS / f"{name}.png"))

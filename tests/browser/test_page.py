@@ -3,7 +3,11 @@ import subprocess
 
 import pytest
 
-from conftest import Server, free_port, save_screenshot, wait_for
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from harness import Server, free_port, save_screenshot, wait_for  # noqa: E402
 
 DOM_STATE = """
 const feed = document.getElementById('feed');

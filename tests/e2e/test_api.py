@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from conftest import raw, snapshot
+from e2e_helpers import raw, snapshot
 
 
 def test_health_and_metrics(server):

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import raw, wait_for
+from e2e_helpers import raw, wait_for
 
 H = b"Host: x\r\n"
 CASES = [

@@ -4,7 +4,7 @@ import subprocess
 import time
 import urllib.parse
 
-from conftest import SSEClient, apply_ops, normalised, snapshot, wait_for
+from e2e_helpers import SSEClient, apply_ops, normalised, snapshot, wait_for
 
 
 def test_curl_sees_the_snapshot_then_a_batch_after_a_put(server):

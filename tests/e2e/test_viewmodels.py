@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import SSEClient, apply_ops, normalised
+from e2e_helpers import SSEClient, apply_ops, normalised
 
 
 def media(mid, title, kind="image"):
