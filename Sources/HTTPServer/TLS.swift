@@ -46,7 +46,11 @@ final class TLSContext: @unchecked Sendable {
             throw TLSError(message: "--tls-cert '\(configuration.certificatePath)' is not a usable PEM certificate: \(Self.lastError())")
         }
         guard SSL_CTX_use_PrivateKey_file(context, configuration.privateKeyPath, SSL_FILETYPE_PEM) == 1 else {
-            throw TLSError(message: "--tls-key '\(configuration.privateKeyPath)' is not a usable PEM private key: \(Self.lastError())")
+            let reason = Self.lastError()
+            if reason.contains("mismatch") {
+                throw TLSError(message: "--tls-key '\(configuration.privateKeyPath)' does not match the certificate in --tls-cert (\(reason))")
+            }
+            throw TLSError(message: "--tls-key '\(configuration.privateKeyPath)' is not a usable PEM private key: \(reason)")
         }
         guard SSL_CTX_check_private_key(context) == 1 else {
             throw TLSError(message: "--tls-key does not match the certificate in --tls-cert: \(Self.lastError())")

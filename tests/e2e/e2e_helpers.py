@@ -3,7 +3,11 @@ import socket
 import time
 import zlib
 
-from harness import wait_for  # noqa: F401  (re-exported for the tests)
+import os
+
+from harness import ROOT, wait_for  # noqa: F401  (re-exported for the tests)
+
+ROOT_BIN = os.environ.get("DIFFSTREAM_BIN", str(ROOT / ".build" / "debug" / "diffstream"))
 
 
 def raw(server, data, read_timeout=5):
