@@ -5,7 +5,7 @@ import zlib
 
 import os
 
-from harness import ROOT, wait_for  # noqa: F401  (re-exported for the tests)
+from harness import ROOT, free_port, wait_for  # noqa: F401  (re-exported for the tests)
 
 ROOT_BIN = os.environ.get("DIFFSTREAM_BIN", str(ROOT / ".build" / "debug" / "diffstream"))
 
