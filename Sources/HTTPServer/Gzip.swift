@@ -101,3 +101,42 @@ public enum Gzip {
         return (gzipQ ?? starQ ?? 0) > 0
     }
 }
+
+/// Decodes a gzip stream incrementally, as its bytes arrive (for clients, tests and the load tool).
+public final class GzipStreamDecoder {
+    private var stream = z_stream()
+    private var failed = false
+
+    public init() {
+        failed = diffstream_inflateInit2(&stream, 16 + 15) != Z_OK
+    }
+
+    deinit { inflateEnd(&stream) }
+
+    /// The bytes these compressed bytes decode to, or nil once the stream is invalid.
+    public func decode(_ bytes: [UInt8]) -> [UInt8]? {
+        if failed { return nil }
+        var output: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        var input = bytes
+        input.withUnsafeMutableBufferPointer { inBuffer in
+            stream.next_in = inBuffer.baseAddress
+            stream.avail_in = uInt(inBuffer.count)
+            while !failed {
+                var status: Int32 = Z_OK
+                let produced = chunk.withUnsafeMutableBufferPointer { outBuffer -> Int in
+                    stream.next_out = outBuffer.baseAddress
+                    stream.avail_out = uInt(outBuffer.count)
+                    status = inflate(&stream, Z_SYNC_FLUSH)
+                    return outBuffer.count - Int(stream.avail_out)
+                }
+                output.append(contentsOf: chunk[0..<produced])
+                if status != Z_OK && status != Z_BUF_ERROR && status != Z_STREAM_END { failed = true }
+                if status == Z_STREAM_END || stream.avail_in == 0 && produced < chunk.count { break }
+                if status == Z_BUF_ERROR { break }
+            }
+            stream.next_in = nil
+        }
+        return failed ? nil : output
+    }
+}

@@ -38,3 +38,20 @@ struct GzipTests {
         #expect(Gzip.isAccepted(by: header) == accepted)
     }
 }
+
+struct GzipStreamDecoderTests {
+    @Test func decodesAStreamFedInSmallPieces() {
+        let text = Array(String(repeating: "event: batch\ndata: {}\n\n", count: 200).utf8)
+        let compressed = Gzip.compress(text)
+        let decoder = GzipStreamDecoder()
+        var decoded: [UInt8] = []
+        var index = 0
+        while index < compressed.count {
+            let piece = Array(compressed[index..<min(index + 7, compressed.count)])
+            decoded += decoder.decode(piece) ?? []
+            index += 7
+        }
+        #expect(decoded == text)
+        #expect(GzipStreamDecoder().decode([0x00, 0x01, 0x02, 0x03]) == nil)
+    }
+}
