@@ -23,17 +23,14 @@ step "swift test"
 swift test -Xswiftc -warnings-as-errors
 
 export DIFFSTREAM_BIN="$PWD/.build/debug/diffstream"
-if [[ -d tests/e2e ]]; then
-    step "end-to-end tests"
-    python3 -m pytest tests/e2e -q -p no:cacheprovider
-fi
-if [[ -d tests/browser ]]; then
-    step "browser tests"
-    python3 -m pytest tests/browser -q -p no:cacheprovider
-fi
-if [[ -f Dockerfile ]]; then
-    step "Dockerfile checks"
-    hadolint Dockerfile
-    scripts/check-docker-runtime.sh .build/release/diffstream
-fi
+step "end-to-end tests"
+python3 -m pytest tests/e2e -q -p no:cacheprovider
+
+step "browser tests"
+python3 -m pytest tests/browser -q -p no:cacheprovider
+
+step "Dockerfile checks"
+hadolint Dockerfile
+scripts/check-docker-runtime.sh .build/release/diffstream
+
 step "all tests passed"
