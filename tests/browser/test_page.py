@@ -118,7 +118,7 @@ def test_restart_shows_reconnecting_then_converges(browser):
         document = second.request("GET", "/feeds/home")
         wait_for(lambda: matches(browser, document), timeout=20, message="the page to converge after the restart")
         assert dom(browser)["state"] in ("resynced", "live")
-        assert any("last-event-id=" in line for line in second.log), "the browser resumed with its Last-Event-ID"
+        second.wait_log("sse connect .* last-event-id=")  # the browser resumed with its Last-Event-ID
     finally:
         second.stop()
 
@@ -172,7 +172,7 @@ def test_https_and_a_gzipped_event_stream(browser, tmp_path):
         secure.request("PATCH", "/feeds/home", {"banner": None})
         document = secure.request("GET", "/feeds/home")
         wait_for(lambda: matches(browser, document), message="the page to apply a batch over HTTPS")
-        assert any("sse connect" in line and " gzip" in line for line in secure.log), "the browser's event stream was gzipped"
+        secure.wait_log("sse connect .* gzip")  # the browser's event stream was gzipped
         save_screenshot(browser, "home-https")
     finally:
         secure.stop()

@@ -38,7 +38,7 @@ def test_node_eventsource_receives_batches_and_resumes_after_a_restart(start):
         second.request("PUT", "/feeds/n", snapshot(("b", ["9"])))
         event = next_event("snapshot")  # a foreign history: a fresh snapshot
         assert event["data"]["sections"][0]["id"] == "b"
-        assert any(f"last-event-id={last_id}" in line for line in second.log), "the client resumed with its Last-Event-ID"
+        second.wait_log(f"sse connect .* last-event-id={last_id}")  # it resumed with its Last-Event-ID
         second.request("PUT", "/feeds/n", snapshot(("b", ["9", "8"])))
         assert next_event()["data"]["version"] == 2
     finally:
