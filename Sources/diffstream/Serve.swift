@@ -10,6 +10,8 @@ extension DiffStreamCommand {
         let logger = settings.server.logger
         settings.server.maxConnections = FileLimit.fit(maxConnections: settings.server.maxConnections, logger: logger)
         signal(SIGPIPE, SIG_IGN)
+        // Signals are caught from here on, before anyone can know the port: none is ever lost.
+        let stop = StopSignal(signals: [SIGINT, SIGTERM])
 
         let server: HTTPServer
         do {
@@ -51,46 +53,58 @@ extension DiffStreamCommand {
             }
         }
 
+        let signalNumber = await stop.wait()
+        logger.info("signal \(signalNumber): shutting down")
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let once = SignalOnce()
-            for signalNumber in [SIGINT, SIGTERM] {
-                signal(signalNumber, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-                source.setEventHandler {
-                    guard once.first() else { return }
-                    logger.info("signal \(signalNumber): shutting down")
-                    server.shutdown(timeout: 3) {
-                        logger.info("shut down")
-                        continuation.resume()
-                    }
-                }
-                source.resume()
-                once.keep(source)
+            server.shutdown(timeout: 3) {
+                logger.info("shut down")
+                continuation.resume()
             }
         }
         Foundation.exit(0)
     }
 }
 
-/// Makes sure a shutdown starts once, and keeps the signal sources alive.
-final class SignalOnce: @unchecked Sendable {
-    // `@unchecked Sendable`: both fields are guarded by `lock`.
+/// Catches termination signals from its creation on and reports the first one.
+final class StopSignal: @unchecked Sendable {
+    // `@unchecked Sendable`: `received`, `waiter` and `sources` are guarded by `lock`.
     private let lock = NSLock()
-    private var fired = false
+    private var received: Int32?
+    private var waiter: CheckedContinuation<Int32, Never>?
     private var sources: [any DispatchSourceSignal] = []
 
-    func first() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if fired { return false }
-        fired = true
-        return true
+    init(signals: [Int32]) {
+        for signalNumber in signals {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { [weak self] in self?.fire(signalNumber) }
+            source.resume()
+            sources.append(source)
+        }
     }
 
-    func keep(_ source: any DispatchSourceSignal) {
+    private func fire(_ signalNumber: Int32) {
         lock.lock()
-        sources.append(source)
+        guard received == nil else { lock.unlock(); return }
+        received = signalNumber
+        let waiter = self.waiter
+        self.waiter = nil
         lock.unlock()
+        waiter?.resume(returning: signalNumber)
+    }
+
+    /// Returns the first signal, at once if it has already arrived.
+    func wait() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            if let received {
+                lock.unlock()
+                continuation.resume(returning: received)
+            } else {
+                waiter = continuation
+                lock.unlock()
+            }
+        }
     }
 }
 

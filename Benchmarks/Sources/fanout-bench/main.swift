@@ -1,0 +1,250 @@
+// fanout-bench: opens N SSE subscribers, publishes P changes, and reports delivery latency
+// (p50/p99/max), events delivered per second, missing events, the server's memory per connection
+// and its CPU time per published change. Works against diffstream and against nginx + nchan.
+//
+//   fanout-bench --port 8080 --pid <server pid> --subscribers 1000 --publishes 20
+//   fanout-bench --port 8090 --pid <nginx worker pid> --nchan ...
+//
+// Each publish carries a marker `seq-<n>`; a subscriber has received publish n when the marker
+// appears in its (decoded) stream. Latency is measured from just before the publish request is sent.
+import Foundation
+import HTTPServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Options {
+    var host = "127.0.0.1"
+    var port: UInt16 = 8080
+    var pid: Int32?
+    var subscribers = 1000
+    var publishes = 20
+    var interval = 0.2
+    var nchan = false
+    var gzip = false
+    var feed = "fanout"
+    var items = 20
+    var sources = 1
+
+    init(_ arguments: [String]) {
+        var iterator = arguments.dropFirst().makeIterator()
+        while let argument = iterator.next() {
+            switch argument {
+            case "--host": host = iterator.next()!
+            case "--port": port = UInt16(iterator.next()!)!
+            case "--pid": pid = Int32(iterator.next()!)!
+            case "--subscribers": subscribers = Int(iterator.next()!)!
+            case "--publishes": publishes = Int(iterator.next()!)!
+            case "--interval": interval = Double(iterator.next()!)!
+            case "--items": items = Int(iterator.next()!)!
+            case "--sources": sources = Int(iterator.next()!)!
+            case "--nchan": nchan = true
+            case "--gzip": gzip = true
+            default:
+                FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
+                exit(2)
+            }
+        }
+    }
+}
+
+let options = Options(CommandLine.arguments)
+signal(SIGPIPE, SIG_IGN)
+
+func now() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+}
+
+/// One blocking HTTP request on a fresh connection; returns the status code.
+@MainActor func request(_ method: String, _ path: String, body: String = "") -> Int {
+    let fd = connectTo(source: 1, blocking: true)
+    defer { close(fd) }
+    let text = "\(method) \(path) HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+    _ = text.withCString { send(fd, $0, strlen($0), 0) }
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let count = recv(fd, &buffer, buffer.count, 0)
+    guard count > 12 else { return 0 }
+    return Int(String(decoding: buffer[9..<12], as: UTF8.self)) ?? 0
+}
+
+@MainActor func connectTo(source: Int, blocking: Bool) -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var local = sockaddr_in()
+    local.sin_family = sa_family_t(AF_INET)
+    local.sin_addr.s_addr = inet_addr("127.0.0.\(source)")
+    _ = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = options.port.bigEndian
+    address.sin_addr.s_addr = inet_addr(options.host)
+    let result = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    if result != 0 {
+        perror("connect")
+        exit(1)
+    }
+    if !blocking { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+    return fd
+}
+
+@MainActor func snapshotBody(_ sequence: Int) -> String {
+    // One item changes per publish (an update) and one marker item moves to the front (a move).
+    var items = (0..<options.items).map { #"{"id":"item-\#($0)","kind":"card","model":{"n":\#($0)}}"# }
+    items.insert(#"{"id":"marker","kind":"card","model":{"seq":"seq-\#(sequence)"}}"#, at: sequence % (options.items + 1))
+    return #"{"sections":[{"id":"s","model":null,"items":[\#(items.joined(separator: ","))]}]}"#
+}
+
+@MainActor func publish(_ sequence: Int) -> Int {
+    if options.nchan {
+        return request("POST", "/pub/\(options.feed)", body: #"{"marker":"seq-\#(sequence)"}"#)
+    }
+    return request("PUT", "/feeds/\(options.feed)", body: snapshotBody(sequence))
+}
+
+func residentKiB(_ pid: Int32) -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+    for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+    }
+    return 0
+}
+
+func cpuSeconds(_ pid: Int32) -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = text.lastIndex(of: ")") else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+    return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+final class Subscriber {
+    let fd: Int32
+    var text: [UInt8] = []
+    var headDone = false
+    var decoder: GzipStreamDecoder?
+    var received: [Int: Double] = [:]
+    var scanFrom = 0
+
+    init(fd: Int32) { self.fd = fd }
+
+    func consume(_ bytes: ArraySlice<UInt8>, at time: Double) {
+        var data = Array(bytes)
+        if !headDone {
+            text += data
+            guard let end = find([13, 10, 13, 10], in: text, from: 0) else { return }
+            headDone = true
+            data = Array(text[(end + 4)...])
+            text = []
+        }
+        if let decoder { data = decoder.decode(data) ?? [] }
+        text += data
+        // Record every marker seen so far.
+        let marker: [UInt8] = Array("seq-".utf8)
+        while let index = find(marker, in: text, from: scanFrom) {
+            var end = index + 4
+            while end < text.count, text[end] >= 48, text[end] <= 57 { end += 1 }
+            if end == text.count { break }  // the number may continue in the next read
+            if let sequence = Int(String(decoding: text[(index + 4)..<end], as: UTF8.self)), received[sequence] == nil {
+                received[sequence] = time
+            }
+            scanFrom = end
+        }
+        if text.count > 1 << 16 {
+            text.removeFirst(scanFrom)
+            scanFrom = 0
+        }
+    }
+}
+
+func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
+    guard haystack.count >= needle.count, start <= haystack.count - needle.count else { return nil }
+    var index = start
+    while index <= haystack.count - needle.count {
+        if haystack[index] == needle[0] && Array(haystack[index..<(index + needle.count)]) == needle { return index }
+        index += 1
+    }
+    return nil
+}
+
+// 1. The feed.
+if !options.nchan {
+    let status = publish(0)
+    guard status == 200 || status == 201 else {
+        FileHandle.standardError.write(Data("could not create the feed: HTTP \(status)\n".utf8))
+        exit(1)
+    }
+}
+let rssBefore = options.pid.map(residentKiB) ?? 0
+
+// 2. Subscribers.
+var subscribers: [Subscriber] = []
+let path = options.nchan ? "/sub/\(options.feed)" : "/feeds/\(options.feed)/events"
+for index in 0..<options.subscribers {
+    let fd = connectTo(source: 1 + index % max(1, options.sources), blocking: false)
+    let subscriber = Subscriber(fd: fd)
+    if options.gzip { subscriber.decoder = GzipStreamDecoder() }
+    let text = "GET \(path) HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n\(options.gzip ? "Accept-Encoding: gzip\r\n" : "")\r\n"
+    _ = text.withCString { send(fd, $0, strlen($0), 0) }
+    subscribers.append(subscriber)
+}
+var pollSet = subscribers.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+
+@MainActor func pump(until deadline: Double, done: () -> Bool) {
+    while now() < deadline && !done() {
+        let ready = poll(&pollSet, nfds_t(pollSet.count), 50)
+        if ready <= 0 { continue }
+        let time = now()
+        for index in pollSet.indices where pollSet[index].revents != 0 {
+            let count = recv(pollSet[index].fd, &buffer, buffer.count, 0)
+            if count > 0 { subscribers[index].consume(buffer[0..<count], at: time) }
+            pollSet[index].revents = 0
+        }
+    }
+}
+
+// Wait until every subscriber has its response head (and, for diffstream, its snapshot).
+pump(until: now() + 60) { subscribers.allSatisfy { $0.headDone && (options.nchan || $0.received[0] != nil) } }
+let connected = subscribers.filter { $0.headDone }.count
+let rssConnected = options.pid.map(residentKiB) ?? 0
+
+// 3. Publishes.
+var published: [Int: Double] = [:]
+let cpuBefore = options.pid.map(cpuSeconds) ?? 0
+let started = now()
+for sequence in 1...options.publishes {
+    let time = now()
+    let status = publish(sequence)
+    if status >= 300 { FileHandle.standardError.write(Data("publish \(sequence): HTTP \(status)\n".utf8)) }
+    published[sequence] = time
+    pump(until: now() + options.interval) { false }
+}
+pump(until: now() + 10) { subscribers.allSatisfy { $0.received.count >= options.publishes + (options.nchan ? 0 : 1) } }
+let cpuAfter = options.pid.map(cpuSeconds) ?? 0
+
+// 4. Figures.
+var latencies: [Double] = []
+var missing = 0
+var lastDelivery = started
+for subscriber in subscribers {
+    for sequence in 1...options.publishes {
+        if let received = subscriber.received[sequence] {
+            latencies.append((received - published[sequence]!) * 1000)
+            lastDelivery = max(lastDelivery, received)
+        } else {
+            missing += 1
+        }
+    }
+}
+latencies.sort()
+@MainActor func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+let perConnection = connected > 0 ? Double(rssConnected - rssBefore) / Double(connected) : .nan
+print("target: \(options.nchan ? "nginx+nchan" : "diffstream")\(options.gzip ? " (gzip)" : "")  subscribers: \(options.subscribers) (connected \(connected))  publishes: \(options.publishes)")
+print(String(format: "latency ms: p50 %.1f  p99 %.1f  max %.1f", percentile(0.5), percentile(0.99), latencies.last ?? .nan))
+print(String(format: "delivered: %d  missing: %d  events/s: %.0f", latencies.count, missing, Double(latencies.count) / max(0.001, lastDelivery - started)))
+if options.pid != nil {
+    print(String(format: "server RSS: %.1f MiB before, %.1f MiB connected: %.2f KiB per connection", Double(rssBefore) / 1024, Double(rssConnected) / 1024, perConnection))
+    print(String(format: "server CPU: %.1f ms per publish", (cpuAfter - cpuBefore) * 1000 / Double(options.publishes)))
+}
+for subscriber in subscribers { close(subscriber.fd) }
