@@ -61,7 +61,7 @@ public struct OperationCounts: Hashable, Sendable, CustomStringConvertible {
 public struct Batch<SectionType: Identifiable, ItemType: Identifiable> {
     public var operations: [Operation<SectionType, ItemType>]
 
-    public init(_ operations: [Operation<SectionType, ItemType>] = []) { self.operations = operations }
+    @inlinable public init(_ operations: [Operation<SectionType, ItemType>] = []) { self.operations = operations }
 
     /// Whether the batch changes nothing.
     public var isEmpty: Bool { operations.isEmpty }

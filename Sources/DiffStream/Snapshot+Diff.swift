@@ -14,6 +14,7 @@ extension Snapshot {
     /// something that exists when its operation is applied. The result is deterministic.
     ///
     /// - Complexity: O(n log n) time and O(n) memory in the number of sections and items.
+    @inlinable
     public static func diff(from old: Self, to new: Self) -> Batch<SectionType, ItemType> {
         let oldSectionCount = old.sectionValues.count
         let newSectionCount = new.sectionValues.count
