@@ -176,3 +176,26 @@ def test_https_and_a_gzipped_event_stream(browser, tmp_path):
         save_screenshot(browser, "home-https")
     finally:
         secure.stop()
+
+
+def test_a_generic_feed_with_an_unknown_kind_renders_as_json(browser, server):
+    server.request("PUT", "/feeds/generic", {"sections": [{"id": "s", "model": {"title": "Generic"}, "items": [
+        {"id": "x1", "kind": "widget", "model": {"title": "A widget", "size": 3}}]}]})
+    open_feed(browser, server, "generic")
+    text = browser.execute_script("return document.querySelector(\"li[data-item-id='x1'] pre.json\").textContent")
+    assert '"size": 3' in text
+    assert browser.execute_script("return document.getElementById('feed-picker').value") == "generic"
+
+
+def test_phone_width_layout(browser, server):
+    browser.set_window_size(390, 844)
+    try:
+        open_feed(browser, server, "home")
+        widths = browser.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth,"
+            " document.querySelector(\"li[data-item-id='suggested-m1']\").getBoundingClientRect().width]")
+        assert widths[0] <= widths[1], "no horizontal scrolling"
+        assert widths[2] > 250, "media items stack full width on a phone"
+        save_screenshot(browser, "home-phone")
+    finally:
+        browser.set_window_size(1200, 900)

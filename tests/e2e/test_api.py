@@ -132,3 +132,21 @@ def test_chunked_and_expect_continue(server):
         assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
         sock.sendall(body)
         assert sock.recv(1000).startswith(b"HTTP/1.1 201")
+
+
+def test_ipv6_loopback(start):
+    if not socket.has_ipv6:
+        return
+    try:
+        probe = socket.socket(socket.AF_INET6)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError:
+        return  # no IPv6 on this machine
+    server = start("--host", "::1")
+    with socket.create_connection(("::1", server.port), timeout=5) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(4096):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200") and data.endswith(b'{"status":"ok"}\n')
