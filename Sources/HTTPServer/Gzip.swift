@@ -61,27 +61,7 @@ public enum Gzip {
     /// Decompresses a gzip stream, complete or not (for tests and clients).
     /// - Returns: the bytes decoded so far, or nil if the data is not valid gzip.
     public static func decompress(_ bytes: [UInt8]) -> [UInt8]? {
-        var stream = z_stream()
-        guard diffstream_inflateInit2(&stream, 16 + 15) == Z_OK else { return nil }
-        defer { inflateEnd(&stream) }
-        var output: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        var input = bytes
-        var status: Int32 = Z_OK
-        input.withUnsafeMutableBufferPointer { inBuffer in
-            stream.next_in = inBuffer.baseAddress
-            stream.avail_in = uInt(inBuffer.count)
-            repeat {
-                let produced = chunk.withUnsafeMutableBufferPointer { outBuffer -> Int in
-                    stream.next_out = outBuffer.baseAddress
-                    stream.avail_out = uInt(outBuffer.count)
-                    status = inflate(&stream, Z_SYNC_FLUSH)
-                    return outBuffer.count - Int(stream.avail_out)
-                }
-                output.append(contentsOf: chunk[0..<produced])
-            } while status == Z_OK && (stream.avail_in > 0 || stream.avail_out == 0)
-        }
-        return status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR ? output : nil
+        GzipStreamDecoder().decode(bytes)
     }
 
     /// Whether an `Accept-Encoding` value allows gzip (RFC 9110 §12.5.3, with q-values).
