@@ -74,3 +74,17 @@ def test_select_updates_only_the_hours_that_differ(server):
     assert {op["op"] for op in batch["ops"]} <= {"update", "updateSection"}
     assert server.call("POST", "/feeds/forecast/actions/select", {"day": "d-nope"})[0] == 422
     client.close()
+
+
+def test_demo_changes_home_and_week_by_itself(start):
+    server = start("--demo")
+    home = SSEClient(server, "/feeds/home/events")
+    week = SSEClient(server, "/feeds/week/events")
+    assert home.next_event()["event"] == "snapshot" and week.next_event()["event"] == "snapshot"
+    for _ in range(3):
+        event = home.next_event(timeout=6)
+        assert event is not None and event["event"] == "batch", "the demo ticker publishes every ~2 s"
+    batch = json.loads(week.next_event(timeout=8)["data"])
+    assert batch["ops"] and {op["op"] for op in batch["ops"]} == {"update"}
+    home.close()
+    week.close()
