@@ -122,3 +122,37 @@ def test_running_out_of_descriptors_does_not_stop_the_accept_loop(start):
         s.close()
     wait_for(lambda: server.call("GET", "/healthz")[0] == 200, message="service after descriptors were freed")
     assert server.alive()
+
+
+def test_a_slow_subscriber_is_caught_up_with_a_snapshot_once_it_reads_again(start):
+    server = start("--stream-buffer", "65536", "--log-level", "warning")
+    big_model = {"text": "y" * 1000}
+    state = lambda n: {"sections": [{"id": "a", "model": None, "items": [{"id": f"{n}-{i}", "kind": "k", "model": big_model} for i in range(40)]}]}
+    server.request("PUT", "/feeds/lag", state(0))
+    slow = socket.socket()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(("127.0.0.1", server.port))
+    slow.sendall(b"GET /feeds/lag/events HTTP/1.1\r\nHost: x\r\n\r\n")
+    n = 0
+    while "diffstream_stream_overflows_total 0\n" in server.call("GET", "/metrics")[2].decode():
+        n += 1
+        server.request("PUT", "/feeds/lag", state(n))
+        assert n < 2000, "the slow subscriber never overflowed"
+    final = server.request("PUT", "/feeds/lag", state(n + 1))["version"]
+    # Now read everything: the stream must end with the current state, reached through a fresh snapshot.
+    slow.settimeout(1)
+    data = b""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and f'"version":{final},'.encode() not in data:
+        try:
+            chunk = slow.recv(1 << 20)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        data += chunk
+    text = data.decode(errors="replace")
+    assert text.count("event: snapshot") >= 2, "a resync snapshot after the first one"
+    assert f'"version":{final},' in text
+    slow.close()
+    wait_for(lambda: "diffstream_resyncs_total 0\n" not in server.call("GET", "/metrics")[2].decode(), message="the resync metric")
