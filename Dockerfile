@@ -10,6 +10,7 @@ WORKDIR /src
 COPY Package.swift ./
 RUN swift package resolve
 COPY Sources ./Sources
+COPY Public ./Public
 RUN swift build -c release --static-swift-stdlib --product diffstream \
     && install -D "$(swift build -c release --show-bin-path)/diffstream" /out/diffstream
 
@@ -17,16 +18,15 @@ FROM debian:bookworm-slim
 # The libraries `ldd` lists for the binary (libssl3: libssl and libcrypto; zlib1g; libstdc++6 and
 # libgcc-s1 for the statically linked Swift runtime), and CA certificates.
 # runtime-packages
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl3 zlib1g libstdc++6 libgcc-s1 ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends libssl3 zlib1g libstdc++6 libgcc-s1 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin diffstream \
     && mkdir -p /data && chown diffstream /data
 COPY --from=build /out/diffstream /usr/local/bin/diffstream
-COPY Public /usr/share/diffstream/Public
+COPY --from=build /src/Public /usr/share/diffstream/Public
 VOLUME /data
 WORKDIR /data
-USER 10001
+USER diffstream
 EXPOSE 8080
 ENV DIFFSTREAM_HOST=0.0.0.0 DIFFSTREAM_PORT=8080 DIFFSTREAM_PUBLIC=/usr/share/diffstream/Public
 HEALTHCHECK --interval=30s --timeout=3s --start-period=5s --retries=3 \
