@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 counts=("${@:-1000 10000}")
 [[ $# -eq 0 ]] && counts=(1000 10000)
 publishes=${PUBLISHES:-20}
-swift build -c release --product diffstream >/dev/null
+swift build -c release --static-swift-stdlib --product diffstream >/dev/null
 swift build -c release --package-path Benchmarks --product fanout-bench >/dev/null
 bench=Benchmarks/.build/release/fanout-bench
 work=$(mktemp -d)
