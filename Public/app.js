@@ -1,70 +1,31 @@
-// DiffStream page: subscribes to a feed's event stream and applies each batch to the DOM, op by op.
+// DiffStream page: subscribes to one feed's event stream and applies each batch to the DOM, op by op.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
 const feedEl = $('feed');
+const KNOWN_FEEDS = ['home', 'week', 'blackjack', 'forecast'];
+const MAX_ANIMATED = 600; // with more sections and items than this, changes are applied without animation
 const reducedMotion = matchMedia('(prefers-reduced-motion: reduce)');
-const known = ['home', 'week', 'blackjack', 'forecast'];
 
-const app = { feed: new URLSearchParams(location.search).get('feed') || 'home', version: null, state: 'connecting', source: null, resyncing: false };
+const app = {
+  feed: new URLSearchParams(location.search).get('feed') || 'home',
+  version: null,
+  state: 'connecting',
+  source: null,     // the current EventSource
+  resyncing: false, // a fresh subscription was opened because a batch did not follow our version
+  retries: 0,
+  retryTimer: 0,
+};
+const sections = new Map(); // section id -> <section>
+const items = new Map();    // item id -> <li>
+
 window.diffstream = {
-  get feed() { return app.feed; },
   get version() { return app.version; },
+  get feed() { return app.feed; },
   get state() { return app.state; },
 };
 
-// ---- Connection -------------------------------------------------------------------------------
-
-function setState(state) {
-  app.state = state;
-  const el = $('status');
-  el.dataset.state = state;
-  el.textContent = state;
-}
-
-function setVersion(version) {
-  app.version = version;
-  $('version').textContent = String(version);
-}
-
-function connect() {
-  if (app.source) app.source.close();
-  const source = new EventSource(`/feeds/${encodeURIComponent(app.feed)}/events`);
-  app.source = source;
-  source.addEventListener('snapshot', (event) => {
-    const data = JSON.parse(event.data);
-    renderSnapshot(data);
-    setVersion(data.version);
-    setState(app.resyncing || app.state === 'reconnecting' ? 'resynced' : 'live');
-    app.resyncing = false;
-  });
-  source.addEventListener('batch', (event) => {
-    const data = JSON.parse(event.data);
-    if (data.from !== app.version) return resync();
-    applyBatch(data.ops);
-    setVersion(data.version);
-    if (app.state !== 'live') setState('live');
-  });
-  source.addEventListener('deleted', () => {
-    source.close();
-    setState('deleted');
-    announce(`Feed ${app.feed} was deleted`);
-  });
-  source.onerror = () => {
-    if (app.source !== source || app.state === 'deleted') return;
-    setState('reconnecting');
-    // EventSource retries by itself while CONNECTING; after a refused response it gives up: start over.
-    if (source.readyState === EventSource.CLOSED) setTimeout(() => app.source === source && connect(), 2000);
-  };
-}
-
-/// Our version and the batch's `from` differ: start a fresh subscription, which begins with a snapshot.
-function resync() {
-  app.resyncing = true;
-  connect();
-}
-
-// ---- Rendering --------------------------------------------------------------------------------
+// ---- DOM helpers: every setter writes only when the value differs ---------------------------------
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -73,301 +34,531 @@ function el(tag, className, text) {
   return node;
 }
 
-/// Sets text only when it differs, so an update touches only what changed.
-function setText(node, text) {
-  const value = text === undefined || text === null ? '' : String(text);
-  if (node.textContent !== value) node.textContent = value;
+function setText(node, value) {
+  const text = value === undefined || value === null ? '' : String(value);
+  if (node.textContent !== text) node.textContent = text;
 }
 
+function setAttr(node, name, value) {
+  if (value === null || value === undefined) node.removeAttribute(name);
+  else if (node.getAttribute(name) !== String(value)) node.setAttribute(name, value);
+}
+
+const setHidden = (node, hidden) => { if (node.hidden !== hidden) node.hidden = hidden; };
+const setClass = (node, name, on) => { if (node.classList.contains(name) !== on) node.classList.toggle(name, on); };
+
+const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value);
+const part = (node, name) => node.querySelector(`.${name}`);
+const deg = (value) => (value === undefined || value === null ? '' : `${value}°`);
+
+/// A stable hue for an id, so a poster always gets the same colours.
 function hue(id) {
   let h = 2166136261;
-  for (const c of String(id)) h = Math.imul(h ^ c.codePointAt(0), 16777619) >>> 0;
-  return h % 360;
+  for (const c of String(id)) h = Math.imul(h ^ c.codePointAt(0), 16777619);
+  h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
+  return ((h ^ (h >>> 12)) >>> 0) % 360;
 }
 
-// Each kind: `build(li, model, id)` creates the element's parts once; `patch(li, model)` updates them.
-const kinds = {
+// ---- Templates, one per kind ----------------------------------------------------------------------
+// fits(model): can this template show the model; build(li, ctx): make the parts once;
+// text(model, kind): the text of each part, by class; patch(li, model, kind): anything else.
+
+const templates = {
   banner: {
-    build(li) { li.append(el('strong', 'title'), el('span', 'subtitle')); },
-    patch(li, m) { setText(li.querySelector('.title'), m.title); setText(li.querySelector('.subtitle'), m.subtitle); },
+    fits: (m) => 'title' in m,
+    build: (li) => li.append(el('strong', 'title'), el('span', 'subtitle')),
+    text: (m) => ({ title: m.title, subtitle: m.subtitle }),
   },
-  image: {
-    build(li, m, id, kind) {
-      const video = kind === 'video';
+  media: { // image and video share this template, so a change of kind keeps the note input
+    fits: (m) => 'title' in m || 'id' in m,
+    build(li) {
       const poster = el('div', 'poster');
-      const h = hue(m.id || id);
-      poster.style.background = `linear-gradient(135deg, hsl(${h} 60% 55%), hsl(${(h + 60) % 360} 55% 35%))`;
-      if (video) poster.append(el('span', 'play', '▶'));
       poster.setAttribute('role', 'img');
+      poster.append(el('span', 'play', '▶'));
       const note = el('input', 'note');
-      note.placeholder = 'Add a note';
-      note.setAttribute('aria-label', 'Note');
+      Object.assign(note, { type: 'text', placeholder: 'Add a note', autocomplete: 'off' });
       li.append(poster, el('span', 'title'), note);
     },
-    patch(li, m) {
-      setText(li.querySelector('.title'), m.title);
-      const poster = li.querySelector('.poster');
-      if (poster.getAttribute('aria-label') !== m.title) poster.setAttribute('aria-label', m.title || '');
+    text: (m) => ({ title: m.title }),
+    patch(li, m, kind) {
+      const poster = part(li, 'poster');
+      setAttr(poster, 'style', `--hue: ${hue(m.id ?? li.dataset.itemId)}`); // the url is never fetched
+      setAttr(poster, 'aria-label', `${kind === 'video' ? 'Video' : 'Image'}: ${m.title ?? ''}`);
+      setHidden(part(li, 'play'), kind !== 'video');
+      setAttr(part(li, 'note'), 'aria-label', `Note for ${m.title ?? 'this item'}`);
     },
-  },
-  video: {
-    build(li, m, id) { kinds.image.build(li, m, id, 'video'); },
-    patch(li, m) { kinds.image.patch(li, m); },
   },
   card: {
+    fits: (m) => 'rank' in m || 'suit' in m,
     build(li) {
-      const face = el('div', 'card-face');
-      face.append(el('span', 'rank'), el('span', 'suit'));
-      li.append(face);
+      const face = el('div', 'face');
+      face.append(el('span', 'corner'), el('span', 'pip'), el('span', 'corner bottom'));
+      li.append(face, el('span', 'value'));
     },
+    text: (m) => ({ corner: `${m.rank ?? ''}${m.suit ?? ''}`, pip: m.suit, value: m.value === undefined ? '' : `value ${m.value}` }),
     patch(li, m) {
-      const face = li.querySelector('.card-face');
-      face.classList.toggle('red', m.suit === '♥' || m.suit === '♦');
-      setText(li.querySelector('.rank'), m.rank);
-      setText(li.querySelector('.suit'), m.suit);
-      const label = `${m.rank} of ${m.suit}`;
-      if (face.getAttribute('aria-label') !== label) face.setAttribute('aria-label', label);
+      const face = part(li, 'face');
+      setClass(face, 'red', m.suit === '♥' || m.suit === '♦');
+      setAttr(face, 'aria-label', `${m.rank ?? ''} ${m.suit ?? ''}`.trim());
     },
   },
   day: {
-    build(li) { li.append(el('span', 'icon'), el('span', 'title'), el('span', 'temps'), el('span', 'condition')); },
+    fits: (m) => 'name' in m,
+    build(li, ctx) {
+      // The forecast's daily items select a day: a real button, so Enter and Space work too.
+      const button = ctx.section === 'daily' && app.feed === 'forecast';
+      const body = el(button ? 'button' : 'div', 'body');
+      if (button) body.type = 'button';
+      const temps = el('span', 'temps');
+      temps.append(el('span', 'high'), el('span', 'low'));
+      body.append(el('span', 'icon'), el('span', 'title'), el('span', 'condition'), temps);
+      li.append(body);
+    },
+    text: (m) => ({ icon: m.icon, title: m.name, condition: m.condition, high: deg(m.high), low: deg(m.low) }),
     patch(li, m) {
-      setText(li.querySelector('.icon'), m.icon);
-      setText(li.querySelector('.title'), m.name);
-      setText(li.querySelector('.temps'), `${m.high}° / ${m.low}°`);
-      setText(li.querySelector('.condition'), m.condition);
-      if ('selected' in m) {
-        li.classList.toggle('selected', !!m.selected);
-        if (li.getAttribute('aria-pressed') !== String(!!m.selected)) li.setAttribute('aria-pressed', String(!!m.selected));
-      }
+      setClass(li, 'selected', m.selected === true);
+      const body = part(li, 'body');
+      if (body.tagName === 'BUTTON') setAttr(body, 'aria-pressed', String(m.selected === true));
     },
   },
   hour: {
-    build(li) { li.append(el('div', 'hour'), el('div', 'icon'), el('div', 'temp')); },
-    patch(li, m) {
-      setText(li.querySelector('.hour'), m.hour);
-      setText(li.querySelector('.icon'), m.icon);
-      setText(li.querySelector('.temp'), `${m.temp}°`);
-    },
+    fits: (m) => 'hour' in m,
+    build: (li) => li.append(el('span', 'time'), el('span', 'icon'), el('span', 'temp')),
+    text: (m) => ({ time: m.hour, icon: m.icon, temp: deg(m.temp) }),
   },
-  json: {
-    build(li, m, id, kind) { li.append(el('span', 'kind-label', kind), el('pre', 'json')); },
-    patch(li, m) { setText(li.querySelector('.json'), JSON.stringify(m, null, 2)); },
+  json: { // any other kind, or a model that the kind's template cannot show
+    fits: () => true,
+    build: (li) => li.append(el('span', 'kind-label'), el('strong', 'title'), el('pre', 'json')),
+    text: (m, kind) => ({
+      'kind-label': kind, title: isObject(m) && typeof m.title === 'string' ? m.title : '', json: JSON.stringify(m, null, 2),
+    }),
   },
 };
 
-function fillItem(li, item) {
-  const kind = kinds[item.kind] && item.kind !== 'json' ? item.kind : 'json';
-  const model = item.model && typeof item.model === 'object' ? item.model : { value: item.model };
-  if (li.dataset.kind !== item.kind) {
-    li.replaceChildren();
-    li.dataset.kind = item.kind;
-    kinds[kind].build(li, model, item.id, item.kind);
-  }
-  kinds[kind].patch(li, model);
+function templateFor(kind, model) {
+  const name = kind === 'image' || kind === 'video' ? 'media' : kind;
+  return Object.hasOwn(templates, name) && isObject(model) && templates[name].fits(model) ? name : 'json';
 }
 
-function makeItem(item, sectionId) {
+/// Fills an item in place: the <li> and its input stay; only the text and attributes that changed are written.
+function fillItem(li, item, section) {
+  const model = item.model === undefined ? null : item.model;
+  const name = templateFor(item.kind, model);
+  const template = templates[name];
+  setAttr(li, 'data-kind', item.kind);
+  if (li.dataset.template !== name) { // another template: its parts are built anew
+    li.replaceChildren();
+    li.dataset.template = name;
+    li.className = `item is-${name}`;
+    template.build(li, { id: item.id, kind: item.kind, section });
+  }
+  for (const [className, value] of Object.entries(template.text(model, item.kind))) {
+    for (const node of li.querySelectorAll(`.${className}`)) setText(node, value);
+  }
+  if (template.patch) template.patch(li, model, item.kind);
+}
+
+function makeItem(item, section) {
   const li = el('li');
   li.dataset.itemId = item.id;
-  if (item.kind === 'day' && sectionId === 'daily') {
-    li.setAttribute('role', 'button');
-    li.tabIndex = 0;
-  }
-  fillItem(li, item);
+  fillItem(li, item, section);
   return li;
 }
 
-function patchSection(section, model) {
-  const h2 = section.querySelector('h2');
-  const m = model && typeof model === 'object' ? model : {};
-  setText(h2.querySelector('.section-title'), m.title);
-  h2.querySelector('.star').hidden = !m.isFeatured;
-  const meta = ['score', 'remaining', 'status'].filter((k) => k in m).map((k) => `${k}: ${m[k]}`).join(' · ');
-  setText(h2.querySelector('.meta'), meta);
-  if (app.feed === 'blackjack') $('deal').hidden = false;
-}
+// ---- Sections: an <h2> from the model's title (a star when featured, chips for a game) and a <ul> ---
+
+const CHIPS = { score: (v) => `Score ${v}`, remaining: (v) => `${v} left`, status: String };
 
 function makeSection(section) {
   const node = el('section');
   node.dataset.sectionId = section.id;
   const h2 = el('h2');
-  const star = el('span', 'star', '★');
-  star.setAttribute('aria-label', 'featured');
-  h2.append(el('span', 'section-title'), star, el('span', 'meta'));
+  h2.append(el('span', 'section-title'), el('span', 'chips'));
   node.append(h2, el('ul'));
   patchSection(node, section.model);
   return node;
 }
 
-function renderSnapshot(data) {
-  const sections = data.sections.map((section) => {
-    const node = makeSection(section);
-    node.querySelector('ul').append(...(section.items || []).map((item) => makeItem(item, section.id)));
-    return node;
-  });
-  feedEl.replaceChildren(...sections);
-  feedEl.dataset.feed = data.feed;
-  feedEl.setAttribute('aria-busy', 'false');
+function patchSection(node, model) {
+  const m = isObject(model) ? model : {};
+  const h2 = node.firstElementChild;
+  const title = typeof m.title === 'string' ? m.title : '';
+  setClass(h2, 'untitled', !title); // without a title, the id is there for screen readers only
+  setText(part(h2, 'section-title'), title || node.dataset.sectionId);
+  let star = part(h2, 'star');
+  if (m.isFeatured === true && !star) {
+    star = el('span', 'star', '★');
+    star.setAttribute('role', 'img');
+    star.setAttribute('aria-label', 'featured');
+    h2.firstElementChild.after(star);
+  } else if (m.isFeatured !== true && star) {
+    star.remove();
+  }
+  const chips = part(h2, 'chips');
+  for (const [key, label] of Object.entries(CHIPS)) {
+    let chip = chips.querySelector(`[data-key="${key}"]`);
+    if (!(key in m)) { if (chip) chip.remove(); continue; }
+    if (!chip) { chip = chips.appendChild(el('span', 'chip')); chip.dataset.key = key; }
+    setText(chip, label(m[key]));
+    if (key === 'status') setAttr(chip, 'data-status', m[key]);
+  }
 }
 
-// ---- Applying batches -------------------------------------------------------------------------
-
-const sectionNode = (id) => feedEl.querySelector(`:scope > section[data-section-id="${CSS.escape(id)}"]`);
-const itemNode = (id) => feedEl.querySelector(`li[data-item-id="${CSS.escape(id)}"]`);
-
-function need(node, what) {
-  if (!node) throw new Error(`unknown ${what}`);
+function need(map, id, what) {
+  const node = map.get(id);
+  if (!node) throw new Error(`unknown ${what} ${id}`);
   return node;
 }
+const anchor = (map, id) => (id === null || id === undefined ? null : need(map, id, 'anchor'));
+const list = (sectionId) => need(sections, sectionId, 'section').lastElementChild;
+const sectionOf = (li) => li.closest('section').dataset.sectionId;
 
-const animating = () => $('animate').checked && !reducedMotion.matches;
+// ---- Snapshots: every element whose id survives is reused, so notes and focus survive a resync ----
 
-function applyOp(op, inserted, removed) {
+/// Puts `nodes` into `parent` in this order with few moves; any other children end up after them.
+function reorder(parent, nodes) {
+  let cursor = parent.firstChild;
+  for (const node of nodes) {
+    if (node === cursor) cursor = cursor.nextSibling;
+    else parent.insertBefore(node, cursor);
+  }
+}
+
+function renderSnapshot(data, fx) {
+  const next = data.sections || [];
+  const sectionIds = new Set(next.map((s) => s.id));
+  const itemIds = new Set(next.flatMap((s) => (s.items || []).map((i) => i.id)));
+  const oldSections = new Map([...feedEl.querySelectorAll(':scope > section')].map((n) => [n.dataset.sectionId, n]));
+  const oldItems = new Map([...feedEl.querySelectorAll('li[data-item-id]')].map((n) => [n.dataset.itemId, n]));
+  for (const [id, li] of oldItems) if (!itemIds.has(id) && sectionIds.has(sectionOf(li))) removeNode(li, fx);
+  sections.clear();
+  items.clear();
+  const nodes = next.map((section) => {
+    let node = oldSections.get(section.id);
+    if (node) patchSection(node, section.model);
+    else fx.inserted.push(node = makeSection(section));
+    sections.set(section.id, node);
+    reorder(node.lastElementChild, (section.items || []).map((item) => {
+      let li = oldItems.get(item.id);
+      if (li) fillItem(li, item, section.id);
+      else fx.inserted.push(li = makeItem(item, section.id));
+      items.set(item.id, li);
+      return li;
+    }));
+    return node;
+  });
+  for (const [id, node] of oldSections) if (!sectionIds.has(id)) removeNode(node, fx);
+  reorder(feedEl, nodes);
+}
+
+// ---- Batches: each op applied to the DOM, in order; anything unexpected throws (and we resync) ----
+
+function applyOp(op, fx) {
   switch (op.op) {
-    case 'deleteSection': removed.push(need(sectionNode(op.section), op.section)); break;
+    case 'deleteSection': {
+      const node = need(sections, op.section, 'section');
+      for (const li of node.querySelectorAll('li[data-item-id]')) items.delete(li.dataset.itemId);
+      sections.delete(op.section);
+      return removeNode(node, fx);
+    }
     case 'insertSection': {
-      const node = makeSection(op.section);
-      feedEl.insertBefore(node, op.before === null ? null : need(sectionNode(op.before), op.before));
-      inserted.push(node);
-      break;
+      if (sections.has(op.section.id)) throw new Error(`duplicate section ${op.section.id}`);
+      const node = feedEl.insertBefore(makeSection(op.section), anchor(sections, op.before));
+      sections.set(op.section.id, node);
+      return fx.inserted.push(node);
     }
     case 'moveSection':
-      feedEl.insertBefore(need(sectionNode(op.section), op.section), op.before === null ? null : need(sectionNode(op.before), op.before));
-      break;
-    case 'updateSection': patchSection(need(sectionNode(op.section), op.section), op.model); break;
-    case 'delete': removed.push(need(itemNode(op.item), op.item)); break;
+      return feedEl.insertBefore(need(sections, op.section, 'section'), anchor(sections, op.before));
+    case 'updateSection':
+      return patchSection(need(sections, op.section, 'section'), op.model);
+    case 'delete': {
+      const li = need(items, op.item, 'item');
+      items.delete(op.item);
+      return removeNode(li, fx);
+    }
     case 'insert': {
-      const list = need(sectionNode(op.section), op.section).querySelector('ul');
-      const node = makeItem(op.item, op.section);
-      list.insertBefore(node, op.before === null ? null : need(itemNode(op.before), op.before));
-      inserted.push(node);
-      break;
+      if (items.has(op.item.id)) throw new Error(`duplicate item ${op.item.id}`);
+      const li = list(op.section).insertBefore(makeItem(op.item, op.section), anchor(items, op.before));
+      items.set(op.item.id, li);
+      return fx.inserted.push(li);
     }
-    case 'move': {
-      const list = need(sectionNode(op.section), op.section).querySelector('ul');
-      list.insertBefore(need(itemNode(op.item), op.item), op.before === null ? null : need(itemNode(op.before), op.before));
-      break;
+    case 'move':
+      return list(op.section).insertBefore(need(items, op.item, 'item'), anchor(items, op.before));
+    case 'update': {
+      const li = need(items, op.item, 'item');
+      return fillItem(li, { id: op.item, kind: op.kind, model: op.model }, sectionOf(li));
     }
-    case 'update': fillItem(need(itemNode(op.item), op.item), { id: op.item, kind: op.kind, model: op.model }); break;
-    default: throw new Error(`unknown op ${op.op}`);
-  }
-  // Removals happen at once (the DOM order is final right away); a ghost copy fades out.
-  while (removed.length) {
-    const node = removed.pop();
-    if (animating()) fadeOut(node);
-    node.remove();
+    default:
+      throw new Error(`unknown op ${op.op}`);
   }
 }
 
-function fadeOut(node) {
-  const rect = node.getBoundingClientRect();
-  if (!rect.width) return;
-  const ghost = node.cloneNode(true);
-  ghost.removeAttribute('data-item-id');
-  ghost.removeAttribute('data-section-id');
-  ghost.querySelectorAll('[data-item-id]').forEach((child) => child.removeAttribute('data-item-id'));
-  ghost.classList.add('ghost');
-  Object.assign(ghost.style, { left: `${rect.left}px`, top: `${rect.top}px`, width: `${rect.width}px`, height: `${rect.height}px` });
-  document.body.append(ghost);
-  ghost.animate([{ opacity: 1 }, { opacity: 0, transform: 'scale(.95)' }], { duration: 250, easing: 'ease-in' }).onfinish = () => ghost.remove();
+// ---- Animation: inserts fade in, removed elements leave a fading ghost, moves FLIP ------------------
+
+/// Measures every section and item, runs `mutate(fx)`, keeps the focus, then animates the difference.
+function transition(mutate) {
+  const shown = app.version !== null; // the first snapshot of a feed just appears
+  const animate = shown && $('animate').checked && !reducedMotion.matches && sections.size + items.size <= MAX_ANIMATED;
+  const fx = { animate, rects: new Map(), inserted: [] };
+  if (animate) for (const node of feedEl.querySelectorAll('[data-section-id], [data-item-id]')) fx.rects.set(node, node.getBoundingClientRect());
+  const focus = saveFocus();
+  mutate(fx);
+  restoreFocus(focus);
+  if (animate) play(fx);
 }
 
-/// FLIP: remember where everything was, apply the batch, then animate each element from its old place.
-function applyBatch(ops) {
-  const animate = animating();
-  const before = new Map();
-  if (animate) {
-    feedEl.querySelectorAll('[data-item-id], [data-section-id]').forEach((node) => before.set(node, node.getBoundingClientRect()));
-  }
-  const inserted = [];
-  try {
-    for (const op of ops) applyOp(op, inserted, []);
-  } catch (error) {
-    console.warn('batch could not be applied, resyncing:', error.message);
-    return resync();
-  }
-  announce(summary(ops));
-  if (!animate) return;
-  for (const [node, old] of before) {
-    if (!node.isConnected) continue;
-    const now = node.getBoundingClientRect();
-    const dx = old.left - now.left;
-    const dy = old.top - now.top;
-    if (Math.abs(dx) > 0.5 || Math.abs(dy) > 0.5) {
-      node.animate([{ transform: `translate(${dx}px, ${dy}px)` }, { transform: 'none' }], { duration: 300, easing: 'ease-out' });
-    }
-  }
-  for (const node of inserted) node.animate([{ opacity: 0, transform: 'scale(.96)' }, { opacity: 1, transform: 'none' }], { duration: 250, easing: 'ease-out' });
+/// Takes a node out of the DOM at once (queries see the final order); a copy fades out where it was.
+function removeNode(node, fx) {
+  const rect = fx.animate && (fx.rects.get(node) || node.getBoundingClientRect());
+  if (rect && rect.width && rect.height) ghost(node, rect);
+  node.remove();
 }
 
+function ghost(node, rect) {
+  const copy = node.cloneNode(true);
+  for (const n of [copy, ...copy.querySelectorAll('[id], [data-item-id], [data-section-id]')]) {
+    for (const name of ['id', 'data-item-id', 'data-section-id']) n.removeAttribute(name);
+  }
+  copy.classList.add('ghost');
+  copy.setAttribute('aria-hidden', 'true');
+  copy.inert = true;
+  Object.assign(copy.style, { left: `${rect.left + scrollX}px`, top: `${rect.top + scrollY}px`, width: `${rect.width}px`, height: `${rect.height}px` });
+  document.body.append(copy);
+  const fade = copy.animate([{ opacity: 1 }, { opacity: 0, transform: 'scale(.92)' }], { duration: 260, easing: 'ease-in' });
+  fade.onfinish = fade.oncancel = () => copy.remove();
+}
+
+/// FLIP: each element that moved starts at its old place (inverted with a transform) and plays to the new one.
+function play(fx) {
+  const inserted = new Set(fx.inserted);
+  const moved = [...fx.rects].filter(([node]) => node.isConnected && !inserted.has(node));
+  for (const [node] of moved) for (const a of node.getAnimations()) if (a.id === 'flip') a.cancel();
+  // Sections first: an item in a moving section is only animated by how far it moves within it.
+  moved.sort(([a], [b]) => (b.tagName === 'SECTION') - (a.tagName === 'SECTION'));
+  const now = new Map(moved.map(([node]) => [node, node.getBoundingClientRect()])); // before any animation starts
+  const deltas = new Map();
+  for (const [node, old] of moved) {
+    const outer = node.tagName === 'LI' && deltas.get(node.closest('section'));
+    const dx = old.left - now.get(node).left - (outer ? outer[0] : 0);
+    const dy = old.top - now.get(node).top - (outer ? outer[1] : 0);
+    if (Math.abs(dx) < 0.5 && Math.abs(dy) < 0.5) continue;
+    deltas.set(node, [dx, dy]);
+    node.animate([{ transform: `translate(${dx}px, ${dy}px)` }, { transform: 'none' }],
+      { id: 'flip', duration: 320, easing: 'cubic-bezier(.2, .8, .2, 1)' });
+  }
+  for (const node of inserted) { // a new section only fades: a scale would shift the items moving into it
+    const scale = node.tagName === 'LI' ? 'scale(.94)' : 'none';
+    node.animate([{ opacity: 0, transform: scale }, { opacity: 1, transform: 'none' }], { duration: 260, easing: 'ease-out' });
+  }
+}
+
+/// Moving an element blurs it: remember the focused element and its selection, and put them back.
+function saveFocus() {
+  const node = document.activeElement;
+  if (!node || !feedEl.contains(node)) return null;
+  return { node, selection: typeof node.selectionStart === 'number' ? [node.selectionStart, node.selectionEnd, node.selectionDirection] : null };
+}
+
+function restoreFocus(saved) {
+  if (!saved || !saved.node.isConnected || document.activeElement === saved.node) return;
+  saved.node.focus({ preventScroll: true });
+  if (saved.selection) saved.node.setSelectionRange(...saved.selection);
+}
+
+// ---- Status and announcements -------------------------------------------------------------------
+
+function setState(state) {
+  app.state = state;
+  setAttr($('status'), 'data-state', state);
+  setText($('status'), state);
+}
+
+function setVersion(version) { app.version = version; setText($('version'), version); }
+
+const OP_WORDS = {
+  insert: 'inserted', delete: 'deleted', move: 'moved', update: 'updated',
+  insertSection: 'added', deleteSection: 'removed', moveSection: 'moved', updateSection: 'updated',
+};
+
+/// "2 inserted, 1 moved, 1 section added": a short summary of a batch for the live region.
 function summary(ops) {
-  const names = { insert: 'inserted', delete: 'deleted', move: 'moved', update: 'updated', insertSection: 'sections added', deleteSection: 'sections removed', moveSection: 'sections moved', updateSection: 'headers updated' };
-  const counts = {};
-  for (const op of ops) counts[op.op] = (counts[op.op] || 0) + 1;
-  return Object.entries(counts).map(([op, n]) => `${n} ${names[op] || op}`).join(', ');
+  const counts = new Map();
+  for (const op of ops) counts.set(op.op, (counts.get(op.op) || 0) + 1);
+  return [...counts].map(([op, n]) => {
+    const noun = op.endsWith('Section') ? (n === 1 ? ' section' : ' sections') : '';
+    return `${n}${noun} ${OP_WORDS[op] || op}`;
+  }).join(', ');
 }
 
-function announce(text) {
-  if (text) $('announcer').textContent = text;
+const announce = (text) => { if (text) $('announcer').textContent = text; };
+
+const showNotice = (text) => { setText($('notice'), text); setHidden($('notice'), !text); };
+const showError = (text) => { setText($('error-text'), text); setHidden($('error'), !text); };
+
+// ---- Connection ---------------------------------------------------------------------------------
+
+function connect() {
+  clearTimeout(app.retryTimer);
+  if (app.source) app.source.close();
+  const source = new EventSource(`/feeds/${encodeURIComponent(app.feed)}/events`);
+  app.source = source;
+  const on = (type, handler) => source.addEventListener(type, (event) => {
+    if (app.source !== source) return; // a subscription we have left
+    try {
+      handler(JSON.parse(event.data || '{}'));
+    } catch (error) {
+      console.warn(`could not apply the ${type} (${error.message}); subscribing afresh`);
+      resync();
+    }
+  });
+  on('snapshot', onSnapshot);
+  on('batch', onBatch);
+  on('deleted', onDeleted);
+  source.addEventListener('error', () => {
+    if (app.source !== source) return;
+    if (source.readyState === EventSource.CLOSED) failed(source);
+    else setState('reconnecting'); // EventSource retries by itself and sends Last-Event-ID
+  });
 }
 
-// ---- Actions ----------------------------------------------------------------------------------
+function onSnapshot(data) {
+  transition((fx) => renderSnapshot(data, fx));
+  feedEl.setAttribute('aria-busy', 'false');
+  setVersion(data.version);
+  const resynced = app.resyncing || app.state === 'reconnecting';
+  app.resyncing = false;
+  app.retries = 0;
+  showNotice(null);
+  setState(resynced ? 'resynced' : 'live');
+  announce(resynced ? `Resynced ${app.feed} at version ${data.version}` : `${app.feed} loaded`);
+}
 
-async function post(path, body) {
-  const headers = { 'Content-Type': 'application/json' };
+function onBatch(data) {
+  if (app.version === null || data.from !== app.version) return resync();
+  transition((fx) => { for (const op of data.ops) applyOp(op, fx); });
+  setVersion(data.version);
+  if (app.state !== 'live') setState('live');
+  announce(summary(data.ops));
+}
+
+function onDeleted() {
+  app.source.close();
+  transition((fx) => renderSnapshot({ sections: [] }, fx));
+  setState('deleted');
+  showNotice(`The feed “${app.feed}” was deleted.`);
+  announce(`The feed ${app.feed} was deleted`);
+}
+
+/// A batch that does not follow our version: a new subscription (without Last-Event-ID) starts with a snapshot.
+function resync() {
+  app.resyncing = true;
+  connect();
+}
+
+/// The stream was refused, so EventSource will not retry: say why, and try again a little later.
+async function failed(source) {
+  let state = 'reconnecting';
+  try {
+    const response = await fetch(`/feeds/${encodeURIComponent(app.feed)}`, { cache: 'no-store' });
+    if (response.status >= 400 && response.status < 500) {
+      state = 'error';
+      const body = await response.json().catch(() => ({}));
+      showNotice(response.status === 404 ? `There is no feed “${app.feed}” (yet). Checking again…`
+        : `The feed “${app.feed}” cannot be shown: ${body.detail || body.error || response.status}`);
+    }
+  } catch (_) { /* the server is away: keep trying */ }
+  if (app.source !== source) return;
+  setState(state);
+  app.retryTimer = setTimeout(() => app.source === source && connect(), Math.min(30000, 2000 * 2 ** app.retries++));
+}
+
+// ---- Actions ------------------------------------------------------------------------------------
+
+async function send(what, method, path, body) {
+  const headers = body === undefined ? {} : { 'Content-Type': 'application/json' };
   const token = $('token').value.trim();
   if (token) headers.Authorization = `Bearer ${token}`;
-  const response = await fetch(path, { method: 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const error = $('error');
-  if (response.ok) {
-    error.hidden = true;
-    return;
-  }
-  let detail = `${response.status} ${response.statusText}`;
   try {
-    const json = await response.json();
-    detail = `${json.error}: ${json.detail}`;
-  } catch (_) { /* not JSON */ }
-  error.textContent = detail;
-  error.hidden = false;
-}
-
-$('deal').addEventListener('click', () => post('/feeds/blackjack/actions/deal'));
-
-function selectDay(target) {
-  const li = target.closest('[data-section-id="daily"] li[data-item-id]');
-  if (li) post('/feeds/forecast/actions/select', { day: li.dataset.itemId });
-}
-feedEl.addEventListener('click', (event) => selectDay(event.target));
-feedEl.addEventListener('keydown', (event) => {
-  if ((event.key === 'Enter' || event.key === ' ') && event.target.matches('li[role="button"]')) {
-    event.preventDefault();
-    selectDay(event.target);
+    const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    if (response.ok) return showError(null);
+    let message = `the server answered ${response.status} ${response.statusText}`.trim();
+    try {
+      const json = await response.json();
+      if (json && json.error) message = json.detail ? `${json.error} — ${json.detail}` : json.error;
+    } catch (_) { /* not JSON */ }
+    if (response.status === 401) {
+      message += token ? ' (check the write token)' : ' (set a write token)';
+      document.querySelector('details.token').open = true;
+      $('token').focus();
+    }
+    showError(`Could not ${what}: ${message}`);
+  } catch (error) {
+    showError(`Could not ${what}: the server did not answer (${error.message}).`);
   }
+}
+
+$('error-close').addEventListener('click', () => showError(null));
+
+$('deal').addEventListener('click', async (event) => {
+  const button = event.currentTarget;
+  button.disabled = true;
+  await send('deal', 'POST', '/feeds/blackjack/actions/deal');
+  button.disabled = false;
 });
 
-// ---- Start ------------------------------------------------------------------------------------
+feedEl.addEventListener('click', (event) => {
+  const li = app.feed === 'forecast' && event.target.closest('section[data-section-id="daily"] li[data-item-id]');
+  if (li) send('select that day', 'POST', '/feeds/forecast/actions/select', { day: li.dataset.itemId });
+});
+
+// ---- Controls, and start ------------------------------------------------------------------------
 
 const token = $('token');
 token.value = localStorage.getItem('diffstream-token') || '';
-token.addEventListener('change', () => localStorage.setItem('diffstream-token', token.value.trim()));
+function saveToken() {
+  const value = token.value.trim();
+  if (value) localStorage.setItem('diffstream-token', value);
+  else localStorage.removeItem('diffstream-token');
+  setHidden($('token-set'), !value);
+}
+token.addEventListener('input', saveToken);
+$('token-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  saveToken();
+  event.target.closest('details').open = false;
+});
+saveToken();
 
 const picker = $('feed-picker');
-if (!known.includes(app.feed)) picker.append(new Option(app.feed, app.feed));
-picker.value = app.feed;
-picker.addEventListener('change', () => {
-  app.feed = picker.value;
+function addFeedOption(name) {
+  if (![...picker.options].some((o) => o.value === name)) picker.append(new Option(name, name));
+}
+
+function switchFeed(feed) {
+  Object.assign(app, { feed, resyncing: false, retries: 0 });
+  addFeedOption(feed);
+  picker.value = feed;
   const url = new URL(location.href);
-  url.searchParams.set('feed', app.feed);
+  url.searchParams.set('feed', feed);
   history.replaceState(null, '', url);
-  $('deal').hidden = app.feed !== 'blackjack';
+  document.title = `${feed} · DiffStream`;
+  feedEl.dataset.feed = feed;
+  feedEl.setAttribute('aria-label', `Feed ${feed}`);
+  feedEl.setAttribute('aria-busy', 'true');
   feedEl.replaceChildren();
-  feedEl.dataset.feed = app.feed;
-  app.version = null;
+  sections.clear();
+  items.clear();
+  setHidden($('deal'), feed !== 'blackjack');
+  showNotice(null);
+  showError(null);
+  setVersion(null);
   setState('connecting');
   connect();
-});
-feedEl.dataset.feed = app.feed;
-$('deal').hidden = app.feed !== 'blackjack';
-connect();
+}
+
+picker.addEventListener('change', () => switchFeed(picker.value));
+fetch('/feeds').then((r) => (r.ok ? r.json() : [])).then((feeds) => {
+  for (const { feed } of feeds) if (!KNOWN_FEEDS.includes(feed)) addFeedOption(feed);
+}).catch(() => { /* the picker keeps the built-in feeds */ });
+
+switchFeed(app.feed);
