@@ -27,6 +27,8 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Option(help: "gzip responses and event streams: on or off. [env: DIFFSTREAM_COMPRESSION] (default: on)") var compression: String?
     @Option(help: "Seconds for a request's header section to arrive (slowloris guard). [env: DIFFSTREAM_HEADER_TIMEOUT] (default: 10)") var headerTimeout: String?
     @Option(help: "Seconds an idle keep-alive connection is kept. [env: DIFFSTREAM_IDLE_TIMEOUT] (default: 60)") var idleTimeout: String?
+    @Option(help: "Seconds a request body may take to arrive (then 408). [env: DIFFSTREAM_BODY_TIMEOUT] (default: 30)") var bodyTimeout: String?
+    @Option(help: "Seconds a response or event stream may make no write progress before it is dropped. [env: DIFFSTREAM_WRITE_TIMEOUT] (default: 30)") var writeTimeout: String?
     @Option(help: "Largest request body in bytes. [env: DIFFSTREAM_MAX_BODY] (default: 8388608)") var maxBody: String?
     @Flag(help: "Run the live demo: the home feed changes every 2 s, the week feed every 3 s. [env: DIFFSTREAM_DEMO=1]") var demo = false
 

@@ -48,6 +48,8 @@ extension DiffStreamCommand {
         configuration.streamBufferLimit = try integer(streamBuffer, "stream-buffer", 4096...(1 << 30), default: 1 << 20)
         configuration.limits.headerTimeout = Double(try integer(headerTimeout, "header-timeout", 1...3600, default: 10))
         configuration.limits.idleTimeout = Double(try integer(idleTimeout, "idle-timeout", 1...86400, default: 60))
+        configuration.limits.bodyTimeout = Double(try integer(bodyTimeout, "body-timeout", 1...3600, default: 30))
+        configuration.limits.writeTimeout = Double(try integer(writeTimeout, "write-timeout", 1...3600, default: 30))
         configuration.limits.maxBodyBytes = try integer(maxBody, "max-body", 0...(1 << 30), default: 8 << 20)
         if let (text, source) = value(compression, "compression") {
             switch text.lowercased() {

@@ -105,3 +105,33 @@ def open_metrics(sock):
     while b"diffstream_resyncs_total" not in data:
         data += sock.recv(65536)
     return data.decode()
+
+
+def test_a_body_that_does_not_arrive_in_time_gets_408(start):
+    server = start("--body-timeout", "2")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(b"PUT /feeds/slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"sections\":")
+        started = time.monotonic()
+        data = b""
+        while chunk := sock.recv(4096):
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 408") and b"Connection: close" in data
+        assert 1.5 < time.monotonic() - started < 6
+    assert server.call("GET", "/feeds/slow")[0] == 404
+
+
+def test_a_stream_that_makes_no_write_progress_is_dropped(start):
+    server = start("--write-timeout", "2", "--stream-buffer", "65536", "--log-level", "info")
+    big = {"text": "z" * 4000}
+    state = lambda n: {"sections": [{"id": "a", "model": None, "items": [{"id": f"{n}-{i}", "kind": "k", "model": big} for i in range(30)]}]}
+    server.request("PUT", "/feeds/stall", state(0))
+    stalled = socket.socket()
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect(("127.0.0.1", server.port))
+    stalled.sendall(b"GET /feeds/stall/events HTTP/1.1\r\nHost: x\r\n\r\n")  # and never reads
+    server.wait_log("sse connect")
+    for n in range(1, 60):
+        server.request("PUT", "/feeds/stall", state(n))
+    server.wait_log(r"write timeout", timeout=10)
+    server.wait_log(r"sse disconnect .*/feeds/stall/events", timeout=5)
+    stalled.close()

@@ -116,3 +116,17 @@ def test_bad_certificates_are_a_clear_startup_error(certificate, which):
     result = run(*args)
     assert result.returncode == 2
     assert ("cannot read --tls-key" if which == "missing" else "does not match") in result.stderr
+
+
+def test_a_stalled_tls_handshake_is_closed_after_its_timeout(start, certificate):
+    cert, key, _ = certificate
+    server = start(tls=(cert, key))
+    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
+        sock.sendall(bytes.fromhex("1603010200"))  # the start of a ClientHello, then nothing
+        started = time.monotonic()
+        try:
+            assert sock.recv(100) == b""
+        except ConnectionResetError:
+            pass
+        assert 8 < time.monotonic() - started < 15  # the handshake timeout is 10 s
+    server.wait_log("tls handshake timeout")
