@@ -29,18 +29,27 @@ func monotonicSeconds() -> Double {
     return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
 }
 
-/// Median milliseconds of `body` over repetitions filling about `budget` seconds (at least `minimum`).
-func measure(minimum: Int = 5, budget: Double = 1.0, maximum: Int = 200, _ body: () -> Void) -> Double {
-    body()  // warm-up
+/// A median over timed repetitions, and how many there were.
+struct Timing { var median: Double; var runs: Int }
+
+/// Median milliseconds of `body` over repetitions filling about `budget` seconds (at least `minimum`),
+/// after one warm-up call. The result of each call is released after the clock stops, so neither side
+/// of the comparison is charged for freeing its output.
+func measure<T>(minimum: Int = 5, budget: Double = 1.0, maximum: Int = 200, _ body: () -> T) -> Timing {
+    withExtendedLifetime(body()) {}  // warm-up
     var times: [Double] = []
     let start = monotonicSeconds()
     while times.count < minimum || (monotonicSeconds() - start < budget && times.count < maximum) {
         let t0 = monotonicSeconds()
-        body()
-        times.append((monotonicSeconds() - t0) * 1000)
+        let result = body()
+        let t1 = monotonicSeconds()
+        withExtendedLifetime(result) {}
+        times.append((t1 - t0) * 1000)
     }
     times.sort()
-    return times[times.count / 2]
+    let middle = times.count / 2
+    let median = times.count % 2 == 1 ? times[middle] : (times[middle - 1] + times[middle]) / 2
+    return Timing(median: median, runs: times.count)
 }
 
 /// The new order of item ids (as sections of ids) after the standard mix of changes.
@@ -65,17 +74,27 @@ func mutate(_ sections: [[Int]], count: Int, rng: inout SplitMix64) -> (sections
     return (sections, updated)
 }
 
-func baselineMoves(_ old: [Int], _ new: [Int]) -> Int {
-    new.difference(from: old).inferringMoves().reduce(0) { count, change in
+/// The baseline: the standard library's Myers difference with inferred moves, on the id arrays.
+func baselineDifference(_ old: [Int], _ new: [Int]) -> CollectionDifference<Int> {
+    new.difference(from: old).inferringMoves()
+}
+
+/// Moves in a baseline difference: the inserts associated with a removal.
+func baselineMoves(_ difference: CollectionDifference<Int>) -> Int {
+    difference.reduce(0) { count, change in
         if case .insert(_, _, let associated) = change, associated != nil { return count + 1 }
         return count
     }
 }
 
 struct Row {
-    var size: Int, shape: String, ours: Double, baseline: Double?, counts: OperationCounts, baselineMoves: Int?, verified: Bool
+    var size: Int, shape: String
+    var ours: Timing, baseline: Timing?
+    var counts: OperationCounts, baselineMoves: Int?
+    var verified: Bool?  // nil: not checked (100,000 items)
 }
 
+let verifyLimit = 10_000
 var rows: [Row] = []
 for size in [1_000, 10_000, 100_000] {
     for shape in ["typed, 1 section", "generic, 3 sections"] {
@@ -84,16 +103,16 @@ for size in [1_000, 10_000, 100_000] {
         var oldIDs = Array(repeating: [Int](), count: sectionCount)
         for id in 0..<size { oldIDs[id % sectionCount].append(id) }
         let (newIDs, updated) = mutate(oldIDs, count: size, rng: &rng)
-        let ours: Double
+        let ours: Timing
         let counts: OperationCounts
-        var verified = false
+        var verified: Bool?
         if sectionCount == 1 {
             let old = try! Snapshot<TypedSection, TypedItem>(sections: [Section(TypedSection(id: 0), items: oldIDs[0].map { TypedItem(id: $0, payload: 0) })])
             let new = try! Snapshot<TypedSection, TypedItem>(sections: [Section(TypedSection(id: 0), items: newIDs[0].map { TypedItem(id: $0, payload: updated.contains($0) ? 1 : 0) })])
-            var batch = Batch<TypedSection, TypedItem>()
-            ours = measure { batch = Snapshot.diff(from: old, to: new) }
+            ours = measure { Snapshot.diff(from: old, to: new) }
+            let batch = Snapshot.diff(from: old, to: new)
             counts = batch.counts
-            if size <= 10_000 { verified = (try? old.applying(batch)) == new; precondition(verified, "typed batch does not converge") }
+            if size <= verifyLimit { verified = (try? old.applying(batch)) == new }
         } else {
             func model(_ id: Int, _ version: Int) -> JSONValue { ["title": .string("item \(id)"), "n": .number(Double(id + version))] }
             func wire(_ ids: [[Int]], changed: Set<Int>) -> WireSnapshot {
@@ -104,36 +123,56 @@ for size in [1_000, 10_000, 100_000] {
             }
             let old = wire(oldIDs, changed: [])
             let new = wire(newIDs, changed: updated)
-            var batch = WireBatch()
-            ours = measure { batch = WireSnapshot.diff(from: old, to: new) }
+            ours = measure { WireSnapshot.diff(from: old, to: new) }
+            let batch = WireSnapshot.diff(from: old, to: new)
             counts = batch.counts
-            if size <= 10_000 { verified = (try? old.applying(batch)) == new; precondition(verified, "generic batch does not converge") }
+            if size <= verifyLimit { verified = (try? old.applying(batch)) == new }
         }
         let flatOld = oldIDs.flatMap { $0 }
         let flatNew = newIDs.flatMap { $0 }
-        var baseline: Double?
+        var baseline: Timing?
         var moves: Int?
         if !(quick && size == 100_000) {
-            var m = 0
-            baseline = measure(minimum: size >= 100_000 ? 1 : 3, budget: size >= 100_000 ? 0 : 1) { m = baselineMoves(flatOld, flatNew) }
-            moves = m
+            // At 100,000 items one call takes seconds: the warm-up and one timed run.
+            baseline = measure(minimum: size >= 100_000 ? 1 : 3, budget: size >= 100_000 ? 0 : 1) { baselineDifference(flatOld, flatNew) }
+            moves = baselineMoves(baselineDifference(flatOld, flatNew))
         }
-        let row = Row(size: size, shape: shape, ours: ours, baseline: baseline, counts: counts, baselineMoves: moves, verified: verified)
-        rows.append(row)
+        rows.append(Row(size: size, shape: shape, ours: ours, baseline: baseline, counts: counts, baselineMoves: moves, verified: verified))
         FileHandle.standardError.write(Data("done: \(size) \(shape)\n".utf8))
     }
 }
 
 func format(_ value: Double) -> String { String(format: value < 10 ? "%.2f" : "%.1f", value) }
-print("| items | shape | ours (ms) | stdlib baseline (ms) | speed-up | ours: insert / delete / move / update | baseline moves | moves ≤ baseline | converges |")
+func grouped(_ value: Int) -> String {
+    let digits = Array(String(value))
+    var out = ""
+    for (index, digit) in digits.enumerated() {
+        if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
+        out.append(digit)
+    }
+    return out
+}
+
+print("| items | shape | ours median ms (runs) | baseline median ms (runs) | speed-up | ours: insert / delete / move / update | baseline moves | moves ours <= baseline | old.applying(batch) == new |")
 print("|---:|---|---:|---:|---:|---|---:|---|---|")
 for row in rows {
-    let baseline = row.baseline.map(format) ?? "skipped"
-    let speedup = row.baseline.map { String(format: "%.0fx", $0 / row.ours) } ?? "–"
+    let baseline = row.baseline.map { "\(format($0.median)) (\($0.runs))" } ?? "skipped (--quick)"
+    let speedup = row.baseline.map { String(format: "%.0fx", $0.median / row.ours.median) } ?? "–"
     let c = row.counts
-    let ok = row.baselineMoves.map { c[.move] <= $0 ? "yes" : "NO" } ?? "–"
-    print("| \(row.size) | \(row.shape) | \(format(row.ours)) | \(baseline) | \(speedup) | \(c[.insert]) / \(c[.delete]) / \(c[.move]) / \(c[.update]) | \(row.baselineMoves.map(String.init) ?? "–") | \(ok) | \(row.size <= 10_000 ? (row.verified ? "yes" : "NO") : "not checked") |")
+    let fewer = row.baselineMoves.map { c[.move] <= $0 ? "yes" : "no" } ?? "–"
+    let check = row.verified.map { $0 ? "yes" : "NO" } ?? "not checked"
+    print("| \(grouped(row.size)) | \(row.shape) | \(format(row.ours.median)) (\(row.ours.runs)) | \(baseline) | \(speedup) | \(c[.insert]) / \(c[.delete]) / \(c[.move]) / \(c[.update]) | \(row.baselineMoves.map(String.init) ?? "–") | \(fewer) | \(check) |")
 }
+
+let compared = rows.filter { $0.baselineMoves != nil }
+let movesOK = compared.allSatisfy { $0.counts[.move] <= $0.baselineMoves! }
+let convergeOK = rows.allSatisfy { $0.verified != false }
+print("")
+print("moves ours <= baseline: \(movesOK ? "yes" : "no") (\(compared.count) of \(rows.count) cases compared)")
+print("verification: old.applying(batch) == new checked once per case at <= \(grouped(verifyLimit)) items, outside the timing: \(convergeOK ? "all yes" : "FAILED"); skipped at 100,000 (apply is O(n) per operation)")
 let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-let peak = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }.map { String($0.dropFirst(6)).trimmingCharacters(in: .whitespaces) } ?? "?"
-print("\nmedians; \(ProcessInfo.processInfo.activeProcessorCount) cores; peak memory \(peak); \(Date())")
+let peak = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }.map { String($0.dropFirst(6)).trimmingCharacters(in: .whitespaces) } ?? "unknown"
+print("peak memory (VmHWM): \(peak)")
+let date = ISO8601DateFormatter().string(from: Date())
+print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores (nproc, ProcessInfo); date: \(date)\(quick ? "; --quick" : "")")
+if !convergeOK { exit(1) }
