@@ -9,7 +9,9 @@ RUN apt-get update \
 WORKDIR /src
 COPY Package.swift ./
 RUN swift package resolve
+# Tests/ too: SwiftPM refuses a package whose test targets have no directory, even to build one product.
 COPY Sources ./Sources
+COPY Tests ./Tests
 COPY Public ./Public
 RUN swift build -c release --static-swift-stdlib --product diffstream \
     && install -D "$(swift build -c release --show-bin-path)/diffstream" /out/diffstream
