@@ -3,6 +3,11 @@ public struct JSONParseError: Error, Equatable, Sendable, CustomStringConvertibl
     public var offset: Int
     public var reason: String
 
+    public init(offset: Int, reason: String) {
+        self.offset = offset
+        self.reason = reason
+    }
+
     public var errorDescription: String? { "invalid JSON at byte \(offset): \(reason)" }
     public var description: String { errorDescription ?? "invalid JSON" }
 }
@@ -16,11 +21,19 @@ public struct JSONParser {
     /// The deepest nesting of arrays and objects accepted.
     public static let maximumDepth = 256
 
+    /// What to do with a number a `Double` cannot hold (its magnitude is beyond `Double.greatestFiniteMagnitude`).
+    public enum NumbersBeyondDouble: Sendable {
+        /// Refuse it with an error (the default: a ``JSONValue`` could not keep it).
+        case refuse
+        /// Read it as plus or minus infinity (for lossy views of exact data, such as ``JSONModel/value``).
+        case infinity
+    }
+
     /// Parses one JSON text. - Complexity: O(n) in the input's length.
-    public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
+    public static func parse(_ bytes: some Collection<UInt8>, numbersBeyondDouble: NumbersBeyondDouble = .refuse) throws(JSONParseError) -> JSONValue {
         let array = Array(bytes)
         return try array.withUnsafeBufferPointer { (buffer) throws(JSONParseError) -> JSONValue in
-            var parser = Parser(input: buffer)
+            var parser = Parser(input: buffer, numbersBeyondDouble: numbersBeyondDouble)
             parser.skipWhitespace()
             let value = try parser.parseValue(depth: 0)
             parser.skipWhitespace()
@@ -33,13 +46,22 @@ public struct JSONParser {
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         try parse(Array(text.utf8))
     }
+
+    /// Parses JSON text given as a string, with a choice for numbers beyond `Double`.
+    public static func parse(_ text: String, numbersBeyondDouble: NumbersBeyondDouble) throws(JSONParseError) -> JSONValue {
+        try parse(Array(text.utf8), numbersBeyondDouble: numbersBeyondDouble)
+    }
 }
 
 private struct Parser {
     let input: UnsafeBufferPointer<UInt8>
+    let numbersBeyondDouble: JSONParser.NumbersBeyondDouble
     var offset = 0
 
-    init(input: UnsafeBufferPointer<UInt8>) { self.input = input }
+    init(input: UnsafeBufferPointer<UInt8>, numbersBeyondDouble: JSONParser.NumbersBeyondDouble) {
+        self.input = input
+        self.numbersBeyondDouble = numbersBeyondDouble
+    }
 
     func error(_ reason: String) -> JSONParseError { JSONParseError(offset: offset, reason: reason) }
 
@@ -56,11 +78,11 @@ private struct Parser {
 
     mutating func expect(_ literal: StaticString, _ value: JSONValue) throws(JSONParseError) -> JSONValue {
         let count = literal.utf8CodeUnitCount
-        guard offset + count <= input.count else { throw error("unexpected end of input") }
-        let matches = literal.withUTF8Buffer { expected in
-            (0..<count).allSatisfy { input[offset + $0] == expected[$0] }
+        let expected = UnsafeBufferPointer(start: literal.utf8Start, count: count)
+        for index in 0..<count {
+            guard offset + index < input.count else { throw JSONParseError(offset: offset + index, reason: "unexpected end of input") }
+            guard input[offset + index] == expected[index] else { throw JSONParseError(offset: offset + index, reason: "unexpected character") }
         }
-        guard matches else { throw error("unexpected character") }
         offset += count
         return value
     }
@@ -83,7 +105,7 @@ private struct Parser {
         guard depth <= JSONParser.maximumDepth else { throw error("nesting deeper than \(JSONParser.maximumDepth)") }
         offset += 1
         var members: [(key: String, value: JSONValue)] = []
-        var keys = Set<String>()
+        var keys = Set<WireID>()  // keys compare by code points, not by canonical equivalence
         skipWhitespace()
         if current == UInt8(ascii: "}") { offset += 1; return .object(JSONObject(members)) }
         while true {
@@ -91,7 +113,7 @@ private struct Parser {
             guard current == UInt8(ascii: "\"") else { throw error("expected a string key") }
             let keyOffset = offset
             let key = try parseString()
-            guard keys.insert(key).inserted else {
+            guard keys.insert(WireID(key)).inserted else {
                 throw JSONParseError(offset: keyOffset, reason: "duplicate key \"\(key)\"")
             }
             skipWhitespace()
@@ -145,8 +167,8 @@ private struct Parser {
             while let byte = current, isDigit(byte) { offset += 1 }
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: input[start..<offset]), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else {
-            throw JSONParseError(offset: start, reason: "number out of range")
+        guard let value = Double(text), value.isFinite || numbersBeyondDouble == .infinity else {
+            throw JSONParseError(offset: start, reason: "number out of the range of a Double (here numbers are read as Doubles; models keep any number exactly)")
         }
         return value
     }
@@ -182,6 +204,7 @@ private struct Parser {
                 }
                 return string
             case UInt8(ascii: "\\"):
+                let escapeStart = offset - 1
                 guard let escape = current else { throw error("unterminated string") }
                 offset += 1
                 switch escape {
@@ -197,19 +220,19 @@ private struct Parser {
                     var scalar = try parseHex4()
                     if (0xD800...0xDBFF).contains(scalar) {
                         guard current == UInt8(ascii: "\\"), offset + 1 < input.count, input[offset + 1] == UInt8(ascii: "u") else {
-                            throw error("lone surrogate in string")
+                            throw JSONParseError(offset: escapeStart, reason: "lone surrogate in string")
                         }
                         offset += 2
                         let low = try parseHex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw error("lone surrogate in string") }
+                        guard (0xDC00...0xDFFF).contains(low) else { throw JSONParseError(offset: escapeStart, reason: "lone surrogate in string") }
                         scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                     } else if (0xDC00...0xDFFF).contains(scalar) {
-                        throw error("lone surrogate in string")
+                        throw JSONParseError(offset: escapeStart, reason: "lone surrogate in string")
                     }
                     guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid escape") }
                     bytes.append(contentsOf: String(Character(unicode)).utf8)
                 default:
-                    throw error("invalid escape")
+                    throw JSONParseError(offset: escapeStart, reason: "invalid escape")
                 }
             default:
                 if byte < 0x20 { throw error("control character in string") }
@@ -219,9 +242,9 @@ private struct Parser {
     }
 
     mutating func parseHex4() throws(JSONParseError) -> UInt32 {
-        guard offset + 4 <= input.count else { throw error("unterminated \\u escape") }
         var value: UInt32 = 0
         for _ in 0..<4 {
+            guard offset < input.count else { throw error("unterminated \\u escape") }
             let byte = input[offset]
             let digit: UInt8
             switch byte {

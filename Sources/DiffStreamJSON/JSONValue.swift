@@ -29,6 +29,19 @@ public enum JSONValue: Equatable, Sendable {
     /// Whether this is `null`.
     public var isNull: Bool { if case .null = self { true } else { false } }
 
+    /// JSON value equality; strings compare by code points (not by canonical equivalence).
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case (.bool(let a), .bool(let b)): a == b
+        case (.number(let a), .number(let b)): a == b
+        case (.string(let a), .string(let b)): ExactString.equal(a, b)
+        case (.array(let a), .array(let b)): a == b
+        case (.object(let a), .object(let b)): a == b
+        default: false
+        }
+    }
+
     /// The JSON type's name, for error messages.
     public var typeName: String {
         switch self {
@@ -53,9 +66,9 @@ public struct JSONObject: Equatable, Sendable, Sequence {
 
     /// The member's value; setting `nil` removes it, setting a new key appends it.
     public subscript(key: String) -> JSONValue? {
-        get { members.first { $0.key == key }?.value }
+        get { members.first { ExactString.equal($0.key, key) }?.value }
         set {
-            if let index = members.firstIndex(where: { $0.key == key }) {
+            if let index = members.firstIndex(where: { ExactString.equal($0.key, key) }) {
                 if let newValue { members[index].value = newValue } else { members.remove(at: index) }
             } else if let newValue {
                 members.append((key, newValue))
@@ -71,13 +84,13 @@ public struct JSONObject: Equatable, Sendable, Sequence {
         guard lhs.members.count == rhs.members.count else { return false }
         var sameOrder = true
         for (left, right) in zip(lhs.members, rhs.members) {
-            if left.key != right.key { sameOrder = false; break }
+            if !ExactString.equal(left.key, right.key) { sameOrder = false; break }
             if left.value != right.value { return false }
         }
         if sameOrder { return true }
-        let left = lhs.members.sorted { $0.key < $1.key }
-        let right = rhs.members.sorted { $0.key < $1.key }
-        for (l, r) in zip(left, right) where l.key != r.key || l.value != r.value { return false }
+        let left = lhs.members.sorted { ExactString.less($0.key, $1.key) }
+        let right = rhs.members.sorted { ExactString.less($0.key, $1.key) }
+        for (l, r) in zip(left, right) where !ExactString.equal(l.key, r.key) || l.value != r.value { return false }
         return true
     }
 }

@@ -91,6 +91,16 @@ public struct JSONWriter: Sendable {
         byte(UInt8(ascii: "\""))
     }
 
+    /// Writes a model's canonical bytes as they are.
+    @inlinable public mutating func write(_ model: JSONModel) {
+        bytes.append(contentsOf: model.bytes)
+    }
+
+    /// Writes an id as a JSON string.
+    @inlinable public mutating func write(_ id: WireID) {
+        write(id.string)
+    }
+
     /// Writes `"key":`.
     public mutating func key(_ key: StaticString) {
         byte(UInt8(ascii: "\""))

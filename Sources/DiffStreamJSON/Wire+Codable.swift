@@ -63,8 +63,8 @@ struct AnyKey: CodingKey {
 /// A whole wire document, `{"sections":[…]}`, for Codable users.
 public struct WireSnapshotDocument: Codable, Equatable, Sendable {
     public struct SectionEntry: Codable, Equatable, Sendable {
-        public var id: String
-        public var model: JSONValue
+        public var id: WireID
+        public var model: JSONModel
         public var items: [WireItem]
     }
 
@@ -80,9 +80,9 @@ public struct WireSnapshotDocument: Codable, Equatable, Sendable {
     public func snapshot() throws(WireError) -> WireSnapshot {
         var built: [Section<WireSection, WireItem>] = []
         for (index, entry) in sections.enumerated() {
-            guard WireID.isValid(entry.id) else { throw .invalidID(path: "sections[\(index)].id", id: entry.id) }
-            for (itemIndex, item) in entry.items.enumerated() where !WireID.isValid(item.id) {
-                throw .invalidID(path: "sections[\(index)].items[\(itemIndex)].id", id: item.id)
+            guard WireID.isValid(entry.id.string) else { throw .invalidID(path: "sections[\(index)].id", id: entry.id.string) }
+            for (itemIndex, item) in entry.items.enumerated() where !WireID.isValid(item.id.string) {
+                throw .invalidID(path: "sections[\(index)].items[\(itemIndex)].id", id: item.id.string)
             }
             built.append(Section(WireSection(id: entry.id, model: entry.model), items: entry.items))
         }

@@ -1,26 +1,54 @@
 import DiffStream
 
-/// A section as it travels on the wire: an id and an untyped model (`null` when it has none).
+/// A section as it travels on the wire: an id and a model kept as canonical JSON (`null` when it has none).
+///
+/// Equality is exact: ids by their bytes, models by their canonical bytes (see ``JSONModel``).
 public struct WireSection: Identifiable, Equatable, Sendable, Codable {
-    public var id: String
-    public var model: JSONValue
+    public var id: WireID
+    public var model: JSONModel
 
+    /// A section whose model is built as a ``JSONValue`` (view models); the value is canonicalised once.
     public init(id: String, model: JSONValue = .null) {
+        self.id = WireID(id)
+        self.model = JSONModel(model)
+    }
+
+    /// A section with a model that is already canonical JSON.
+    public init(id: WireID, model: JSONModel) {
         self.id = id
         self.model = model
     }
+
+    @inlinable public static func == (lhs: WireSection, rhs: WireSection) -> Bool {
+        lhs.model == rhs.model && lhs.id == rhs.id
+    }
 }
 
-/// An item as it travels on the wire: an id, a kind (which template the page uses) and a model.
+/// An item as it travels on the wire: an id, a kind (which template the page uses) and a model kept as
+/// canonical JSON.
+///
+/// Equality is exact: id and kind by their bytes, the model by its canonical bytes.
 public struct WireItem: Identifiable, Equatable, Sendable, Codable {
-    public var id: String
+    public var id: WireID
     public var kind: String
-    public var model: JSONValue
+    public var model: JSONModel
 
+    /// An item whose model is built as a ``JSONValue`` (view models); the value is canonicalised once.
     public init(id: String, kind: String, model: JSONValue = .null) {
+        self.id = WireID(id)
+        self.kind = kind
+        self.model = JSONModel(model)
+    }
+
+    /// An item with a model that is already canonical JSON.
+    public init(id: WireID, kind: String, model: JSONModel) {
         self.id = id
         self.kind = kind
         self.model = model
+    }
+
+    @inlinable public static func == (lhs: WireItem, rhs: WireItem) -> Bool {
+        lhs.model == rhs.model && lhs.id == rhs.id && ExactString.equal(lhs.kind, rhs.kind)
     }
 }
 
@@ -47,16 +75,5 @@ extension Snapshot where SectionType: WireSectionConvertible, ItemType: WireItem
         try WireSnapshot(sections: sections.map { section in
             Section(section.wireSection, items: (items(inSection: section.id) ?? []).map(\.wireItem))
         })
-    }
-}
-
-/// The rules for ids on the wire.
-public enum WireID {
-    /// The longest id, in UTF-8 bytes.
-    public static let maximumLength = 256
-
-    /// Whether a string is a valid section or item id: not empty, at most 256 UTF-8 bytes.
-    public static func isValid(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= maximumLength
     }
 }

@@ -61,7 +61,7 @@ public enum WireCodec {
 
     /// Writes one operation object.
     public static func writeOperation(_ operation: WireOperation, into writer: inout JSONWriter) {
-        func anchor(_ id: String?) {
+        func anchor(_ id: WireID?) {
             writer.raw(",\"before\":")
             if let id { writer.write(id) } else { writer.raw("null") }
         }
@@ -113,11 +113,35 @@ public enum WireCodec {
 
     // MARK: Reading
 
-    /// Reads a snapshot document from bytes.
+    /// Reads a snapshot document from bytes: one pass straight into the snapshot, models kept as
+    /// canonical JSON (``JSONModel``), no JSON tree. Malformed JSON anywhere is reported before a shape
+    /// problem; of several shape problems, the first in document order is reported.
+    /// - Complexity: O(n) in the document's length (plus sorting the keys of model objects that are
+    ///   not in canonical order).
     public static func decodeSnapshot(_ bytes: some Collection<UInt8>) throws(WireError) -> WireSnapshot {
-        let value: JSONValue
-        do { value = try JSONParser.parse(bytes) } catch { throw .malformed(error) }
-        return try decodeSnapshot(value)
+        var failure: WireError?
+        let result: WireSnapshot?? = bytes.withContiguousStorageIfAvailable { buffer in
+            do throws(WireError) { return try WireSnapshotReader.read(buffer) } catch { failure = error; return nil }
+        }
+        var snapshot: WireSnapshot?
+        if let result {
+            snapshot = result
+        } else {
+            do { snapshot = try Array(bytes).withUnsafeBufferPointer { (buffer) throws(WireError) in try WireSnapshotReader.read(buffer) } }
+            catch { failure = error }
+        }
+        if let snapshot { return snapshot }
+        guard let failure else { throw .shape(path: "$", expected: "a snapshot document") }
+        switch failure {
+        case .shape, .invalidID:
+            // Read again as a tree for the first problem in document order (rare: only refused documents).
+            let value: JSONValue
+            do { value = try JSONParser.parse(bytes, numbersBeyondDouble: .infinity) } catch { throw .malformed(error) }
+            _ = try decodeSnapshot(value)
+            throw failure
+        default:
+            throw failure
+        }
     }
 
     /// Reads a snapshot document `{"sections":[…]}` from a parsed value.
@@ -148,7 +172,7 @@ public enum WireCodec {
     public static func decodeSection(_ value: JSONValue, path: String) throws(WireError) -> WireSection {
         guard case .object(let object) = value else { throw .shape(path: path, expected: "an object") }
         let id = try decodeID(object["id"], path: "\(path).id")
-        return WireSection(id: id, model: object["model"] ?? .null)
+        return WireSection(id: id, model: JSONModel(object["model"] ?? .null))
     }
 
     /// Reads `{"id":…,"kind":…,"model":…}`.
@@ -158,16 +182,16 @@ public enum WireCodec {
         guard case .string(let kind)? = object["kind"], !kind.isEmpty, kind.utf8.count <= WireID.maximumLength else {
             throw .shape(path: "\(path).kind", expected: "a non-empty string")
         }
-        return WireItem(id: id, kind: kind, model: object["model"] ?? .null)
+        return WireItem(id: id, kind: kind, model: JSONModel(object["model"] ?? .null))
     }
 
-    static func decodeID(_ value: JSONValue?, path: String) throws(WireError) -> String {
+    static func decodeID(_ value: JSONValue?, path: String) throws(WireError) -> WireID {
         guard case .string(let id)? = value else { throw .shape(path: path, expected: "a string") }
         guard WireID.isValid(id) else { throw .invalidID(path: path, id: id) }
-        return id
+        return WireID(id)
     }
 
-    static func decodeAnchor(_ value: JSONValue?, path: String) throws(WireError) -> String? {
+    static func decodeAnchor(_ value: JSONValue?, path: String) throws(WireError) -> WireID? {
         switch value {
         case nil, .null?: return nil
         default: return try decodeID(value, path: path)
@@ -192,7 +216,7 @@ public enum WireCodec {
                 before: try decodeAnchor(object["before"], path: "\(path).before"))
         case .updateSection:
             let id = try decodeID(object["section"], path: "\(path).section")
-            return .updateSection(WireSection(id: id, model: object["model"] ?? .null))
+            return .updateSection(WireSection(id: id, model: JSONModel(object["model"] ?? .null)))
         case .delete:
             return .delete(try decodeID(object["item"], path: "\(path).item"))
         case .insert:

@@ -1,0 +1,335 @@
+import DiffStream
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads a snapshot document `{"sections":[…]}` straight from bytes into a ``WireSnapshot``, in one pass
+/// and without a JSON tree: ids and kinds become strings, and each model is written in canonical form
+/// into one buffer that all of the snapshot's ``JSONModel``s share.
+///
+/// The whole document is checked as strictly as ``JSONParser`` checks it (syntax errors carry their byte
+/// offset). Shape errors are thrown as soon as they are seen; ``WireCodec/decodeSnapshot(_:)-(some Collection<UInt8>)``
+/// then reads the document again to report the first problem in document order, malformed JSON first.
+struct WireSnapshotReader {
+    private var scanner: CanonicalJSONScanner
+    private var sections: [ParsedSection] = []
+    private var items: [ParsedItem] = []
+    private var lastKind: (Range<Int>, String)?
+
+    private struct ParsedItem {
+        var id: String
+        var kind: String
+        var model: Range<Int>?
+    }
+
+    private struct ParsedSection {
+        var id: String
+        var model: Range<Int>?
+        var items: Range<Int>
+    }
+
+    /// The keys the reader knows; anything else is read, checked and ignored.
+    private enum Key: UInt8 {
+        case id = 1, kind = 2, model = 4, items = 8, sections = 16, other = 0
+    }
+
+    private init(input: UnsafeBufferPointer<UInt8>) {
+        scanner = CanonicalJSONScanner(input: input)
+        scanner.out.reserveCapacity(input.count)
+        items.reserveCapacity(input.count / 48)
+    }
+
+    /// Reads and validates a snapshot document.
+    /// - Complexity: O(n) in the document's length, plus O(k log k) for objects in models whose k keys
+    ///   are not in canonical order.
+    static func read(_ input: UnsafeBufferPointer<UInt8>) throws(WireError) -> WireSnapshot {
+        var reader = WireSnapshotReader(input: input)
+        do {
+            try reader.document()
+        } catch let error as JSONParseError {
+            throw .malformed(error)
+        } catch let error as WireError {
+            throw error
+        } catch {
+            throw .shape(path: "$", expected: "a snapshot document")
+        }
+        return try reader.build()
+    }
+
+    private func build() throws(WireError) -> WireSnapshot {
+        let storage = scanner.out
+        func model(_ range: Range<Int>?) -> JSONModel {
+            guard let range else { return JSONModel() }
+            let fingerprint = storage.withUnsafeBytes { JSONModel.fingerprint(of: UnsafeRawBufferPointer(rebasing: $0[range])) }
+            return JSONModel(canonical: storage[range], fingerprint: fingerprint)
+        }
+        var built: [Section<WireSection, WireItem>] = []
+        built.reserveCapacity(sections.count)
+        for section in sections {
+            var sectionItems: [WireItem] = []
+            sectionItems.reserveCapacity(section.items.count)
+            for index in section.items {
+                let item = items[index]
+                sectionItems.append(WireItem(id: WireID(item.id), kind: item.kind, model: model(item.model)))
+            }
+            built.append(Section(WireSection(id: WireID(section.id), model: model(section.model)), items: sectionItems))
+        }
+        do { return try WireSnapshot(sections: built) } catch { throw .snapshot(error) }
+    }
+
+    // MARK: Structure
+
+    private mutating func document() throws {
+        scanner.skipWhitespace()
+        guard scanner.current == UInt8(ascii: "{") else {
+            try scanner.skipValue(depth: 0)
+            throw WireError.shape(path: "$", expected: "an object with \"sections\"")
+        }
+        var seen: UInt8 = 0
+        var others: Set<[UInt8]>?
+        try members(depth: 1, seen: &seen, others: &others) { (reader, key) throws in
+            if key == .sections {
+                try reader.sectionList()
+            } else {
+                try reader.scanner.skipValue(depth: 1)
+            }
+        }
+        guard seen & Key.sections.rawValue != 0 else { throw WireError.shape(path: "sections", expected: "an array") }
+        scanner.skipWhitespace()
+        guard scanner.atEnd else { throw scanner.error("unexpected data after the JSON value") }
+    }
+
+    private mutating func sectionList() throws {
+        guard scanner.current == UInt8(ascii: "[") else {
+            try scanner.skipValue(depth: 1)
+            throw WireError.shape(path: "sections", expected: "an array")
+        }
+        var index = 0
+        try elements(depth: 2) { (reader) throws in
+            try reader.section(index)
+            index += 1
+        }
+    }
+
+    private mutating func section(_ index: Int) throws {
+        guard scanner.current == UInt8(ascii: "{") else {
+            try scanner.skipValue(depth: 2)
+            throw WireError.shape(path: "sections[\(index)]", expected: "an object")
+        }
+        var id: String?
+        var model: Range<Int>?
+        let firstItem = items.count
+        var seen: UInt8 = 0
+        var others: Set<[UInt8]>?
+        try members(depth: 3, seen: &seen, others: &others) { (reader, key) throws in
+            switch key {
+            case .id:
+                id = try reader.id(path: "sections[\(index)].id", depth: 3)
+            case .model:
+                let start = reader.scanner.out.count
+                try reader.scanner.value(depth: 3)
+                model = start..<reader.scanner.out.count
+            case .items:
+                try reader.itemList(section: index)
+            default:
+                try reader.scanner.skipValue(depth: 3)
+            }
+        }
+        guard let id else { throw WireError.shape(path: "sections[\(index)].id", expected: "a string") }
+        sections.append(ParsedSection(id: id, model: model, items: firstItem..<items.count))
+    }
+
+    private mutating func itemList(section: Int) throws {
+        if scanner.current == UInt8(ascii: "n") {
+            try scanner.skipValue(depth: 3)
+            return
+        }
+        guard scanner.current == UInt8(ascii: "[") else {
+            try scanner.skipValue(depth: 3)
+            throw WireError.shape(path: "sections[\(section)].items", expected: "an array")
+        }
+        var index = 0
+        try elements(depth: 4) { (reader) throws in
+            try reader.item(section: section, index: index)
+            index += 1
+        }
+    }
+
+    private mutating func item(section: Int, index: Int) throws {
+        guard scanner.current == UInt8(ascii: "{") else {
+            try scanner.skipValue(depth: 4)
+            throw WireError.shape(path: "sections[\(section)].items[\(index)]", expected: "an object")
+        }
+        var id: String?
+        var kind: String?
+        var model: Range<Int>?
+        var seen: UInt8 = 0
+        var others: Set<[UInt8]>?
+        try members(depth: 5, seen: &seen, others: &others) { (reader, key) throws in
+            switch key {
+            case .id:
+                id = try reader.id(path: "sections[\(section)].items[\(index)].id", depth: 5)
+            case .kind:
+                guard reader.scanner.current == UInt8(ascii: "\"") else {
+                    try reader.scanner.skipValue(depth: 5)
+                    throw WireError.shape(path: "sections[\(section)].items[\(index)].kind", expected: "a non-empty string")
+                }
+                kind = try reader.kindValue()
+            case .model:
+                let start = reader.scanner.out.count
+                try reader.scanner.value(depth: 5)
+                model = start..<reader.scanner.out.count
+            default:
+                try reader.scanner.skipValue(depth: 5)
+            }
+        }
+        guard let id else { throw WireError.shape(path: "sections[\(section)].items[\(index)].id", expected: "a string") }
+        guard let kind, !kind.isEmpty, kind.utf8.count <= WireID.maximumLength else {
+            throw WireError.shape(path: "sections[\(section)].items[\(index)].kind", expected: "a non-empty string")
+        }
+        items.append(ParsedItem(id: id, kind: kind, model: model))
+    }
+
+    /// A kind: most items of a snapshot share a few kinds, so a kind spelled with the same bytes as the
+    /// previous one reuses its string.
+    private mutating func kindValue() throws -> String {
+        let input = scanner.input
+        let start = scanner.offset + 1
+        if let (range, kind) = lastKind {
+            let end = start + range.count
+            if end < input.count, input[end] == UInt8(ascii: "\""),
+               memcmp(input.baseAddress! + start, input.baseAddress! + range.lowerBound, range.count) == 0 {
+                scanner.offset = end + 1
+                return kind
+            }
+        }
+        let kind = try scanner.stringValue()
+        let range = start..<(scanner.offset - 1)
+        if range.count == kind.utf8.count { lastKind = (range, kind) }  // no escapes: the bytes are the kind
+        return kind
+    }
+
+    private mutating func id(path: @autoclosure () -> String, depth: Int) throws -> String {
+        guard scanner.current == UInt8(ascii: "\"") else {
+            try scanner.skipValue(depth: depth)
+            throw WireError.shape(path: path(), expected: "a string")
+        }
+        let id = try scanner.stringValue()
+        guard WireID.isValid(id) else { throw WireError.invalidID(path: path(), id: id) }
+        return id
+    }
+
+    // MARK: Objects and arrays
+
+    /// Reads an object's members (at `{`), calling `body` with the scanner at each value.
+    /// Known keys are tracked in `seen`, others in `others`; a repeated key is a syntax error.
+    private mutating func members(depth: Int, seen: inout UInt8, others: inout Set<[UInt8]>?, _ body: (inout WireSnapshotReader, Key) throws -> Void) throws {
+        guard depth <= JSONParser.maximumDepth else { throw scanner.error("nesting deeper than \(JSONParser.maximumDepth)") }
+        scanner.offset += 1
+        scanner.skipWhitespace()
+        if scanner.current == UInt8(ascii: "}") {
+            scanner.offset += 1
+            return
+        }
+        while true {
+            scanner.skipWhitespace()
+            guard scanner.current == UInt8(ascii: "\"") else { throw scanner.error("expected a string key") }
+            let keyOffset = scanner.offset
+            let key = try self.key(others: &others, keyOffset: keyOffset)
+            if key != .other {
+                guard seen & key.rawValue == 0 else { throw scanner.error("duplicate key \"\(key)\"", at: keyOffset) }
+                seen |= key.rawValue
+            }
+            scanner.skipWhitespace()
+            guard scanner.current == UInt8(ascii: ":") else { throw scanner.error("expected ':'") }
+            scanner.offset += 1
+            scanner.skipWhitespace()
+            guard !scanner.atEnd else { throw scanner.error("unexpected end of input") }
+            try body(&self, key)
+            scanner.skipWhitespace()
+            guard !scanner.atEnd else { throw scanner.error("expected ',' or '}'") }
+            switch scanner.current {
+            case UInt8(ascii: ","): scanner.offset += 1
+            case UInt8(ascii: "}"):
+                scanner.offset += 1
+                return
+            default: throw scanner.error("expected ',' or '}'")
+            }
+        }
+    }
+
+    /// Reads an array's elements (at `[`), calling `body` with the scanner at each element.
+    private mutating func elements(depth: Int, _ body: (inout WireSnapshotReader) throws -> Void) throws {
+        guard depth <= JSONParser.maximumDepth else { throw scanner.error("nesting deeper than \(JSONParser.maximumDepth)") }
+        scanner.offset += 1
+        scanner.skipWhitespace()
+        if scanner.current == UInt8(ascii: "]") {
+            scanner.offset += 1
+            return
+        }
+        while true {
+            scanner.skipWhitespace()
+            guard !scanner.atEnd else { throw scanner.error("unexpected end of input") }
+            try body(&self)
+            scanner.skipWhitespace()
+            guard !scanner.atEnd else { throw scanner.error("expected ',' or ']'") }
+            switch scanner.current {
+            case UInt8(ascii: ","): scanner.offset += 1
+            case UInt8(ascii: "]"):
+                scanner.offset += 1
+                return
+            default: throw scanner.error("expected ',' or ']'")
+            }
+        }
+    }
+
+    /// Reads a key (at its quote). Plain keys are matched on the input's bytes; a key with escapes is
+    /// matched on its canonical form, so `"\u0069d"` is `id`. Unknown keys are remembered exactly.
+    private mutating func key(others: inout Set<[UInt8]>?, keyOffset: Int) throws -> Key {
+        let input = scanner.input
+        var end = keyOffset + 1
+        while end < input.count, input[end] != UInt8(ascii: "\""), input[end] != UInt8(ascii: "\\"), input[end] >= 0x20, input[end] < 0x80 {
+            end += 1
+        }
+        let canonical: [UInt8]
+        if end < input.count, input[end] == UInt8(ascii: "\"") {
+            let plain = UnsafeBufferPointer(rebasing: input[(keyOffset + 1)..<end])
+            if let known = Self.known(plain) {
+                scanner.offset = end + 1
+                return known
+            }
+            canonical = Array(plain)
+            scanner.offset = end + 1
+        } else {
+            // Escapes or non-ASCII: the canonical form, without quotes.
+            let mark = scanner.out.count
+            try scanner.string()
+            canonical = Array(scanner.out[(mark + 1)..<(scanner.out.count - 1)])
+            scanner.out.removeSubrange(mark...)
+            if let known = canonical.withUnsafeBufferPointer({ Self.known($0) }) { return known }
+        }
+        var set = others ?? []
+        guard set.insert(canonical).inserted else {
+            throw scanner.error("duplicate key \"\(String(decoding: canonical.prefix(64), as: UTF8.self))\"", at: keyOffset)
+        }
+        others = set
+        return .other
+    }
+
+    private static func known(_ bytes: UnsafeBufferPointer<UInt8>) -> Key? {
+        @inline(__always) func matches(_ name: StaticString) -> Bool {
+            let expected = name.utf8Start
+            for index in 0..<bytes.count where bytes[index] != expected[index] { return false }
+            return true
+        }
+        switch bytes.count {
+        case 2: return matches("id") ? .id : nil
+        case 4: return matches("kind") ? .kind : nil
+        case 5: return bytes[0] == UInt8(ascii: "m") ? (matches("model") ? .model : nil) : (matches("items") ? .items : nil)
+        case 8: return matches("sections") ? .sections : nil
+        default: return nil
+        }
+    }
+}
