@@ -4,7 +4,7 @@
 
 FROM swift:6.3.1-bookworm AS build
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl-dev zlib1g-dev pkg-config \
+    && apt-get install -y --no-install-recommends libssl-dev zlib1g-dev libsqlite3-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -17,10 +17,10 @@ RUN swift build -c release --static-swift-stdlib --product diffstream \
     && install -D "$(swift build -c release --show-bin-path)/diffstream" /out/diffstream
 
 FROM debian:bookworm-slim
-# The libraries `ldd` lists for the binary (libssl3: libssl and libcrypto; zlib1g; libstdc++6 and
+# The libraries `ldd` lists for the binary (libssl3: libssl and libcrypto; zlib1g; libsqlite3-0; libstdc++6 and
 # libgcc-s1 for the statically linked Swift runtime), and CA certificates.
 # runtime-packages
-RUN apt-get update && apt-get install -y --no-install-recommends libssl3 zlib1g libstdc++6 libgcc-s1 ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends libssl3 zlib1g libsqlite3-0 libstdc++6 libgcc-s1 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin diffstream \
     && mkdir -p /data && chown diffstream /data
@@ -30,7 +30,8 @@ VOLUME /data
 WORKDIR /data
 USER diffstream
 EXPOSE 8080
-ENV DIFFSTREAM_HOST=0.0.0.0 DIFFSTREAM_PORT=8080 DIFFSTREAM_PUBLIC=/usr/share/diffstream/Public
+# The durable store lives in the volume (mount one to keep feeds across containers).
+ENV DIFFSTREAM_HOST=0.0.0.0 DIFFSTREAM_PORT=8080 DIFFSTREAM_PUBLIC=/usr/share/diffstream/Public DIFFSTREAM_DATA=/data
 HEALTHCHECK --interval=30s --timeout=3s --start-period=5s --retries=3 \
     CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
-CMD ["diffstream", "--host", "0.0.0.0", "--port", "8080", "--public", "/usr/share/diffstream/Public", "--demo"]
+CMD ["diffstream", "--host", "0.0.0.0", "--port", "8080", "--public", "/usr/share/diffstream/Public", "--data", "/data", "--demo"]

@@ -1,0 +1,23 @@
+/// Why the store could not open, load or commit. Every case names the path involved.
+public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The data directory cannot be created, opened or written.
+    case directory(path: String, reason: String)
+    /// Another process holds the directory's lock.
+    case locked(path: String)
+    /// The data cannot be trusted: a corrupt file or record, or a format this build does not know.
+    case damaged(path: String, reason: String)
+    /// No space left on the device (SQLITE_FULL / ENOSPC); writes work again once space is back.
+    case full(path: String)
+    /// Any other I/O or engine error during a write.
+    case io(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .directory(let path, let reason): "the data directory '\(path)' cannot be used: \(reason)"
+        case .locked(let path): "the data directory '\(path)' is in use by another diffstream (it holds the lock on '\(path)/diffstream.lock'); stop it or choose another --data"
+        case .damaged(let path, let reason): "the data in '\(path)' cannot be trusted: \(reason)"
+        case .full(let path): "no space left on the device holding '\(path)'"
+        case .io(let path, let reason): "a write to '\(path)' failed: \(reason)"
+        }
+    }
+}
