@@ -1,11 +1,12 @@
 import DiffStream
 import DiffStreamJSON
+import FeedServer
 
 /// An hourly section and a daily section. Selecting a day marks it in the daily list and shows its
 /// hours; the hour items keep their identity (the hour of the day), so only hours whose icon or
 /// temperature differ between the two days are updated.
-public struct ForecastViewModel: Sendable, Equatable {
-    public struct Day: Sendable, Equatable {
+public struct ForecastViewModel: HostedViewModel {
+    public struct Day: Codable, Sendable, Equatable {
         public var id: String
         public var name: String
         public var high: Int
@@ -14,22 +15,22 @@ public struct ForecastViewModel: Sendable, Equatable {
         public var hours: [Hour]
     }
 
-    public struct Hour: Sendable, Equatable {
+    public struct Hour: Codable, Sendable, Equatable {
         public var hour: Int
         public var temp: Int
         public var icon: String
     }
 
-    enum ForecastSection: Identifiable, Equatable, WireSectionConvertible {
+    public enum ForecastSection: Identifiable, Equatable, WireSectionConvertible {
         case hourly(dayName: String)
         case daily
-        var id: String {
+        public var id: String {
             switch self {
             case .hourly: "hourly"
             case .daily: "daily"
             }
         }
-        var wireSection: WireSection {
+        public var wireSection: WireSection {
             switch self {
             case .hourly(let name): WireSection(id: id, model: ["title": .string("Hourly · \(name)")])
             case .daily: WireSection(id: id, model: ["title": "Daily"])
@@ -37,16 +38,16 @@ public struct ForecastViewModel: Sendable, Equatable {
         }
     }
 
-    enum ForecastItem: Identifiable, Equatable, WireItemConvertible {
+    public enum ForecastItem: Identifiable, Equatable, WireItemConvertible {
         case hour(Hour)
         case day(Day, selected: Bool)
-        var id: String {
+        public var id: String {
             switch self {
             case .hour(let hour): "h-\(hour.hour < 10 ? "0" : "")\(hour.hour)"
             case .day(let day, _): day.id
             }
         }
-        var wireItem: WireItem {
+        public var wireItem: WireItem {
             switch self {
             case .hour(let hour):
                 WireItem(id: id, kind: "hour", model: ["hour": .string("\(hour.hour < 10 ? "0" : "")\(hour.hour):00"), "temp": .number(Double(hour.temp)), "icon": .string(hour.icon)])
@@ -56,11 +57,33 @@ public struct ForecastViewModel: Sendable, Equatable {
         }
     }
 
-    public var days: [Day]
-    public var selectedDay: String
+    public struct State: Codable, Sendable, Equatable {
+        public var days: [Day]
+        public var selectedDay: String
+
+        /// Selects a day by its item id.
+        public mutating func select(day: String) throws {
+            guard days.contains(where: { $0.id == day }) else {
+                throw InvalidInput(field: "day", "unknown day '\(day.prefix(80))' (expected one of \(days.map(\.id).joined(separator: ", ")))")
+            }
+            selectedDay = day
+        }
+    }
+
+    struct SelectInput: Decodable { var day: String }
+
+    public init() {}
+
+    public var initialState: State { Self.sample }
+
+    public var actions: [HostedAction<State>] {
+        [HostedAction("select", input: SelectInput.self, fields: [.item("day", kind: "day")], isPublic: true) { state, input in
+            try state.select(day: input.day)
+        }]
+    }
 
     /// Five days of sample data; neighbouring days share some hours exactly.
-    public static let sample: ForecastViewModel = {
+    public static let sample: State = {
         let names = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
         let icons = ["☀️", "⛅", "☁️", "🌧️"]
         let days = names.enumerated().map { index, name in
@@ -72,26 +95,19 @@ public struct ForecastViewModel: Sendable, Equatable {
             }
             return Day(id: "d-\(name.prefix(3).lowercased())", name: name, high: 16 + index, low: 8 + index % 3, icon: icons[index % icons.count], hours: hours)
         }
-        return ForecastViewModel(days: days, selectedDay: days[0].id)
+        return State(days: days, selectedDay: days[0].id)
     }()
 
-    public func render() throws -> WireSnapshot {
-        let selected = days.first { $0.id == selectedDay } ?? days[0]
-        return try Snapshot<ForecastSection, ForecastItem> {
+    public func render(_ state: State) throws -> Snapshot<ForecastSection, ForecastItem> {
+        let days = state.days
+        guard let selected = days.first(where: { $0.id == state.selectedDay }) ?? days.first else { return Snapshot() }
+        return try Snapshot {
             Section(ForecastSection.hourly(dayName: selected.name)) {
                 for hour in selected.hours { ForecastItem.hour(hour) }
             }
             Section(ForecastSection.daily) {
                 for day in days { ForecastItem.day(day, selected: day.id == selected.id) }
             }
-        }.wireSnapshot()
-    }
-
-    /// Selects a day by its item id.
-    public mutating func select(day: String) throws(APIError) {
-        guard days.contains(where: { $0.id == day }) else {
-            throw .invalidField("day", "unknown day '\(day)' (expected one of \(days.map(\.id).joined(separator: ", ")))")
         }
-        selectedDay = day
     }
 }

@@ -1,0 +1,132 @@
+import DiffStreamJSON
+import Foundation
+
+/// Request bodies to typed values for hosted view models: action inputs and merge patches. Malformed
+/// JSON is `400`; a value of the wrong shape is `422` naming the field, e.g. `suggested[2].type`.
+enum ActionInput {
+    /// Parses a body that must be a JSON object (an empty body counts as `{}`) whose keys are all
+    /// declared in `fields`.
+    static func object(_ body: [UInt8], fields: [ActionField]) throws(APIError) -> JSONObject {
+        let value: JSONValue
+        if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            value = .object(JSONObject())
+        } else {
+            do { value = try JSONParser.parse(body) } catch { throw APIError(.badRequest, "malformed json", error.description) }
+        }
+        guard case .object(let object) = value else {
+            throw APIError(.unprocessableContent, "invalid body", "the body must be a JSON object, not \(value.typeName)")
+        }
+        let declared = fields.map(\.name)
+        for key in object.keys where !declared.contains(key) {
+            let expected = declared.isEmpty ? "this action takes no fields" : "expected \(declared.joined(separator: ", "))"
+            throw .invalidField(key, "unknown field (\(expected))")
+        }
+        return object
+    }
+
+    /// Decodes the body into `Input`, naming the field that does not fit.
+    static func decode<Input: Decodable>(_ type: Input.Type, from body: [UInt8], fields: [ActionField]) throws(APIError) -> Input {
+        let object = try self.object(body, fields: fields)
+        return try decode(type, from: .object(object))
+    }
+
+    /// Decodes a JSON value into `Value` with `JSONDecoder`; a decoding error names its coding path.
+    static func decode<Value: Decodable>(_ type: Value.Type, from value: JSONValue) throws(APIError) -> Value {
+        var writer = JSONWriter()
+        writer.write(value)
+        do {
+            return try JSONDecoder().decode(Value.self, from: Data(writer.bytes))
+        } catch let error as DecodingError {
+            throw describe(error)
+        } catch {
+            throw APIError(.unprocessableContent, "invalid body", "\(error)")
+        }
+    }
+
+    /// The state as a JSON value (for merging a patch into it).
+    static func encode<Value: Encodable>(_ value: Value) throws(APIError) -> JSONValue {
+        do {
+            let data = try JSONEncoder().encode(value)
+            return try JSONParser.parse(Array(data))
+        } catch {
+            throw APIError(.internalServerError, "state not encodable", "the view model's state cannot be written as JSON: \(error)")
+        }
+    }
+
+    /// RFC 7396 JSON merge patch: objects merge member by member, `null` removes a member, anything
+    /// else replaces the target.
+    /// - Complexity: O(size of the patch × members of the objects it touches).
+    static func merge(_ patch: JSONValue, into target: JSONValue) -> JSONValue {
+        guard case .object(let members) = patch else { return patch }
+        var result: [(key: String, value: JSONValue)] = target.objectValue?.members ?? []
+        for (key, value) in members {
+            let index = result.firstIndex { $0.key == key }
+            if value.isNull {
+                if let index { result.remove(at: index) }
+            } else if let index {
+                result[index].value = merge(value, into: result[index].value)
+            } else {
+                result.append((key, merge(value, into: .null)))
+            }
+        }
+        return .object(JSONObject(result))
+    }
+
+    /// The first place where `patch` sets something that the decoded state does not have: a field
+    /// the state's type does not know (decoding ignores unknown keys, so they are found this way).
+    static func unknownField(in patch: JSONValue, decoded: JSONValue, path: String = "") -> String? {
+        switch (patch, decoded) {
+        case (.object(let members), .object(let known)):
+            for (key, value) in members where !value.isNull {
+                let field = path.isEmpty ? key : "\(path).\(key)"
+                guard let match = known[key] else { return field }
+                if let found = unknownField(in: value, decoded: match, path: field) { return found }
+            }
+        case (.array(let elements), .array(let known)) where elements.count == known.count:
+            for (index, (element, match)) in zip(elements, known).enumerated() {
+                if let found = unknownField(in: element, decoded: match, path: "\(path)[\(index)]") { return found }
+            }
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// `suggested[2].type: expected a string`.
+    static func describe(_ error: DecodingError) -> APIError {
+        func path(_ keys: [any CodingKey]) -> String {
+            var text = ""
+            for key in keys {
+                if let index = key.intValue, key.stringValue.hasPrefix("Index ") {
+                    text += "[\(index)]"
+                } else {
+                    text += text.isEmpty ? key.stringValue : ".\(key.stringValue)"
+                }
+            }
+            return text.isEmpty ? "body" : text
+        }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return .invalidField(path(context.codingPath), "expected \(describe(type))")
+        case .valueNotFound(let type, let context):
+            return .invalidField(path(context.codingPath), "expected \(describe(type)), not null")
+        case .keyNotFound(let key, let context):
+            return .invalidField(path(context.codingPath + [key]), "missing")
+        case .dataCorrupted(let context):
+            return .invalidField(path(context.codingPath), context.debugDescription)
+        @unknown default:
+            return APIError(.unprocessableContent, "invalid body", "\(error)")
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type: "a whole number"
+        case is Double.Type, is Float.Type: "a number"
+        default:
+            String(describing: type).hasPrefix("Array") ? "an array" : (String(describing: type).hasPrefix("Dictionary") ? "an object" : "a \(type)")
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import DiffStream
+import DiffStreamJSON
+import Examples
+import FeedServer
+import Testing
+
+/// The wire form of a view model's render.
+func wire<Model: HostedViewModel>(_ model: Model, _ state: Model.State) throws -> WireSnapshot {
+    try model.render(state).wireSnapshot()
+}
+
+/// A view model hosted on a registry without a server, for driving it through the hosting API.
+func hosted<Model: HostedViewModel>(_ model: Model, as name: String = "feed") async throws -> (ViewModelHost<Model>, FeedRegistry) {
+    let registry = FeedRegistry(replayLimit: 8, server: nil)
+    let host = try await HostedFeeds(registry: registry).host(model, as: name)
+    return (host, registry)
+}
+
+struct HomeViewModelTests {
+    let model = HomeViewModel()
+
+    @Test func sectionsAppearOnlyWithContent() throws {
+        var state = HomeViewModel.sample
+        #expect(try wire(model, state).sectionIDs == ["banner", "suggested", "recommended"])
+        state.banner = nil
+        state.suggested = []
+        #expect(try wire(model, state).sectionIDs == ["recommended"])
+        state.recommended = []
+        #expect(try wire(model, state).numberOfSections == 0)
+    }
+
+    @Test func theSameMediaInBothListsIsNotADuplicate() throws {
+        let snapshot = try wire(model, HomeViewModel.sample)
+        #expect(snapshot.contains(item: "suggested-m2"))
+        #expect(snapshot.contains(item: "recommended-m2"))
+    }
+
+    @Test func patchSetsOnlyTheGivenFields() async throws {
+        let (host, registry) = try await hosted(model, as: "home")
+        let result = try await host.patch(body: Array(#"{"banner":null,"recommendedHeader":{"isFeatured":true}}"#.utf8))
+        #expect(result == ChangeResult(version: 2, operations: 2))
+        let state = await host.state
+        #expect(state.banner == nil)
+        #expect(state.recommendedHeader.isFeatured)
+        #expect(state.recommendedHeader.title == HomeViewModel.sample.recommendedHeader.title)
+        #expect(state.suggested == HomeViewModel.sample.suggested)
+        let snapshot = await registry.feed("home")!.snapshot
+        #expect(snapshot.section(withID: "recommended")?.model["isFeatured"] == .bool(true))
+    }
+
+    @Test(arguments: [
+        (#"{"nope":1}"#, "nope"),
+        (#"{"suggested":{}}"#, "suggested"),
+        (#"{"suggested":[{"id":"a","type":"gif","title":"t","url":"u"}]}"#, "suggested[0].type"),
+        (#"{"suggested":[{"id":"a","type":"image","title":"t","url":"u","extra":1}]}"#, "suggested[0].extra"),
+        (#"{"recommended":[{"id":"a","type":"image","title":"t","url":"u"},{"id":"a","type":"image","title":"t","url":"u"}]}"#, "recommended[1].id"),
+        (#"{"banner":{"id":"b","title":7}}"#, "banner.title"),
+        (#"{"banner":{"id":""}}"#, "banner.id"),
+        (#"{"recommendedHeader":{"isFeatured":"yes"}}"#, "recommendedHeader.isFeatured"),
+        (#"{"recommendedHeader":{"title":""}}"#, "recommendedHeader.title"),
+        (#"[1]"#, "object"),
+    ])
+    func badPatchesNameTheFieldAndChangeNothing(body: String, field: String) async throws {
+        let (host, registry) = try await hosted(model, as: "home")
+        await #expect {
+            try await host.patch(body: Array(body.utf8))
+        } throws: { error in
+            (error as? APIError)?.detail.contains(field) == true && (error as? APIError)?.status.code == 422
+        }
+        #expect(await host.state == HomeViewModel.sample)
+        #expect(await registry.feed("home")!.version == 1)
+    }
+
+    @Test func aPatchBecomesOneMinimalBatch() async throws {
+        let (host, _) = try await hosted(model, as: "home")
+        var recommended = HomeViewModel.sample.recommended
+        recommended.append(recommended.removeFirst())  // one move
+        let list = recommended.map { #"{"id":"\#($0.id)","type":"\#($0.type.rawValue)","title":"\#($0.title)","url":"\#($0.url)"}"# }
+        let result = try await host.patch(body: Array(#"{"recommended":[\#(list.joined(separator: ","))]}"#.utf8))
+        #expect(result.operations == 1)
+    }
+
+    @Test func theDemoCycleKeepsAValidState() throws {
+        var state = HomeViewModel.sample
+        for step in 0..<40 {
+            HomeViewModel.demoStep(step, &state)
+            try model.validate(state)
+            _ = try wire(model, state)
+        }
+    }
+}
+
+struct BlackjackViewModelTests {
+    @Test func eachDealAppendsOneCardUntilTheHandEnds() async throws {
+        let (host, registry) = try await hosted(BlackjackViewModel())
+        var previous = await registry.feed("feed")!.snapshot
+        for _ in 0..<40 {
+            let hadEnded = await host.state.score >= 21
+            let result = try await host.perform("deal", body: [])
+            let next = await registry.feed("feed")!.snapshot
+            let counts = WireSnapshot.diff(from: previous, to: next).counts
+            let state = await host.state
+            if hadEnded {
+                #expect(state.hand.count == 1)
+                #expect(state.deck.count == 51)
+            } else {
+                #expect(counts[.insert] == 1)
+                #expect(counts[.delete] == 0)
+                #expect(counts[.updateSection] == 1)
+                #expect(result.operations == 2)
+            }
+            previous = next
+        }
+    }
+
+    @Test func acesCountOneWhenElevenWouldBust() {
+        #expect(BlackjackViewModel.Card(deck: 1, rank: "A", suit: "♠").value == 11)
+        #expect(BlackjackViewModel.Card(deck: 1, rank: "K", suit: "♠").value == 10)
+    }
+
+    @Test func twoCardsOfTheSameRankAreDistinctItems() {
+        let a = BlackjackViewModel.Card(deck: 1, rank: "7", suit: "♠")
+        let b = BlackjackViewModel.Card(deck: 1, rank: "7", suit: "♥")
+        let c = BlackjackViewModel.Card(deck: 2, rank: "7", suit: "♠")
+        #expect(Set([a.id, b.id, c.id]).count == 3)
+    }
+}
+
+struct ForecastViewModelTests {
+    @Test(arguments: ["d-tue", "d-wed", "d-thu", "d-fri"])
+    func selectingADayUpdatesOnlyTheHoursThatDiffer(day: String) throws {
+        let model = ForecastViewModel()
+        var state = ForecastViewModel.sample
+        let before = try wire(model, state)
+        try state.select(day: day)
+        let after = try wire(model, state)
+        let batch = WireSnapshot.diff(from: before, to: after)
+        let updatedHours = Set(batch.operations.compactMap { operation -> WireID? in
+            if case .update(let item) = operation, item.kind == "hour" { return item.id }
+            return nil
+        })
+        let differing = Set(after.items(inSection: "hourly")!.filter { $0 != before.item(withID: $0.id) }.map(\.id))
+        #expect(updatedHours == differing)
+        #expect(!differing.isEmpty)
+        #expect(differing.count < after.numberOfItems(inSection: "hourly")!)
+        #expect(batch.counts[.update] == differing.count + 2)  // plus the two daily items' `selected`
+        #expect(batch.counts[.move] == 0 && batch.counts[.insert] == 0 && batch.counts[.delete] == 0)
+    }
+
+    @Test(arguments: [(#"{"day":"d-xyz"}"#, "day: unknown day"), (#"{}"#, "day: missing"), (#"{"day":3}"#, "day: expected a string"), (#"{"days":"d-mon"}"#, "days: unknown field")])
+    func badSelectionsNameTheFieldAndChangeNothing(body: String, detail: String) async throws {
+        let (host, _) = try await hosted(ForecastViewModel())
+        await #expect {
+            try await host.perform("select", body: Array(body.utf8))
+        } throws: { error in
+            (error as? APIError)?.status.code == 422 && (error as? APIError)?.detail.hasPrefix(detail) == true
+        }
+        #expect(await host.state == ForecastViewModel.sample)
+    }
+}
+
+struct WeekViewModelTests {
+    @Test func onlyChangedDaysAreUpdated() throws {
+        var generator = SystemRandomNumberGenerator()
+        let model = WeekViewModel()
+        var state = WeekViewModel.sample
+        var days = state.days
+        for _ in 0..<50 {
+            let before = try wire(model, state)
+            state.apply(WeatherService.next(&days, using: &generator))
+            #expect(state.days == days)
+            let after = try wire(model, state)
+            let batch = WireSnapshot.diff(from: before, to: after)
+            let changed = after.items.filter { $0 != before.item(withID: $0.id) }.count
+            #expect(batch.counts == OperationCounts(changed == 0 ? [:] : [.update: changed]))
+        }
+    }
+
+    @Test func theWeatherServiceDrivesTheFeed() async throws {
+        let (host, registry) = try await hosted(WeekViewModel())
+        let task = host.follow(WeatherService(every: .milliseconds(1)).readings().prefix(5)) { state, reading in state.apply(reading) }
+        try await task.value
+        let version = await registry.feed("feed")!.version
+        #expect(version > 1 && version <= 6)
+        #expect(try wire(WeekViewModel(), await host.state) == (await registry.feed("feed")!.snapshot))
+    }
+}
