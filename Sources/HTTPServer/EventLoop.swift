@@ -105,7 +105,17 @@ final class EventLoop: @unchecked Sendable {
         execute {}
     }
 
+    /// Keeps asynchronous signals off this thread: whoever handles them (the executable takes SIGINT
+    /// and SIGTERM with `sigwait` on a thread of its own) should get them, never a loop thread.
+    private static func blockAsynchronousSignals() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGCHLD] { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
     private func run() {
+        Self.blockAsynchronousSignals()
         var wakeEvent = epoll_event()
         wakeEvent.events = Epoll.`in`
         wakeEvent.data.fd = wakeFD

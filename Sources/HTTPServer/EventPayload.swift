@@ -14,6 +14,9 @@ public final class EventPayload: Sendable {
 
     public convenience init(_ text: String) { self.init(Array(text.utf8)) }
 
+    /// Deflates now (off the loops, before a fan-out), so that no loop thread ever compresses.
+    public func prepareDeflated() { _ = deflated }
+
     /// The deflate block and CRC, computed on first use and then shared.
     var deflated: CompressedEvent {
         compressed.withLock { cached in

@@ -12,7 +12,8 @@ public final class EventStream: Sendable {
     public let id: Int
     /// The request that opened the stream.
     public let request: HTTPRequest
-    let core: ServerCore
+    /// The loop that owns the stream's connection.
+    let loop: LoopCore
     private let callbacks = Mutex<Callbacks>(Callbacks())
 
     private struct Callbacks {
@@ -21,25 +22,27 @@ public final class EventStream: Sendable {
         var onResync: (@Sendable (EventStream) -> Void)?
     }
 
-    init(id: Int, request: HTTPRequest, core: ServerCore) {
+    init(id: Int, request: HTTPRequest, loop: LoopCore) {
         self.id = id
         self.request = request
-        self.core = core
+        self.loop = loop
     }
 
-    /// Queues an event.
+    /// Queues an event (deflated here, off the loop, when compression is on).
     public func send(_ payload: EventPayload) {
-        core.loop.execute { [core, id] in core.stream(id)?.enqueueEvent(payload) }
+        if loop.server.configuration.compression { payload.prepareDeflated() }
+        loop.loop.execute { [loop, id] in loop.stream(id)?.enqueueEvent(payload) }
     }
 
     /// Ends the stream after what is queued has been written.
     public func close() {
-        core.loop.execute { [core, id] in core.stream(id)?.endStream() }
+        loop.loop.execute { [loop, id] in loop.stream(id)?.endStream() }
     }
 
     /// Clears an overflow and queues `payload` (a fresh state) as the next event.
     public func resume(with payload: EventPayload) {
-        core.loop.execute { [core, id] in core.stream(id)?.resumeStream(with: payload) }
+        if loop.server.configuration.compression { payload.prepareDeflated() }
+        loop.loop.execute { [loop, id] in loop.stream(id)?.resumeStream(with: payload) }
     }
 
     /// Registers work to do when the stream ends for any reason; runs at once if it already has.

@@ -114,7 +114,9 @@ public struct HTTPRequestParser: Sendable {
                 }
                 guard let line = line.success else { return fail(line.failure!) }
                 let sizeText = line.split(separator: UInt8(ascii: ";"), maxSplits: 1, omittingEmptySubsequences: false)[0]
-                guard !sizeText.isEmpty, sizeText.count <= 16, let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16) else {
+                // chunk-size = 1*HEXDIG (RFC 9112 §7.1): no sign, no spaces; at most 15 digits fit an Int.
+                guard !sizeText.isEmpty, sizeText.count <= 15, sizeText.allSatisfy(\.isHexDigit),
+                      let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16) else {
                     return fail(.init(.badRequest, "invalid chunk size"))
                 }
                 if pending.body.count + size > limits.maxBodyBytes {
@@ -171,10 +173,21 @@ public struct HTTPRequestParser: Sendable {
             if available - (lineEnd + 2 - start) > limits.maxHeaderBytes + 2 {
                 return fail(.init(.headerFieldsTooLarge, "the header section is larger than \(limits.maxHeaderBytes) bytes"))
             }
-        } else if available > limits.maxRequestLine {
+        } else if available > limits.maxRequestLine + 1 {
+            // + 1: a line of exactly the limit may have its CR here and its LF still on the way (found by fuzzing).
             return fail(.init(.uriTooLong, "the request line is longer than \(limits.maxRequestLine) bytes"))
         }
         return .needMore
+    }
+
+    /// The first LF at or after `index` that is not preceded by CR.
+    private func firstBareLF(from index: Int) -> Int? {
+        var index = index
+        while index < buffer.count {
+            if buffer[index] == 0x0A && (index == start || buffer[index - 1] != 0x0D) { return index }
+            index += 1
+        }
+        return nil
     }
 
     private func firstCRLF(from index: Int) -> Int? {
@@ -201,6 +214,13 @@ public struct HTTPRequestParser: Sendable {
             index += 1
         }
         guard let headEnd = end else {
+            // No complete head yet, so every buffered byte belongs to it. RFC 9112 §2.2 lets a server
+            // accept a bare LF as a line terminator; this one refuses it, as soon as it arrives rather
+            // than waiting for a CRLF CRLF that may never come.
+            if firstBareLF(from: max(start, scanned)) != nil {
+                scanned = buffer.count
+                return .failure(.init(.badRequest, "bare LF in the request head"))
+            }
             scanned = buffer.count
             return nil
         }
@@ -362,6 +382,9 @@ extension Result {
 
 extension UInt8 {
     var isDigit: Bool { self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9") }
+    var isHexDigit: Bool {
+        isDigit || (self >= UInt8(ascii: "a") && self <= UInt8(ascii: "f")) || (self >= UInt8(ascii: "A") && self <= UInt8(ascii: "F"))
+    }
 }
 
 /// tchar (RFC 9110 §5.6.2).

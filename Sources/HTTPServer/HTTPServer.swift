@@ -5,7 +5,8 @@ import CSystemShims
 import Foundation
 import Synchronization
 
-/// A minimal HTTP/1.1 server with Server-Sent Events, on POSIX sockets and one epoll loop.
+/// A minimal HTTP/1.1 server with Server-Sent Events, on POSIX sockets and N epoll loops (one thread
+/// each; the first also accepts and hands connections out round-robin).
 ///
 /// ```swift
 /// let server = try HTTPServer(configuration: .init(host: "127.0.0.1", port: 8080))
@@ -14,7 +15,8 @@ import Synchronization
 /// }
 /// ```
 ///
-/// Handlers are `async` and run on Swift's concurrency pool; connection I/O stays on the loop thread.
+/// Handlers are `async` and run on Swift's concurrency pool, where responses are also compressed;
+/// connection I/O stays on the loop thread that owns the connection.
 public final class HTTPServer: Sendable {
     public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
 
@@ -25,6 +27,9 @@ public final class HTTPServer: Sendable {
         public var limits: HTTPLimits
         /// The most simultaneous connections; more are answered 503 and closed.
         public var maxConnections: Int
+        /// The most simultaneous connections from one IP address; more are answered 503 and closed.
+        /// 0 turns this cap off (behind a reverse proxy every client has the proxy's address).
+        public var maxConnectionsPerAddress: Int
         /// The most bytes queued to one event stream before it counts as fallen behind.
         public var streamBufferLimit: Int
         /// gzip responses and event streams for clients that accept it.
@@ -35,22 +40,28 @@ public final class HTTPServer: Sendable {
         public var heartbeat: Double
         /// TLS, or nil for plain HTTP.
         public var tls: TLSConfiguration?
+        /// The number of event loops (threads serving sockets); at least 1. The default is one per core.
+        public var loops: Int
         public var logger: Logger
 
         public init(
             host: String = "127.0.0.1", port: UInt16 = 8080, limits: HTTPLimits = HTTPLimits(), maxConnections: Int = 10_000,
+            maxConnectionsPerAddress: Int = 256,
             streamBufferLimit: Int = 1 << 20, compression: Bool = true, minimumCompressedSize: Int = 1024,
-            heartbeat: Double = 15, tls: TLSConfiguration? = nil, logger: Logger = Logger(label: "http")
+            heartbeat: Double = 15, tls: TLSConfiguration? = nil, loops: Int = ProcessInfo.processInfo.activeProcessorCount,
+            logger: Logger = Logger(label: "http")
         ) {
             self.host = host
             self.port = port
             self.limits = limits
             self.maxConnections = maxConnections
+            self.maxConnectionsPerAddress = maxConnectionsPerAddress
             self.streamBufferLimit = streamBufferLimit
             self.compression = compression
             self.minimumCompressedSize = minimumCompressedSize
             self.heartbeat = heartbeat
             self.tls = tls
+            self.loops = max(1, loops)
             self.logger = logger
         }
     }
@@ -73,73 +84,77 @@ public final class HTTPServer: Sendable {
 
     public var metrics: ServerMetrics { core.metrics }
 
-    /// Queues one event to many streams in a single hop to the loop: the payload's bytes are shared.
+    /// Queues one event to many streams: the payload is deflated (if compression is on) here, once,
+    /// off the loops; then each loop that owns some of the streams gets one hop with their ids and
+    /// writes the same shared bytes to each.
+    /// - Complexity: O(streams) here, then O(streams on the loop) on each loop, in parallel.
     public func broadcast(_ payload: EventPayload, to streams: [EventStream]) {
         guard !streams.isEmpty else { return }
-        let ids = streams.map(\.id)
-        core.loop.execute { [core] in
-            for id in ids { core.stream(id)?.enqueueEvent(payload) }
+        if core.configuration.compression { payload.prepareDeflated() }
+        var byLoop: [[Int]] = Array(repeating: [], count: core.loops.count)
+        for stream in streams { byLoop[stream.loop.index].append(stream.id) }
+        for (index, ids) in byLoop.enumerated() where !ids.isEmpty {
+            let loop = core.loops[index]
+            loop.loop.execute { [loop] in
+                for id in ids { loop.stream(id)?.enqueueEvent(payload) }
+            }
         }
     }
 
     /// Stops accepting, ends event streams, lets responses in flight finish, closes the rest; calls
-    /// `completion` when every connection is closed or after `timeout` seconds.
+    /// `completion` when every connection of every loop is closed or after `timeout` seconds.
     public func shutdown(timeout: Double = 3, completion: @escaping @Sendable () -> Void) {
-        core.loop.execute { [core] in core.beginShutdown(timeout: timeout, completion: completion) }
+        core.shutdown(timeout: timeout, completion: completion)
     }
 }
 
-/// The server's loop-owned state: listeners, connections and timers.
+/// What every loop of a server shares: the configuration, the handler, the caps, the metrics and TLS.
 ///
-/// `@unchecked Sendable`: apart from the immutable configuration, the atomics and the metrics, every
-/// property is read and written on the event loop's thread only (work from elsewhere is sent there
-/// with `loop.execute`).
+/// `@unchecked Sendable`: `handler` is written once by `start(handler:)` before any loop runs and only
+/// read after that; `loops` is filled in `init`; everything else is immutable, atomic or locked.
 final class ServerCore: @unchecked Sendable {
     let configuration: HTTPServer.Configuration
-    /// Set once by `start(handler:)` before the loop runs; read on the loop thread after that.
+    let machineSettings: ConnectionMachine.Settings
     private(set) var handler: HTTPServer.Handler = { _ in HTTPResponse(status: .serviceUnavailable) }
-    let loop: EventLoop
     let logger: Logger
-    let metrics = ServerMetrics()
+    let metrics: ServerMetrics
     let boundPort = Atomic<UInt16>(0)
     let tlsContext: TLSContext?
-
-    private var listeners: [Int32] = []
-    private var listenerHandlers: [ListenerHandler] = []
-    private var connections: [Int: Connection] = [:]
-    private var nextConnectionID = 1
-    private var acceptPausedUntil: Double?
-    private(set) var isShuttingDown = false
-    private var shutdownDeadline: Double?
-    private var shutdownCompletion: (@Sendable () -> Void)?
-    private var lastHeartbeatSweep: Double = 0
-    private let heartbeatPayload = EventPayload(ServerSentEvent.comment("heartbeat"))
-    private var cachedDate: (second: Int, text: String) = (0, "")
-    /// One read buffer for all connections: reads happen one at a time on the loop thread.
-    var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    let quota: SharedConnectionQuota
+    private(set) var loops: [LoopCore] = []
+    private let nextConnectionID = Atomic<Int>(1)
 
     init(configuration: HTTPServer.Configuration) throws {
         self.configuration = configuration
         self.logger = configuration.logger
-        self.loop = try EventLoop()
+        self.metrics = ServerMetrics(loops: configuration.loops)
+        self.machineSettings = ConnectionMachine.Settings(
+            limits: configuration.limits, compression: configuration.compression, minimumCompressedSize: configuration.minimumCompressedSize,
+            heartbeat: configuration.heartbeat, streamBufferLimit: configuration.streamBufferLimit)
         self.tlsContext = try configuration.tls.map { try TLSContext(configuration: $0) }
+        self.quota = SharedConnectionQuota(ConnectionQuota(maxConnections: configuration.maxConnections,
+                                                           maxPerAddress: configuration.maxConnectionsPerAddress))
+        for index in 0..<max(1, configuration.loops) {
+            loops.append(try LoopCore(index: index, server: self))
+        }
     }
+
+    /// A new connection id, unique across loops.
+    func makeConnectionID() -> Int { nextConnectionID.add(1, ordering: .relaxed).oldValue }
 
     func start(handler: @escaping HTTPServer.Handler) throws -> UInt16 {
         self.handler = handler
         let fd = try Socket.listen(host: configuration.host, port: configuration.port)
         let port = Socket.localPort(fd)
         boundPort.store(port, ordering: .releasing)
-        let listener = ListenerHandler(fd: fd, core: self)
-        loop.onTick = { [unowned self] now in self.tick(now: now) }
+        for loop in loops { loop.start() }
+        // The first loop accepts; registering happens on its thread.
+        let acceptor = loops[0]
         let registered = Mutex<Result<Void, SystemError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        loop.start(name: "diffstream-loop")
-        loop.execute { [self] in
+        acceptor.loop.execute { [acceptor] in
             do throws(SystemError) {
-                try loop.register(fd, events: Epoll.`in`, handler: listener)
-                listeners.append(fd)
-                listenerHandlers.append(listener)
+                try acceptor.listen(on: fd)
                 registered.withLock { $0 = .success(()) }
             } catch {
                 registered.withLock { $0 = .failure(error) }
@@ -151,15 +166,81 @@ final class ServerCore: @unchecked Sendable {
         return port
     }
 
+    func shutdown(timeout: Double, completion: @escaping @Sendable () -> Void) {
+        let remaining = Atomic<Int>(loops.count)
+        let acceptor = loops[0]
+        acceptor.loop.execute { [loops] in
+            acceptor.closeListeners()  // first: nothing new is handed out after this
+            for loop in loops {
+                loop.loop.execute {
+                    loop.beginShutdown(timeout: timeout) {
+                        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { completion() }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One event loop and the connections it owns: their table, the shared read buffer, timers, and (on
+/// the first loop) the listening socket.
+///
+/// `@unchecked Sendable`: apart from `index`, `server` and `loop` (immutable), every property is read
+/// and written on this loop's thread only (work from elsewhere is sent there with `loop.execute`).
+final class LoopCore: @unchecked Sendable {
+    let index: Int
+    unowned let server: ServerCore
+    let loop: EventLoop
+
+    private var listeners: [Int32] = []
+    private var listenerHandlers: [ListenerHandler] = []
+    private var connections: [Int: Connection] = [:]
+    private var nextHandoff = 0
+    private var acceptPausedUntil: Double?
+    private(set) var isShuttingDown = false
+    private var shutdownDeadline: Double?
+    private var shutdownCompletion: (@Sendable () -> Void)?
+    private var cachedDate: (second: Int, text: String) = (0, "")
+    /// One read buffer for all of this loop's connections: reads happen one at a time on its thread.
+    var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+
+    init(index: Int, server: ServerCore) throws {
+        self.index = index
+        self.server = server
+        self.loop = try EventLoop()
+    }
+
+    func start() {
+        loop.onTick = { [unowned self] now in self.tick(now: now) }
+        loop.start(name: "diffstream-loop-\(index)")
+    }
+
     func stream(_ id: Int) -> Connection? {
         guard let connection = connections[id], connection.stream != nil else { return nil }
         return connection
     }
 
-    // MARK: Accepting
+    // MARK: Accepting (first loop only)
+
+    func listen(on fd: Int32) throws(SystemError) {
+        let listener = ListenerHandler(fd: fd, loop: self)
+        try loop.register(fd, events: Epoll.`in`, handler: listener)
+        listeners.append(fd)
+        listenerHandlers.append(listener)
+    }
+
+    func closeListeners() {
+        for fd in listeners {
+            loop.deregister(fd)
+            close(fd)
+        }
+        listeners.removeAll()
+        listenerHandlers.removeAll()
+    }
 
     func acceptConnections(from listener: Int32) {
         if let until = acceptPausedUntil, EventLoop.now() < until { return }
+        let metrics = server.metrics
         for _ in 0..<256 {
             let fd: Int32
             do {
@@ -168,55 +249,102 @@ final class ServerCore: @unchecked Sendable {
             } catch {
                 if error.errno == EMFILE || error.errno == ENFILE || error.errno == ENOBUFS || error.errno == ENOMEM {
                     // Out of descriptors: stop accepting for a moment instead of spinning or dying.
-                    logger.warning("\(error): pausing accept for 100 ms")
+                    server.logger.warning("\(error): pausing accept for 100 ms")
                     acceptPausedUntil = EventLoop.now() + 0.1
                     loop.modify(listener, events: 0)
                 } else {
-                    logger.error("\(error)")
+                    server.logger.error("\(error)")
                 }
                 return
             }
-            let refuse = connections.count >= configuration.maxConnections || isShuttingDown
-            if refuse && connections.count >= configuration.maxConnections + 64 {
-                close(fd)  // far over the cap: not even a 503
+            if isShuttingDown {
+                close(fd)
+                continue
+            }
+            let peer = Self.peerAddress(fd)
+            let verdict = server.quota.admit(address: peer.host)
+            if verdict == .drop {
+                close(fd)  // far over a cap: not even a 503
                 metrics.connectionsRefused.add(1, ordering: .relaxed)
                 continue
             }
-            let transport: Transport
-            if let tlsContext {
-                guard let tls = tlsContext.makeTransport(fd: fd) else { close(fd); continue }
-                transport = tls
+            // Round-robin over the loops; a refused connection stays here (it only gets a 503).
+            let target: LoopCore
+            if verdict == .admit {
+                target = server.loops[nextHandoff % server.loops.count]
+                nextHandoff &+= 1
             } else {
-                transport = PlainTransport(fd: fd)
+                target = self
             }
-            let id = nextConnectionID
-            nextConnectionID += 1
-            let connection = Connection(id: id, fd: fd, core: self, transport: transport, remote: Self.peerName(fd), now: EventLoop.now())
-            connections[id] = connection
-            metrics.connectionsAccepted.add(1, ordering: .relaxed)
-            metrics.connectionsOpen.store(connections.count, ordering: .relaxed)
-            do {
-                try connection.start()
-            } catch {
-                logger.error("\(error)")
-                connection.close(reason: "register failed")
-                continue
-            }
-            if refuse {
-                // Answered like any response, with a lingering close, so the client reads the 503
-                // instead of a reset.
-                metrics.connectionsRefused.add(1, ordering: .relaxed)
-                connection.refuse(.error(.serviceUnavailable, "service unavailable", detail: "the server is at its connection limit; retry later",
-                                         headers: ["Connection": "close", "Retry-After": "1"]))
+            if target === self {
+                adopt(fd: fd, peer: peer, verdict: verdict)
+            } else {
+                target.loop.execute { [target] in target.adopt(fd: fd, peer: peer, verdict: verdict) }
             }
         }
     }
 
-    static func peerName(_ fd: Int32) -> String {
+    /// Takes ownership of an accepted socket (this loop's thread).
+    func adopt(fd: Int32, peer: (host: String, port: String), verdict: ConnectionQuota.Verdict) {
+        let metrics = server.metrics
+        func release() {
+            if verdict == .admit { server.quota.release(address: peer.host) } else { server.quota.releaseRefused() }
+        }
+        if isShuttingDown {
+            close(fd)
+            release()
+            return
+        }
+        let transport: Transport
+        if let tlsContext = server.tlsContext {
+            guard let tls = tlsContext.makeTransport(fd: fd) else {
+                close(fd)
+                release()
+                return
+            }
+            transport = tls
+        } else {
+            transport = PlainTransport(fd: fd)
+        }
+        let connection = Connection(id: server.makeConnectionID(), fd: fd, loop: self, transport: transport, remote: peer.host + ":" + peer.port,
+                                    address: peer.host, admitted: verdict == .admit, now: EventLoop.now())
+        connections[connection.id] = connection
+        metrics.connectionsAccepted.add(1, ordering: .relaxed)
+        metrics.connectionsOpen.add(1, ordering: .relaxed)
+        metrics.loopConnections[index].value.add(1, ordering: .relaxed)
+        do {
+            try connection.start()
+        } catch {
+            server.logger.error("\(error)")
+            connection.close(reason: "register failed")
+            return
+        }
+        switch verdict {
+        case .admit, .drop:
+            break
+        case .refuseServerFull:
+            // Answered like any response, with a lingering close, so the client reads the 503
+            // instead of a reset.
+            metrics.connectionsRefused.add(1, ordering: .relaxed)
+            connection.refuse(.error(.serviceUnavailable, "service unavailable", detail: "the server is at its connection limit; retry later",
+                                     headers: ["Connection": "close", "Retry-After": "1"]))
+        case .refuseAddressFull:
+            metrics.connectionsRefused.add(1, ordering: .relaxed)
+            metrics.connectionsRefusedPerAddress.add(1, ordering: .relaxed)
+            let cap = server.configuration.maxConnectionsPerAddress
+            server.logger.warning("refused a connection from \(peer.host): \(cap) connections from that address are open")
+            connection.refuse(.error(.serviceUnavailable, "service unavailable",
+                                     detail: "too many connections from your address (at most \(cap)); close some and retry",
+                                     headers: ["Connection": "close", "Retry-After": "1"]))
+        }
+    }
+
+    /// The peer's numeric host and port, or "?" for what cannot be read.
+    static func peerAddress(_ fd: Int32) -> (host: String, port: String) {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let ok = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) } }
-        guard ok == 0 else { return "?" }
+        guard ok == 0 else { return ("?", "?") }
         var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
         var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
         let status = withUnsafePointer(to: &storage) {
@@ -224,24 +352,35 @@ final class ServerCore: @unchecked Sendable {
                 getnameinfo($0, length, &host, socklen_t(host.count), &service, socklen_t(service.count), NI_NUMERICHOST | NI_NUMERICSERV)
             }
         }
-        guard status == 0 else { return "?" }
-        return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + ":" + String(decoding: service.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard status == 0 else { return ("?", "?") }
+        return (String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+                String(decoding: service.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
     func connectionClosed(_ connection: Connection) {
         connections[connection.id] = nil
-        metrics.connectionsOpen.store(connections.count, ordering: .relaxed)
+        server.metrics.connectionsOpen.subtract(1, ordering: .relaxed)
+        server.metrics.loopConnections[index].value.subtract(1, ordering: .relaxed)
+        if connection.admitted {
+            server.quota.release(address: connection.address)
+        } else {
+            server.quota.releaseRefused()
+        }
     }
 
     // MARK: Requests
 
-    func handle(_ request: HTTPRequest, connection: Connection) {
-        let handler = self.handler
+    /// Runs the handler on the concurrency pool and prepares (compresses) its response there; only the
+    /// ready bytes come back to this loop.
+    func dispatch(_ request: HTTPRequest, info: RequestInfo, connection: Connection) {
+        let handler = server.handler
+        let minimumCompressedSize = server.configuration.minimumCompressedSize
         let id = connection.id
         Task { [self] in
             let response = await handler(request)
+            let prepared = PreparedResponse.prepare(response, for: info, compressAbove: minimumCompressedSize)
             loop.execute { [self] in
-                connections[id]?.respond(response, request: request)
+                connections[id]?.respond(prepared, request: request)
             }
         }
     }
@@ -259,13 +398,7 @@ final class ServerCore: @unchecked Sendable {
             acceptPausedUntil = nil
             for fd in listeners { loop.modify(fd, events: Epoll.`in`) }
         }
-        for connection in connections.values { connection.checkTimeouts(now: now) }
-        if now - lastHeartbeatSweep >= min(1, configuration.heartbeat / 2) {
-            lastHeartbeatSweep = now
-            for connection in connections.values where connection.stream != nil && now - connection.lastEventAt >= configuration.heartbeat {
-                connection.enqueueEvent(heartbeatPayload)
-            }
-        }
+        for connection in connections.values { connection.tick(now: now) }
         if isShuttingDown, let deadline = shutdownDeadline, connections.isEmpty || now >= deadline {
             for connection in Array(connections.values) { connection.close(reason: "shutdown") }
             shutdownDeadline = nil
@@ -281,24 +414,20 @@ final class ServerCore: @unchecked Sendable {
         isShuttingDown = true
         shutdownDeadline = EventLoop.now() + timeout
         shutdownCompletion = completion
-        for fd in listeners {
-            loop.deregister(fd)
-            close(fd)
-        }
-        listeners.removeAll()
+        closeListeners()
         for connection in Array(connections.values) { connection.beginShutdown() }
     }
 }
 
 /// Accepts connections when its listening socket is readable.
 ///
-/// `@unchecked Sendable`: created off the loop but handed to it once, then used on the loop thread only.
+/// `@unchecked Sendable`: created and used on the first loop's thread only.
 final class ListenerHandler: EventHandler, @unchecked Sendable {
     let fd: Int32
-    unowned let core: ServerCore
-    init(fd: Int32, core: ServerCore) {
+    unowned let loop: LoopCore
+    init(fd: Int32, loop: LoopCore) {
         self.fd = fd
-        self.core = core
+        self.loop = loop
     }
-    func handle(events: UInt32) { core.acceptConnections(from: fd) }
+    func handle(events: UInt32) { loop.acceptConnections(from: fd) }
 }

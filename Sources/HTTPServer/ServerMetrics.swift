@@ -5,6 +5,7 @@ public final class ServerMetrics: Sendable {
     let connectionsOpen = Atomic<Int>(0)
     let connectionsAccepted = Atomic<Int>(0)
     let connectionsRefused = Atomic<Int>(0)
+    let connectionsRefusedPerAddress = Atomic<Int>(0)
     let requests = Atomic<Int>(0)
     let bytesSent = Atomic<Int>(0)
     let streamsOpen = Atomic<Int>(0)
@@ -12,8 +13,17 @@ public final class ServerMetrics: Sendable {
     let streamOverflows = Atomic<Int>(0)
     let timeouts = Atomic<Int>(0)
     let badRequests = Atomic<Int>(0)
+    /// Open connections per event loop (how evenly they are spread).
+    let loopConnections: [LoopGauge]
 
-    init() {}
+    /// One gauge per event loop.
+    final class LoopGauge: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
+    init(loops: Int = 1) {
+        loopConnections = (0..<max(1, loops)).map { _ in LoopGauge() }
+    }
 
     /// A consistent-enough copy of every counter, by Prometheus name.
     public var values: [(name: String, help: String, type: String, value: Int)] {
@@ -21,6 +31,8 @@ public final class ServerMetrics: Sendable {
             ("diffstream_connections_open", "Open client connections.", "gauge", connectionsOpen.load(ordering: .relaxed)),
             ("diffstream_connections_accepted_total", "Connections accepted.", "counter", connectionsAccepted.load(ordering: .relaxed)),
             ("diffstream_connections_refused_total", "Connections refused at the connection cap.", "counter", connectionsRefused.load(ordering: .relaxed)),
+            ("diffstream_connections_refused_per_ip_total", "Connections refused at the per-address cap (--max-connections-per-ip).", "counter",
+             connectionsRefusedPerAddress.load(ordering: .relaxed)),
             ("diffstream_requests_total", "Requests answered.", "counter", requests.load(ordering: .relaxed)),
             ("diffstream_bad_requests_total", "Requests refused by the parser.", "counter", badRequests.load(ordering: .relaxed)),
             ("diffstream_timeouts_total", "Connections closed by a timeout.", "counter", timeouts.load(ordering: .relaxed)),
@@ -28,6 +40,8 @@ public final class ServerMetrics: Sendable {
             ("diffstream_event_streams_open", "Open event streams.", "gauge", streamsOpen.load(ordering: .relaxed)),
             ("diffstream_events_sent_total", "Events queued to event streams.", "counter", eventsSent.load(ordering: .relaxed)),
             ("diffstream_stream_overflows_total", "Event streams that fell behind their buffer limit.", "counter", streamOverflows.load(ordering: .relaxed)),
-        ]
+        ] + loopConnections.enumerated().map { index, gauge in
+            ("diffstream_loop_connections_open{loop=\"\(index)\"}", "Open client connections on each event loop.", "gauge", gauge.value.load(ordering: .relaxed))
+        }
     }
 }

@@ -50,7 +50,7 @@ public final class StaticFiles: Sendable {
         var headers: HTTPHeaders = ["Content-Type": type, "Cache-Control": "no-cache"]
         var body = cached.bytes
         var etag = "\"\(cached.etag)\""
-        if Connection.isCompressible(type) {
+        if PreparedResponse.isCompressible(type) {
             headers.add("Vary", "Accept-Encoding")
             if wantsGzip, let gzip = cached.gzip {
                 body = gzip
@@ -94,7 +94,7 @@ public final class StaticFiles: Sendable {
         if let cached = cache.withLock({ $0[path] }), cached.stamp == stamp { return cached }
         guard let bytes = Self.readFile(path) else { return nil }
         let etag = Self.fingerprint(bytes)
-        let gzip = Connection.isCompressible(Self.mimeType(for: path)) && bytes.count >= 1024 ? Gzip.compress(bytes, level: 9) : nil
+        let gzip = PreparedResponse.isCompressible(Self.mimeType(for: path)) && bytes.count >= 1024 ? Gzip.compress(bytes, level: 9) : nil
         let entry = CachedFile(stamp: stamp, bytes: bytes, etag: etag, gzip: gzip)
         cache.withLock { $0[path] = entry }
         return entry

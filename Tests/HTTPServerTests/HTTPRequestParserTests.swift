@@ -67,6 +67,13 @@ let parserCases: [ParserCase] = [
     .init("bad method token", "G(T / HTTP/1.1\r\nHost: x\r\n\r\n", .status(400)),
     .init("bad chunk size", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", .status(400)),
     .init("chunk without CRLF", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n", .status(400)),
+    .init("negative chunk size", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n\r\n", .status(400)),
+    .init("chunk size with a sign", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n+2\r\n{}\r\n0\r\n\r\n", .status(400)),
+    .init("chunk size with a space", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n 2\r\n{}\r\n0\r\n\r\n", .status(400)),
+    .init("upper-case hex chunk size", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nA\r\n0123456789\r\n0\r\n\r\n", .request(method: "POST", path: "/a", body: "0123456789")),
+    .init("request line of exactly the limit, its LF not here yet", "GET /" + String(repeating: "a", count: 8178) + " HTTP/1.1\r", .needMore),
+    .init("bare LF line endings only, head unfinished", "GET / HTTP/1.1\nHost: x\n\n", .status(400)),
+    .init("bare LF in a body is fine", "PUT /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n{\n}", .request(method: "PUT", path: "/a", body: "{\n}")),
 ]
 
 struct HTTPRequestParserTests {

@@ -1,13 +1,17 @@
 // fanout-bench: opens N SSE subscribers, publishes P changes, and reports delivery latency
 // (p50/p99/max), events delivered per second, missing events, the server's memory per connection
-// and its CPU time per published change. Works against diffstream and against nginx + nchan.
+// and its CPU time per published change, and the CPU this tool itself used while the changes went
+// out. Works against diffstream and against nginx + nchan. Reads every socket with one epoll loop.
 //
 //   fanout-bench --port 8080 --pid <server pid> --subscribers 1000 --publishes 20
-//   fanout-bench --port 8090 --pid <nginx worker pid> --nchan ...
+//   fanout-bench --port 8090 --pid <nginx worker pid> --pid <another worker pid> --nchan ...
+//
+// The last line, `RESULT key=value ...`, is for scripts (Benchmarks/run-fanout.sh).
 //
 // Each publish carries a marker `seq-<n>`; a subscriber has received publish n when the marker
 // appears in its (decoded) stream. Latency is measured from just before the publish request is sent.
 import Foundation
+import CBenchShims
 import HTTPServer
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +20,8 @@ import Glibc
 struct Options {
     var host = "127.0.0.1"
     var port: UInt16 = 8080
-    var pid: Int32?
+    /// The server's processes (nginx: every worker); memory and CPU are summed over them.
+    var pids: [Int32] = []
     var subscribers = 1000
     var publishes = 20
     var interval = 0.2
@@ -32,7 +37,7 @@ struct Options {
             switch argument {
             case "--host": host = iterator.next()!
             case "--port": port = UInt16(iterator.next()!)!
-            case "--pid": pid = Int32(iterator.next()!)!
+            case "--pid": pids.append(Int32(iterator.next()!)!)
             case "--subscribers": subscribers = Int(iterator.next()!)!
             case "--publishes": publishes = Int(iterator.next()!)!
             case "--interval": interval = Double(iterator.next()!)!
@@ -175,7 +180,7 @@ if !options.nchan {
         exit(1)
     }
 }
-let rssBefore = options.pid.map(residentKiB) ?? 0
+let rssBefore = options.pids.map(residentKiB).reduce(0, +)
 
 // 2. Subscribers.
 var subscribers: [Subscriber] = []
@@ -188,30 +193,50 @@ for index in 0..<options.subscribers {
     _ = text.withCString { send(fd, $0, strlen($0), 0) }
     subscribers.append(subscriber)
 }
-var pollSet = subscribers.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+// One epoll set for every subscriber (level-triggered; the event's data is the subscriber's index),
+// so that a ready socket costs O(1) to find however many are idle.
+let epollFD = epoll_create1(0)
+for (index, subscriber) in subscribers.enumerated() {
+    var event = epoll_event()
+    event.events = bench_EPOLLIN()
+    event.data.u64 = UInt64(index)
+    _ = epoll_ctl(epollFD, Int32(EPOLL_CTL_ADD), subscriber.fd, &event)
+}
 var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+let readyEvents = UnsafeMutablePointer<epoll_event>.allocate(capacity: 1024)
 
 @MainActor func pump(until deadline: Double, done: () -> Bool) {
     while now() < deadline && !done() {
-        let ready = poll(&pollSet, nfds_t(pollSet.count), 50)
+        let ready = epoll_wait(epollFD, readyEvents, 1024, 50)
         if ready <= 0 { continue }
         let time = now()
-        for index in pollSet.indices where pollSet[index].revents != 0 {
-            let count = recv(pollSet[index].fd, &buffer, buffer.count, 0)
-            if count > 0 { subscribers[index].consume(buffer[0..<count], at: time) }
-            pollSet[index].revents = 0
+        for slot in 0..<Int(ready) {
+            let index = Int(readyEvents[slot].data.u64)
+            let count = recv(subscribers[index].fd, &buffer, buffer.count, 0)
+            if count > 0 {
+                subscribers[index].consume(buffer[0..<count], at: time)
+            } else {
+                _ = epoll_ctl(epollFD, Int32(EPOLL_CTL_DEL), subscribers[index].fd, nil)  // closed: stop watching
+            }
         }
     }
+}
+
+func ownCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
 }
 
 // Wait until every subscriber has its response head (and, for diffstream, its snapshot).
 pump(until: now() + 60) { subscribers.allSatisfy { $0.headDone && (options.nchan || $0.received[0] != nil) } }
 let connected = subscribers.filter { $0.headDone }.count
-let rssConnected = options.pid.map(residentKiB) ?? 0
+let rssConnected = options.pids.map(residentKiB).reduce(0, +)
 
 // 3. Publishes.
 var published: [Int: Double] = [:]
-let cpuBefore = options.pid.map(cpuSeconds) ?? 0
+let cpuBefore = options.pids.map(cpuSeconds).reduce(0, +)
+let toolCPUBefore = ownCPUSeconds()
 let started = now()
 for sequence in 1...options.publishes {
     let time = now()
@@ -221,7 +246,9 @@ for sequence in 1...options.publishes {
     pump(until: now() + options.interval) { false }
 }
 pump(until: now() + 10) { subscribers.allSatisfy { $0.received.count >= options.publishes + (options.nchan ? 0 : 1) } }
-let cpuAfter = options.pid.map(cpuSeconds) ?? 0
+let cpuAfter = options.pids.map(cpuSeconds).reduce(0, +)
+let toolCPU = ownCPUSeconds() - toolCPUBefore
+let toolWall = now() - started
 
 // 4. Figures.
 var latencies: [Double] = []
@@ -243,8 +270,15 @@ let perConnection = connected > 0 ? Double(rssConnected - rssBefore) / Double(co
 print("target: \(options.nchan ? "nginx+nchan" : "diffstream")\(options.gzip ? " (gzip)" : "")  subscribers: \(options.subscribers) (connected \(connected))  publishes: \(options.publishes)")
 print(String(format: "latency ms: p50 %.1f  p99 %.1f  max %.1f", percentile(0.5), percentile(0.99), latencies.last ?? .nan))
 print(String(format: "delivered: %d  missing: %d  events/s: %.0f", latencies.count, missing, Double(latencies.count) / max(0.001, lastDelivery - started)))
-if options.pid != nil {
+let serverCPUPerBatch = (cpuAfter - cpuBefore) * 1000 / Double(options.publishes)
+if !options.pids.isEmpty {
     print(String(format: "server RSS: %.1f MiB before, %.1f MiB connected: %.2f KiB per connection", Double(rssBefore) / 1024, Double(rssConnected) / 1024, perConnection))
-    print(String(format: "server CPU: %.1f ms per publish", (cpuAfter - cpuBefore) * 1000 / Double(options.publishes)))
+    print(String(format: "server CPU: %.1f ms per publish", serverCPUPerBatch))
 }
+// The tool's own CPU while the changes went out: near 100 % of one core would mean it, not the
+// server, sets the pace.
+print(String(format: "load tool CPU: %.2f s over %.2f s (%.0f %% of one core)", toolCPU, toolWall, toolCPU / max(0.001, toolWall) * 100))
+let serverName = options.nchan ? "nchan" : (options.gzip ? "diffstream-gzip" : "diffstream")
+print("RESULT server=\(serverName) " + String(format: "subscribers=%d p50=%.2f p99=%.2f delivered=%d missing=%d cpu_ms_per_batch=%.2f kib_per_subscriber=%.3f tool_cpu_s=%.2f tool_wall_s=%.2f",
+             options.subscribers, percentile(0.5), percentile(0.99), latencies.count, missing, serverCPUPerBatch, perConnection, toolCPU, toolWall))
 for subscriber in subscribers { close(subscriber.fd) }

@@ -1,0 +1,1 @@
+#include "CBenchShims.h"

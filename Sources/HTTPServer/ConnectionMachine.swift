@@ -1,0 +1,374 @@
+/// One HTTP/1.1 connection as a pure state machine: events in (bytes read, bytes written, a response,
+/// an event for its stream, a timer tick, shutdown), actions out (write, dispatch a request, open a
+/// stream, shut the write side, close). No sockets, no clock, no threads: every event carries the time
+/// (`now`, monotonic seconds) and, where a response may be written, the `Date` field's text. The
+/// socket executor (``Connection``) performs the actions and feeds back what happened.
+///
+/// The phases:
+///
+/// ```
+/// handshaking ─► awaitingRequest ─► processing ─► awaitingRequest (keep-alive)
+///                       │                 └─────► streaming ─► closing
+///                       └─(bad request)─► closing ─► draining ─► closed
+/// ```
+///
+/// Requests are answered one at a time in order: while one is being handled, no more input is parsed,
+/// so pipelined requests wait (in the parser's buffer or the kernel's) and their responses go out in
+/// request order. A response that ends the connection is written, then the write side is shut and the
+/// connection lingers, reading and discarding, until the client closes or `lingerTime` passes (a
+/// lingering close, so the client reads our answer rather than a reset).
+struct ConnectionMachine: Sendable {
+    enum Phase: Equatable, Sendable {
+        case handshaking
+        case awaitingRequest
+        case processing
+        case streaming
+        /// Writing the last response, then closing.
+        case closing
+        /// Output done and write side shut; reading until the client closes.
+        case draining
+        case closed
+    }
+
+    /// What the executor must do, in order.
+    enum Action: Equatable, Sendable {
+        /// Queue bytes to the socket, after those queued before.
+        case write([UInt8])
+        /// Hand a request to the handler; answer with ``ConnectionMachine/respond(_:now:date:)``.
+        case dispatch(HTTPRequest, RequestInfo)
+        /// The response is an event stream: create it and hand it to the handler's start closure.
+        case openStream
+        /// A paused stream has drained: ask its owner for a fresh state (or close if there is none).
+        case streamDrained
+        /// All output is written: shut the socket's write side (the lingering close begins).
+        case shutdownWrite
+        /// Close the socket; nothing more will be asked.
+        case close(reason: String)
+        case log(Logger.Level, String)
+        case count(Counter)
+    }
+
+    /// Counters the executor adds one to.
+    enum Counter: Equatable, Sendable {
+        case request, badRequest, timeout, eventSent, streamOverflow, streamOpened
+    }
+
+    /// The settings a connection needs (a part of the server's configuration).
+    struct Settings: Sendable {
+        var limits = HTTPLimits()
+        var compression = true
+        var minimumCompressedSize = 1024
+        var heartbeat: Double = 15
+        var streamBufferLimit = 1 << 20
+        /// Seconds a lingering close waits for the client to close.
+        var lingerTime: Double = 2
+    }
+
+    /// The comment sent on idle streams; deflated once, ahead of time.
+    static let heartbeatPayload: EventPayload = {
+        let payload = EventPayload(ServerSentEvent.comment("heartbeat"))
+        payload.prepareDeflated()
+        return payload
+    }()
+
+    let settings: Settings
+    let id: Int
+    let remote: String
+    private(set) var phase: Phase
+    private(set) var parser: HTTPRequestParser
+    /// Bytes handed out in `.write` actions and not yet reported written.
+    private(set) var queued = 0
+    /// The request being answered.
+    private(set) var current: RequestInfo?
+    private(set) var writer: SSEStreamWriter?
+    private(set) var isShuttingDown = false
+    private var closeAfterResponse = false
+    private var phaseSince: Double
+    private var requestStartedAt: Double?
+    private var bodyStartedAt: Double?
+    private var lastWriteProgress: Double
+
+    init(id: Int, remote: String, settings: Settings, tls: Bool, now: Double) {
+        self.id = id
+        self.remote = remote
+        self.settings = settings
+        self.parser = HTTPRequestParser(limits: settings.limits)
+        self.phase = tls ? .handshaking : .awaitingRequest
+        self.phaseSince = now
+        self.lastWriteProgress = now
+    }
+
+    /// Whether the executor should read from the socket now.
+    var wantsInput: Bool {
+        switch phase {
+        case .awaitingRequest, .streaming, .draining: true
+        default: false
+        }
+    }
+
+    /// Whether an event stream is open on this connection.
+    var isStreaming: Bool { phase == .streaming }
+
+    // MARK: Events
+
+    /// The TLS handshake finished.
+    mutating func handshakeDone(now: Double) -> [Action] {
+        guard phase == .handshaking else { return [] }
+        phase = .awaitingRequest
+        phaseSince = now
+        return []
+    }
+
+    /// Bytes arrived from the client.
+    mutating func received(_ bytes: [UInt8], now: Double, date: String) -> [Action] {
+        var actions: [Action] = []
+        switch phase {
+        case .awaitingRequest:
+            if !parser.isMidRequest { requestStartedAt = now }
+            parser.append(bytes)
+            processInput(now: now, date: date, into: &actions)
+        case .processing:
+            parser.append(bytes)  // a pipelined request: parsed once this one is answered
+        default:
+            break  // streaming or draining: nothing more is expected from the client
+        }
+        return actions
+    }
+
+    /// The client closed its side or reset the connection, or reading failed.
+    mutating func peerClosed(reason: String = "client closed") -> [Action] {
+        var actions: [Action] = []
+        close(reason: reason, into: &actions)
+        return actions
+    }
+
+    /// The executor wrote `count` of the queued bytes.
+    mutating func wrote(_ count: Int, now: Double) -> [Action] {
+        guard phase != .closed, count > 0 else { return [] }
+        queued = max(0, queued - count)
+        lastWriteProgress = now
+        guard queued == 0 else { return [] }
+        var actions: [Action] = []
+        switch phase {
+        case .closing: finishClosing(now: now, into: &actions)
+        case .streaming where writer?.isPaused == true: actions.append(.streamDrained)
+        default: break
+        }
+        return actions
+    }
+
+    /// The handler's answer to the dispatched request (ignored when none is waiting for one).
+    mutating func respond(_ response: PreparedResponse, now: Double, date: String) -> [Action] {
+        guard phase == .processing else { return [] }
+        var actions: [Action] = []
+        respond(response, now: now, date: date, into: &actions)
+        return actions
+    }
+
+    /// Answers at once without reading a request (a connection over a cap).
+    mutating func refuse(_ response: HTTPResponse, now: Double, date: String) -> [Action] {
+        guard phase == .awaitingRequest else { return [] }
+        let info = RequestInfo.unknown(at: now, path: "(refused)")
+        current = info
+        var actions: [Action] = []
+        respond(PreparedResponse.prepare(response, for: info, compressAbove: .max), now: now, date: date, into: &actions)
+        return actions
+    }
+
+    /// An event for the open stream.
+    mutating func send(_ payload: EventPayload, now: Double) -> [Action] {
+        guard phase == .streaming, var writer else { return [] }
+        let decision = writer.event(payload, queued: queued, now: now)
+        self.writer = writer
+        switch decision {
+        case .write(let bytes):
+            var actions: [Action] = [.count(.eventSent)]
+            write(bytes, now: now, into: &actions)
+            return actions
+        case .overflowed:
+            return [.count(.streamOverflow), .log(.warning, "sse #\(id) fell behind (\(queued) bytes queued): events paused until it drains")]
+        case .paused:
+            return []
+        }
+    }
+
+    /// Clears an overflow and sends a fresh state.
+    mutating func resume(with payload: EventPayload, now: Double) -> [Action] {
+        guard phase == .streaming, var writer else { return [] }
+        let bytes = writer.resume(with: payload, now: now)
+        self.writer = writer
+        var actions: [Action] = [.count(.eventSent)]
+        write(bytes, now: now, into: &actions)
+        return actions
+    }
+
+    /// Ends the stream after what is queued.
+    mutating func endStream(now: Double) -> [Action] {
+        guard phase == .streaming else { return [] }
+        var actions: [Action] = []
+        if var writer {
+            let trailer = writer.end()
+            self.writer = writer
+            write(trailer, now: now, into: &actions)
+        }
+        phase = .closing
+        if queued == 0 { finishClosing(now: now, into: &actions) }
+        return actions
+    }
+
+    /// The loop's timer: deadlines and heartbeats.
+    mutating func tick(now: Double, date: String) -> [Action] {
+        var actions: [Action] = []
+        let limits = settings.limits
+        switch phase {
+        case .handshaking where now - phaseSince > limits.handshakeTimeout:
+            timeout("tls handshake", into: &actions)
+        case .awaitingRequest:
+            if let started = bodyStartedAt, now - started > limits.bodyTimeout {
+                actions.append(.count(.timeout))
+                let info = RequestInfo.unknown(at: now)
+                current = info
+                phase = .processing
+                let response = HTTPResponse.error(.requestTimeout, "request timeout", detail: "the request body did not arrive within \(Int(limits.bodyTimeout)) s",
+                                                  headers: ["Connection": "close"])
+                respond(PreparedResponse.prepare(response, for: info, compressAbove: .max), now: now, date: date, into: &actions)
+            } else if let started = requestStartedAt, bodyStartedAt == nil, parser.isMidRequest, now - started > limits.headerTimeout {
+                timeout("request head", into: &actions)
+            } else if !parser.isMidRequest, now - phaseSince > limits.idleTimeout {
+                close(reason: "idle", into: &actions)
+            }
+        case .draining where now - phaseSince > settings.lingerTime:
+            close(reason: "linger done", into: &actions)
+        case .streaming:
+            if var writer, let bytes = writer.heartbeatIfDue(Self.heartbeatPayload, queued: queued, now: now) {
+                self.writer = writer
+                actions.append(.count(.eventSent))
+                write(bytes, now: now, into: &actions)
+            }
+        default:
+            break
+        }
+        if phase != .closed, queued > 0, now - lastWriteProgress > limits.writeTimeout {
+            timeout("write", into: &actions)
+        }
+        return actions
+    }
+
+    /// Graceful shutdown: end the stream, close if idle, else close after the response in flight.
+    mutating func beginShutdown(now: Double) -> [Action] {
+        isShuttingDown = true
+        switch phase {
+        case .streaming: return endStream(now: now)
+        case .awaitingRequest where !parser.isMidRequest, .handshaking: return peerClosed(reason: "shutdown")
+        default:
+            closeAfterResponse = true
+            return []
+        }
+    }
+
+    /// Closes at once (a failed handshake, a stream without a resync handler that fell behind, a
+    /// failed registration).
+    mutating func close(reason: String) -> [Action] {
+        var actions: [Action] = []
+        close(reason: reason, into: &actions)
+        return actions
+    }
+
+    // MARK: Steps
+
+    private mutating func processInput(now: Double, date: String, into actions: inout [Action]) {
+        while phase == .awaitingRequest {
+            switch parser.next() {
+            case .needMore:
+                if parser.isReadingBody, bodyStartedAt == nil { bodyStartedAt = now }
+                return
+            case .expectContinue:
+                bodyStartedAt = now
+                write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), now: now, into: &actions)
+            case .error(let error):
+                actions.append(.count(.badRequest))
+                let info = RequestInfo.unknown(at: now)
+                current = info
+                let response = HTTPResponse.error(error.status, error.status.reason.lowercased(), detail: error.detail, headers: ["Connection": "close"])
+                respond(PreparedResponse.prepare(response, for: info, compressAbove: .max), now: now, date: date, into: &actions)
+                return
+            case .request(var request):
+                requestStartedAt = nil
+                bodyStartedAt = nil
+                phase = .processing
+                phaseSince = now
+                let isHead = request.method == "HEAD"
+                if isHead { request.method = "GET" }  // RFC 9110 §9.3.2: HEAD is GET without the body.
+                let gzip = settings.compression && Gzip.isAccepted(by: request.headers["Accept-Encoding"])
+                let info = RequestInfo(method: isHead ? "HEAD" : request.method, path: request.path, start: now,
+                                       keepAlive: request.wantsKeepAlive, head: isHead, gzip: gzip,
+                                       lastEventID: request.headers["Last-Event-ID"].map { String($0.prefix(80)) })
+                current = info
+                actions.append(.dispatch(request, info))
+                return
+            }
+        }
+    }
+
+    private mutating func respond(_ response: PreparedResponse, now: Double, date: String, into actions: inout [Action]) {
+        guard phase == .processing || phase == .awaitingRequest else { return }
+        let info = current ?? .unknown(at: now)
+        let keepAlive = info.keepAlive && !closeAfterResponse && !isShuttingDown && !response.close
+        let head = ResponseHead.encode(status: response.status, headers: response.headers, keepAlive: keepAlive, date: date)
+        write(head + response.body, now: now, into: &actions)  // one write for head and body
+        actions.append(.count(.request))
+        current = nil
+        if response.stream != nil {
+            phase = .streaming
+            phaseSince = now
+            let writer = SSEStreamWriter(gzip: info.gzip, heartbeat: settings.heartbeat, bufferLimit: settings.streamBufferLimit, now: now)
+            self.writer = writer
+            actions.append(.log(.info, "sse connect #\(id) \(info.path) from \(remote)\(info.lastEventID.map { " last-event-id=\($0)" } ?? "")\(info.gzip ? " gzip" : "")"))
+            actions.append(.count(.streamOpened))
+            write(writer.opening(), now: now, into: &actions)
+            actions.append(.openStream)
+            return
+        }
+        let milliseconds = Int((now - info.start) * 1000)
+        actions.append(.log(.info, "\(info.method) \(info.path) \(response.status.code) \(info.head ? 0 : response.bodyLength)B \(milliseconds)ms"))
+        if keepAlive {
+            phase = .awaitingRequest
+            phaseSince = now
+            if parser.bufferedByteCount > 0 {
+                requestStartedAt = now
+                processInput(now: now, date: date, into: &actions)
+            }
+        } else {
+            phase = .closing
+            if queued == 0 { finishClosing(now: now, into: &actions) }
+        }
+    }
+
+    private mutating func write(_ bytes: [UInt8], now: Double, into actions: inout [Action]) {
+        guard !bytes.isEmpty, phase != .closed, phase != .draining else { return }
+        if queued == 0 { lastWriteProgress = now }
+        queued += bytes.count
+        actions.append(.write(bytes))
+    }
+
+    private mutating func finishClosing(now: Double, into actions: inout [Action]) {
+        guard phase == .closing else { return }
+        phase = .draining
+        phaseSince = now
+        actions.append(.shutdownWrite)
+    }
+
+    private mutating func timeout(_ what: String, into actions: inout [Action]) {
+        actions.append(.count(.timeout))
+        actions.append(.log(.info, "connection #\(id) from \(remote): \(what) timeout"))
+        close(reason: "\(what) timeout", into: &actions)
+    }
+
+    private mutating func close(reason: String, into actions: inout [Action]) {
+        guard phase != .closed else { return }
+        phase = .closed
+        queued = 0
+        writer = nil
+        actions.append(.close(reason: reason))
+    }
+}

@@ -1,0 +1,87 @@
+/// What the connection needs to know about the request it is answering, fixed when it is dispatched.
+struct RequestInfo: Equatable, Sendable {
+    /// As received (`HEAD` stays `HEAD` here; the handler sees `GET`).
+    var method: String
+    var path: String
+    /// When the request was dispatched (monotonic seconds), for the log line's duration.
+    var start: Double
+    var keepAlive: Bool
+    /// A HEAD request: the head of the GET response, no body (RFC 9110 §9.3.2).
+    var head: Bool
+    /// The client accepts gzip and compression is on.
+    var gzip: Bool
+    /// The `Last-Event-ID` a resuming event-stream client sent (for the log), at most 80 characters.
+    var lastEventID: String? = nil
+
+    static func unknown(at now: Double, path: String = "-") -> RequestInfo {
+        RequestInfo(method: "-", path: path, start: now, keepAlive: false, head: false, gzip: false)
+    }
+}
+
+/// A handler's response made ready for the wire, off the loop thread: the body compressed if the client
+/// takes gzip and it is worth it, `Vary`, `Content-Length` and `Content-Encoding` set. Only the
+/// `Connection` field (which depends on the connection's state) and `Date` are left to the head
+/// encoder on the loop.
+struct PreparedResponse: Sendable {
+    var status: HTTPStatus
+    var headers: HTTPHeaders
+    /// The body to send (empty for HEAD); its length is in `Content-Length` when it has one.
+    var body: [UInt8]
+    /// The body length before HEAD removed it (for the log line).
+    var bodyLength: Int
+    /// The handler asked for `Connection: close`.
+    var close: Bool
+    /// Set for an event stream (not for HEAD of one): called with the stream once the head is queued.
+    var stream: (@Sendable (EventStream) -> Void)?
+
+    /// Prepares `response` for the request described by `info`. Pure; may gzip, so it runs before the
+    /// bytes reach a loop.
+    /// - Complexity: O(n) in the body size.
+    static func prepare(_ response: HTTPResponse, for info: RequestInfo, compressAbove minimumCompressedSize: Int) -> PreparedResponse {
+        var headers = response.headers
+        let close = headers.containsToken("close", in: "Connection")
+        headers.remove("Connection")
+        switch response.body {
+        case .bytes(var body):
+            let type = headers["Content-Type"] ?? ""
+            if isCompressible(type) && headers["Content-Encoding"] == nil {
+                if !headers.values("Vary").contains(where: { $0.lowercased().contains("accept-encoding") }) {
+                    headers.add("Vary", "Accept-Encoding")
+                }
+                if info.gzip && body.count >= minimumCompressedSize {
+                    body = Gzip.compress(body)
+                    headers.set("Content-Encoding", "gzip")
+                }
+            }
+            let status = response.status.code
+            if status != 304 && status != 204 && !(100..<200).contains(status) {
+                headers.set("Content-Length", String(body.count))
+            }
+            return PreparedResponse(status: response.status, headers: headers, body: info.head ? [] : body, bodyLength: body.count,
+                                    close: close, stream: nil)
+        case .stream(let start):
+            if info.gzip && !info.head { headers.set("Content-Encoding", "gzip") }
+            headers.add("Vary", "Accept-Encoding")
+            return PreparedResponse(status: response.status, headers: headers, body: [], bodyLength: 0, close: true,
+                                    stream: info.head ? nil : start)
+        }
+    }
+
+    static func isCompressible(_ contentType: String) -> Bool {
+        let type = contentType.lowercased()
+        return type.hasPrefix("text/") || type.hasPrefix("application/json") || type.hasPrefix("application/javascript")
+            || type.hasPrefix("image/svg+xml") || type.hasPrefix("application/xml")
+    }
+}
+
+/// Encodes a response's status line and header section (RFC 9112 §4 and §5). Pure.
+enum ResponseHead {
+    /// `HTTP/1.1 <code> <reason>`, `Date`, `Server`, the fields in order, `Connection`, and the empty line.
+    /// - Complexity: O(size of the head).
+    static func encode(status: HTTPStatus, headers: HTTPHeaders, keepAlive: Bool, date: String) -> [UInt8] {
+        var head = "HTTP/1.1 \(status.code) \(status.reason)\r\nDate: \(date)\r\nServer: diffstream\r\n"
+        for field in headers { head += "\(field.name): \(field.value)\r\n" }
+        head += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
+        return Array(head.utf8)
+    }
+}

@@ -1,0 +1,323 @@
+@testable import HTTPServer
+import Testing
+
+/// Drives a ``ConnectionMachine`` like the socket executor would, with a clock the test sets.
+struct MachineDriver {
+    static let date = "Mon, 23 Nov 2026 07:00:00 GMT"
+    var machine: ConnectionMachine
+    var now: Double = 1000
+    /// Every action so far, in order.
+    var actions: [ConnectionMachine.Action] = []
+    /// Bytes written and not yet "sent" by ``flush()``.
+    var unsent: [UInt8] = []
+    /// Everything written, as text.
+    var written = ""
+
+    init(tls: Bool = false, settings: ConnectionMachine.Settings = ConnectionMachine.Settings()) {
+        machine = ConnectionMachine(id: 7, remote: "192.0.2.1:5000", settings: settings, tls: tls, now: 1000)
+    }
+
+    mutating func record(_ new: [ConnectionMachine.Action]) {
+        actions += new
+        for case .write(let bytes) in new {
+            unsent += bytes
+            written += String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    mutating func receive(_ text: String) { record(machine.received(Array(text.utf8), now: now, date: Self.date)) }
+    /// The socket took everything queued.
+    mutating func flush() {
+        let count = unsent.count
+        unsent = []
+        record(machine.wrote(count, now: now))
+    }
+    mutating func advance(to time: Double) {
+        now = time
+        record(machine.tick(now: now, date: Self.date))
+    }
+    mutating func respond(_ response: HTTPResponse) {
+        guard let info = lastDispatch?.info else {
+            Issue.record("nothing was dispatched")
+            return
+        }
+        record(machine.respond(PreparedResponse.prepare(response, for: info, compressAbove: 1024), now: now, date: Self.date))
+    }
+
+    var dispatched: [(request: HTTPRequest, info: RequestInfo)] {
+        actions.compactMap { if case .dispatch(let request, let info) = $0 { (request, info) } else { nil } }
+    }
+    var lastDispatch: (request: HTTPRequest, info: RequestInfo)? { dispatched.last }
+    var closeReason: String? {
+        actions.lazy.compactMap { if case .close(let reason) = $0 { reason } else { nil } }.first
+    }
+    var shutWrite: Bool { actions.contains(.shutdownWrite) }
+    var statusLines: [String] {
+        written.components(separatedBy: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }
+    }
+}
+
+func text(_ body: String, status: HTTPStatus = .ok, headers: HTTPHeaders = ["Content-Type": "text/plain"]) -> HTTPResponse {
+    HTTPResponse(status: status, headers: headers, body: Array(body.utf8))
+}
+
+let getRequest = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+
+struct ConnectionMachineTests {
+    @Test func keepAliveAnswersThenWaitsForTheNextRequest() {
+        var driver = MachineDriver()
+        driver.receive(getRequest)
+        #expect(driver.machine.phase == .processing)
+        #expect(driver.lastDispatch?.request.path == "/a")
+        driver.respond(text("hi"))
+        #expect(driver.written.hasPrefix("HTTP/1.1 200 OK\r\nDate: \(MachineDriver.date)\r\nServer: diffstream\r\n"))
+        #expect(driver.written.contains("Content-Length: 2\r\n") && driver.written.contains("Connection: keep-alive\r\n\r\nhi"))
+        #expect(driver.machine.phase == .awaitingRequest && driver.machine.wantsInput)
+        driver.flush()
+        #expect(driver.closeReason == nil && !driver.shutWrite)
+    }
+
+    @Test func connectionCloseAndHTTP10EndWithALingeringClose() {
+        for request in ["GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "GET /a HTTP/1.0\r\n\r\n"] {
+            var driver = MachineDriver()
+            driver.receive(request)
+            driver.respond(text("bye"))
+            #expect(driver.written.contains("Connection: close\r\n"))
+            #expect(driver.machine.phase == .closing && !driver.shutWrite, "the write side is shut only after the response is written")
+            driver.flush()
+            #expect(driver.shutWrite && driver.machine.phase == .draining && driver.machine.wantsInput)
+            driver.receive("ignored")  // read and discarded while lingering
+            #expect(driver.dispatched.count == 1)
+            driver.advance(to: 1001.9)
+            #expect(driver.closeReason == nil)
+            driver.advance(to: 1002.1)
+            #expect(driver.closeReason == "linger done")
+        }
+    }
+
+    @Test func pipelinedRequestsAreAnsweredOneAtATimeInOrder() {
+        var driver = MachineDriver()
+        driver.receive("GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(driver.dispatched.map(\.request.path) == ["/1"], "the second waits for the first's answer")
+        driver.respond(text("one"))
+        #expect(driver.dispatched.map(\.request.path) == ["/1", "/2"])
+        driver.respond(text("two"))
+        driver.respond(text("three"))
+        #expect(driver.dispatched.map(\.request.path) == ["/1", "/2", "/3"])
+        let bodies = driver.written.components(separatedBy: "\r\n\r\n").dropFirst().map { $0.prefix(5) }
+        #expect(bodies.map(String.init) == ["oneHT", "twoHT", "three"])
+    }
+
+    @Test func headGetsTheHeadOfGetWithoutTheBody() {
+        var driver = MachineDriver()
+        driver.receive("HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(driver.lastDispatch?.request.method == "GET")
+        #expect(driver.lastDispatch?.info.head == true)
+        driver.respond(text("twelve bytes"))
+        #expect(driver.written.hasSuffix("Content-Length: 12\r\nConnection: keep-alive\r\n\r\n"))
+    }
+
+    @Test func expectContinueIsAnsweredBeforeTheBody() {
+        var driver = MachineDriver()
+        driver.receive("PUT /a HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        #expect(driver.written == "HTTP/1.1 100 Continue\r\n\r\n")
+        #expect(driver.dispatched.isEmpty)
+        driver.receive("ok")
+        #expect(driver.lastDispatch?.request.body == Array("ok".utf8))
+    }
+
+    @Test func aBadRequestIsAnsweredAndTheRestIsNeverParsed() {
+        var driver = MachineDriver()
+        driver.receive("GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n" + getRequest)
+        #expect(driver.statusLines == ["HTTP/1.1 400 Bad Request"])
+        #expect(driver.written.contains("Connection: close\r\n") && driver.dispatched.isEmpty)
+        #expect(driver.actions.contains(.count(.badRequest)))
+        driver.flush()
+        #expect(driver.shutWrite)
+    }
+
+    @Test func theHeaderTimeoutClosesASlowHead() {
+        var settings = ConnectionMachine.Settings()
+        settings.limits.headerTimeout = 2
+        var driver = MachineDriver(settings: settings)
+        driver.receive("GET / HTTP/1.1\r\n")
+        driver.advance(to: 1001.5)
+        driver.receive("X-A: 1\r\n")  // trickling in does not reset the clock
+        driver.advance(to: 1002.01)
+        #expect(driver.closeReason == "request head timeout")
+        #expect(driver.actions.contains(.count(.timeout)))
+    }
+
+    @Test func theBodyTimeoutAnswers408() {
+        var settings = ConnectionMachine.Settings()
+        settings.limits.bodyTimeout = 3
+        var driver = MachineDriver(settings: settings)
+        driver.receive("PUT /a HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf")
+        driver.advance(to: 1002.9)
+        #expect(driver.written.isEmpty)
+        driver.advance(to: 1003.1)
+        #expect(driver.statusLines == ["HTTP/1.1 408 Request Timeout"])
+        driver.flush()
+        #expect(driver.shutWrite)
+    }
+
+    @Test func theIdleTimeoutClosesAQuietKeepAliveConnection() {
+        var settings = ConnectionMachine.Settings()
+        settings.limits.idleTimeout = 5
+        var driver = MachineDriver(settings: settings)
+        driver.receive(getRequest)
+        driver.respond(text("x"))
+        driver.flush()
+        driver.advance(to: 1004.9)
+        #expect(driver.closeReason == nil)
+        driver.advance(to: 1005.1)
+        #expect(driver.closeReason == "idle")
+    }
+
+    @Test func theHandshakeTimeoutClosesAStalledTLSConnection() {
+        var driver = MachineDriver(tls: true)
+        #expect(driver.machine.phase == .handshaking && !driver.machine.wantsInput)
+        driver.advance(to: 1010.5)
+        #expect(driver.closeReason == "tls handshake timeout")
+        var done = MachineDriver(tls: true)
+        done.record(done.machine.handshakeDone(now: 1001))
+        done.advance(to: 1010.5)
+        #expect(done.closeReason == nil && done.machine.phase == .awaitingRequest)
+    }
+
+    @Test func theWriteTimeoutDropsAResponseTheClientDoesNotRead() {
+        var settings = ConnectionMachine.Settings()
+        settings.limits.writeTimeout = 4
+        var driver = MachineDriver(settings: settings)
+        driver.receive(getRequest)
+        driver.respond(text(String(repeating: "x", count: 100)))
+        driver.record(driver.machine.wrote(10, now: 1002))  // some progress
+        driver.advance(to: 1005.9)
+        #expect(driver.closeReason == nil, "4 s since the last progress have not passed")
+        driver.advance(to: 1006.1)
+        #expect(driver.closeReason == "write timeout")
+    }
+
+    @Test func aStreamGetsItsHeadEventsAndHeartbeats() {
+        var settings = ConnectionMachine.Settings()
+        settings.heartbeat = 1
+        var driver = MachineDriver(settings: settings)
+        driver.receive("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        driver.respond(HTTPResponse(headers: ["Content-Type": "text/event-stream"]) { _ in })
+        #expect(driver.actions.contains(.openStream) && driver.actions.contains(.count(.streamOpened)))
+        #expect(driver.written.contains("Connection: close\r\n") && !driver.written.contains("Content-Length"))
+        #expect(driver.machine.isStreaming)
+        driver.flush()
+        let event = EventPayload("data: 1\n\n")
+        driver.record(driver.machine.send(event, now: 1000.5))
+        #expect(driver.written.hasSuffix("data: 1\n\n"))
+        driver.advance(to: 1001.4)
+        #expect(!driver.written.hasSuffix(": heartbeat\n\n"))
+        driver.advance(to: 1001.5)
+        #expect(driver.written.hasSuffix(": heartbeat\n\n"))
+    }
+
+    @Test func overflowPausesThenResyncsOnceDrained() {
+        var settings = ConnectionMachine.Settings()
+        settings.streamBufferLimit = 64
+        var driver = MachineDriver(settings: settings)
+        driver.receive("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        driver.respond(HTTPResponse { _ in })
+        driver.flush()
+        let event = EventPayload(String(repeating: "x", count: 40))
+        driver.record(driver.machine.send(event, now: 1001))  // queued: 40
+        driver.record(driver.machine.send(event, now: 1001))  // 80 > 64: overflow
+        #expect(driver.actions.contains(.count(.streamOverflow)))
+        driver.record(driver.machine.send(event, now: 1001))  // paused: dropped
+        #expect(driver.written.components(separatedBy: String(repeating: "x", count: 40)).count == 2, "one event written")
+        #expect(!driver.actions.contains(.streamDrained))
+        driver.flush()
+        #expect(driver.actions.contains(.streamDrained))
+        driver.record(driver.machine.resume(with: EventPayload("snapshot"), now: 1002))
+        #expect(driver.written.hasSuffix("snapshot"))
+        driver.record(driver.machine.send(event, now: 1002))
+        #expect(driver.written.hasSuffix(String(repeating: "x", count: 40)), "events flow again")
+    }
+
+    @Test func aStalledSubscriberIsDroppedByTheWriteTimeout() {
+        var settings = ConnectionMachine.Settings()
+        settings.limits.writeTimeout = 30
+        var driver = MachineDriver(settings: settings)
+        driver.receive("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        driver.respond(HTTPResponse { _ in })
+        driver.record(driver.machine.send(EventPayload("data: 1\n\n"), now: 1001))  // nothing ever flushed
+        driver.advance(to: 1029.9)  // 30 s from the head, queued at 1000 and never written
+        #expect(driver.closeReason == nil)
+        driver.advance(to: 1030.1)
+        #expect(driver.closeReason == "write timeout")
+        driver.record(driver.machine.send(EventPayload("late"), now: 1032))
+        #expect(!driver.written.contains("late"), "nothing written after close")
+    }
+
+    @Test(arguments: ["idle", "mid-request", "processing", "streaming", "handshaking"])
+    func shutdown(from state: String) {
+        var driver = MachineDriver(tls: state == "handshaking")
+        switch state {
+        case "mid-request": driver.receive("GET / HTTP/1.1\r\n")
+        case "processing": driver.receive(getRequest)
+        case "streaming":
+            driver.receive("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+            driver.respond(HTTPResponse { _ in })
+            driver.flush()
+        default: break
+        }
+        driver.record(driver.machine.beginShutdown(now: 1001))
+        switch state {
+        case "idle", "handshaking":
+            #expect(driver.closeReason == "shutdown")
+        case "streaming":
+            #expect(driver.shutWrite, "the stream ends and the connection lingers")
+        case "processing":
+            #expect(driver.closeReason == nil)
+            driver.respond(text("last"))
+            #expect(driver.written.contains("Connection: close\r\n"), "the response in flight is the last")
+        default:  // mid-request: it may finish, then the connection closes
+            #expect(driver.closeReason == nil)
+            driver.receive("Host: x\r\n\r\n")
+            driver.respond(text("last"))
+            #expect(driver.written.contains("Connection: close\r\n"))
+        }
+    }
+
+    @Test func aRefusedConnectionGets503AndCloses() {
+        var driver = MachineDriver()
+        driver.record(driver.machine.refuse(.error(.serviceUnavailable, "service unavailable", detail: "full", headers: ["Connection": "close"]),
+                                            now: 1000, date: MachineDriver.date))
+        #expect(driver.statusLines == ["HTTP/1.1 503 Service Unavailable"])
+        driver.flush()
+        #expect(driver.shutWrite)
+    }
+
+    @Test func afterCloseNothingHappens() {
+        var driver = MachineDriver()
+        driver.receive(getRequest)
+        driver.record(driver.machine.peerClosed())
+        let count = driver.actions.count
+        driver.respond(text("late"))
+        driver.receive(getRequest)
+        driver.advance(to: 5000)
+        #expect(driver.actions.count == count)
+    }
+}
+
+struct ResponseHeadTests {
+    @Test func encodesStatusDateServerFieldsAndConnection() {
+        let head = ResponseHead.encode(status: .notFound, headers: ["Content-Length": "0", "X-A": "1"], keepAlive: false, date: "D")
+        #expect(String(decoding: head, as: UTF8.self)
+            == "HTTP/1.1 404 Not Found\r\nDate: D\r\nServer: diffstream\r\nContent-Length: 0\r\nX-A: 1\r\nConnection: close\r\n\r\n")
+    }
+
+    @Test func preparingGzipsOnlyWhatIsWorthIt() {
+        let info = RequestInfo(method: "GET", path: "/", start: 0, keepAlive: true, head: false, gzip: true)
+        let big = PreparedResponse.prepare(text(String(repeating: "a", count: 2000)), for: info, compressAbove: 1024)
+        #expect(big.headers["Content-Encoding"] == "gzip" && Gzip.decompress(big.body)?.count == 2000)
+        #expect(big.headers["Content-Length"] == String(big.body.count) && big.headers["Vary"] == "Accept-Encoding")
+        let small = PreparedResponse.prepare(text("tiny"), for: info, compressAbove: 1024)
+        #expect(small.headers["Content-Encoding"] == nil && small.body == Array("tiny".utf8))
+    }
+}
