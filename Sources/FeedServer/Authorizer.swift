@@ -1,0 +1,203 @@
+import HTTPServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who a request acts as, once its credential has been checked.
+public enum Principal: Sendable, Equatable {
+    /// No credential (or none was needed).
+    case anonymous
+    /// The plain `--token`: may do anything.
+    case admin
+    /// A valid signed token with its rights.
+    case token(TokenRights)
+}
+
+/// What a request wants to do, and to which feed.
+public enum Access: Sendable, Equatable {
+    /// `GET /feeds`.
+    case list
+    /// `GET /feeds/{feed}`.
+    case read(String)
+    /// `GET /feeds/{feed}/events`.
+    case subscribe(String)
+    /// `PUT`, `DELETE` or `PATCH` of a feed, or an action that is not public.
+    case write(String)
+    /// An action its view model declares public: without any write credential configured, anyone may
+    /// take it, even on a public address (issue 15); once a credential is configured, it is a write
+    /// like any other (issue 13: an action needs a token whose `publish` patterns match).
+    case publicAction(String)
+}
+
+/// The answer of ``Authorizer/authorize(_:headers:query:now:)``.
+public enum AuthorizationDecision: Sendable, Equatable {
+    case allow(Principal)
+    /// `401` with `WWW-Authenticate: Bearer`; the detail says why (never repeating the token).
+    /// `invalidToken`: a token was presented and refused (RFC 6750 §3.1 `error="invalid_token"`).
+    case unauthorized(String, invalidToken: Bool = false)
+    /// `403`, whether or not the feed exists; the detail says what is missing.
+    case forbidden(String)
+}
+
+/// Who may read and write which feed (issue 13), and whether writes are open at all (issue 15).
+public struct AccessPolicy: Sendable {
+    /// The plain admin token (`--token`).
+    public var adminToken: String?
+    /// `--private`: reads need a token whose `subscribe` patterns match, except for ``publicFeeds``.
+    public var privateReads: Bool
+    /// `--public-feeds`: feeds anyone may read under `--private`.
+    public var publicFeeds: Set<String>
+    /// When no write credential is configured (no admin token, no JWT key): whether anyone may write.
+    /// True on loopback and with `--open-writes`; false on a public address.
+    public var openWrites: Bool
+
+    public init(adminToken: String? = nil, privateReads: Bool = false, publicFeeds: Set<String> = [], openWrites: Bool = true) {
+        self.adminToken = adminToken
+        self.privateReads = privateReads
+        self.publicFeeds = publicFeeds
+        self.openWrites = openWrites
+    }
+}
+
+/// Decides, without any I/O but token verification, whether a request may do what it asks.
+///
+/// A token is read from, in order (issue 13): `Authorization: Bearer` (RFC 6750 §2.1); the cookie
+/// `diffstreamAuthorization`; and, for event streams only, the query parameter `authorization`
+/// (RFC 6750 §2.3; `EventSource` cannot set headers). It is the admin token if it equals `--token`
+/// (compared in constant time), else it must be a valid signed token.
+public struct Authorizer: Sendable {
+    public static let cookieName = "diffstreamAuthorization"
+    public static let queryName = "authorization"
+
+    public let policy: AccessPolicy
+    public let verifier: (any TokenVerifying)?
+
+    public init(policy: AccessPolicy, verifier: (any TokenVerifying)? = nil) {
+        self.policy = policy
+        self.verifier = verifier
+    }
+
+    /// Whether a credential can be configured for writes at all (an admin token or a JWT key).
+    public var hasWriteCredential: Bool { policy.adminToken != nil || verifier != nil }
+
+    private enum Need: Equatable {
+        case nothing, optional, subscribe(String), publish(String)
+    }
+
+    /// Decides one request. `now` is seconds since 1970.
+    public func authorize(_ access: Access, headers: HTTPHeaders, query: [(name: String, value: String)], now: Double) async -> AuthorizationDecision {
+        let need: Need
+        switch access {
+        case .list:
+            need = policy.privateReads ? .optional : .nothing
+        case .read(let feed), .subscribe(let feed):
+            need = policy.privateReads && !policy.publicFeeds.contains(feed) ? .subscribe(feed) : .nothing
+        case .publicAction(let feed):
+            guard hasWriteCredential else { return .allow(.anonymous) }
+            need = .publish(feed)
+        case .write(let feed):
+            guard hasWriteCredential else {
+                if policy.openWrites { return .allow(.anonymous) }
+                return .forbidden(Self.closedWritesHint)
+            }
+            need = .publish(feed)
+        }
+        if need == .nothing { return .allow(.anonymous) }
+
+        let isEventStream = if case .subscribe = access { true } else { false }
+        let token: String
+        switch Self.presentedToken(headers: headers, query: query, isEventStream: isEventStream) {
+        case .failure(let failure):
+            return .unauthorized(failure.description, invalidToken: true)
+        case .success(nil):
+            if need == .optional { return .allow(.anonymous) }
+            if case .publish = need { return .unauthorized("writes need a token: send 'Authorization: Bearer <token>'") }
+            return .unauthorized("this feed is private: send a token ('Authorization: Bearer <token>' or the \(Self.cookieName) cookie)")
+        case .success(let presented?):
+            token = presented
+        }
+
+        let principal: Principal
+        if let admin = policy.adminToken, ConstantTime.equal(Array(token.utf8), Array(admin.utf8)) {
+            principal = .admin
+        } else if let verifier {
+            switch await verifier.verify(token, now: now) {
+            case .success(let rights): principal = .token(rights)
+            case .failure(let failure): return .unauthorized(failure.description, invalidToken: true)
+            }
+        } else {
+            return .unauthorized("the bearer token is not valid", invalidToken: true)
+        }
+
+        switch need {
+        case .subscribe(let feed):
+            return mayRead(feed, as: principal) ? .allow(principal) : .forbidden("this token may not read '\(feed)' (its subscribe patterns do not match)")
+        case .publish(let feed):
+            return mayWrite(feed, as: principal) ? .allow(principal) : .forbidden("this token may not write '\(feed)' (its publish patterns do not match)")
+        case .optional, .nothing:
+            return .allow(principal)
+        }
+    }
+
+    /// Whether `principal` may read `feed` (used to filter `GET /feeds`).
+    public func mayRead(_ feed: String, as principal: Principal) -> Bool {
+        if !policy.privateReads || policy.publicFeeds.contains(feed) { return true }
+        switch principal {
+        case .admin: return true
+        case .token(let rights): return rights.subscribe.anyMatches(feed)
+        case .anonymous: return false
+        }
+    }
+
+    func mayWrite(_ feed: String, as principal: Principal) -> Bool {
+        switch principal {
+        case .admin: return true
+        case .token(let rights): return rights.publish.anyMatches(feed)
+        case .anonymous: return !hasWriteCredential && policy.openWrites
+        }
+    }
+
+    /// The detail of the `403` for writes on a public address without a write credential.
+    public static let closedWritesHint = "writes are refused: this server listens on a public address without a write credential; start it with --token (or --jwt-secret-file) and send 'Authorization: Bearer <token>', or with --open-writes to let anyone write"
+
+    /// The token a request presents: nil if none, a failure if the `Authorization` header is unusable.
+    static func presentedToken(headers: HTTPHeaders, query: [(name: String, value: String)], isEventStream: Bool) -> Result<String?, TokenFailure> {
+        if let authorization = headers["Authorization"] {
+            // RFC 6750 §2.1: the scheme is case-insensitive; the token follows one space.
+            let parts = authorization.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
+                return .failure(.malformed("the Authorization header must be 'Bearer <token>'"))
+            }
+            return .success(String(parts[1]))
+        }
+        for header in headers.values("Cookie") {
+            for pair in header.split(separator: ";") {
+                let cookie = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard cookie.count == 2, cookie[0].trimmingCharacters(in: " ") == cookieName else { continue }
+                let raw = cookie[1].trimmingCharacters(in: " \"")
+                let value = PercentDecoding.decode(raw) ?? raw  // the page sets it with encodeURIComponent
+                if !value.isEmpty { return .success(value) }
+            }
+        }
+        if isEventStream, let value = query.first(where: { $0.name == queryName })?.value, !value.isEmpty {
+            return .success(value)
+        }
+        return .success(nil)
+    }
+
+    /// Seconds since 1970, from the real-time clock.
+    public static func wallClock() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        var slice = self
+        while let first = slice.first, set.contains(first) { slice.removeFirst() }
+        while let last = slice.last, set.contains(last) { slice.removeLast() }
+        return String(slice)
+    }
+}

@@ -1,0 +1,118 @@
+import FeedServer
+import HTTPServer
+import Testing
+
+struct AuthorizerTests {
+    typealias F = TokenFixtures
+    static let admin = "admin-token-123"
+
+    enum Outcome: Equatable { case allow, unauthorized, forbidden }
+
+    func outcome(_ decision: AuthorizationDecision) -> Outcome {
+        switch decision {
+        case .allow: .allow
+        case .unauthorized: .unauthorized
+        case .forbidden: .forbidden
+        }
+    }
+
+    func authorizer(privateReads: Bool = true, openWrites: Bool = true, jwt: Bool = true, admin: String? = admin) async throws -> Authorizer {
+        Authorizer(
+            policy: AccessPolicy(adminToken: admin, privateReads: privateReads, publicFeeds: ["lobby"], openWrites: openWrites),
+            verifier: jwt ? try await JWTVerifier(hmacSecret: F.secret) : nil)
+    }
+
+    func bearer(_ token: String) -> HTTPHeaders { ["Authorization": "Bearer \(token)"] }
+
+    /// The access matrix without sockets: a user-42 token, the admin token and no token, against reads,
+    /// event streams, writes and public actions of its own feed, another user's feed and a public feed.
+    @Test func theAccessMatrix() async throws {
+        let auth = try await authorizer()
+        let user = try await F.hs256(F.claims(subscribe: ["user-42-*", "lobby"], publish: ["user-42-inbox"]))
+        let cases: [(String?, Access, Outcome)] = [
+            (user, .read("user-42-inbox"), .allow), (user, .subscribe("user-42-feed"), .allow), (user, .write("user-42-inbox"), .allow),
+            (user, .write("user-42-feed"), .forbidden), (user, .read("user-7-inbox"), .forbidden), (user, .subscribe("user-7-inbox"), .forbidden),
+            (user, .write("lobby"), .forbidden), (user, .read("lobby"), .allow), (user, .publicAction("user-7-x"), .forbidden),
+            (user, .publicAction("user-42-inbox"), .allow), (user, .publicAction("user-42-x"), .forbidden), (user, .list, .allow),
+            (Self.admin, .read("user-7-inbox"), .allow), (Self.admin, .write("anything"), .allow), (Self.admin, .subscribe("x"), .allow),
+            (nil, .read("user-42-inbox"), .unauthorized), (nil, .subscribe("user-42-inbox"), .unauthorized), (nil, .write("lobby"), .unauthorized),
+            (nil, .read("lobby"), .allow), (nil, .subscribe("lobby"), .allow), (nil, .publicAction("lobby"), .unauthorized), (nil, .list, .allow),
+            (nil, .publicAction("user-42-x"), .unauthorized), (Self.admin, .publicAction("lobby"), .allow),
+            ("not-a-token", .read("user-42-inbox"), .unauthorized), ("not-a-token", .list, .unauthorized),
+        ]
+        for (token, access, expected) in cases {
+            let decision = await auth.authorize(access, headers: token.map(bearer) ?? [:], query: [], now: F.now)
+            #expect(outcome(decision) == expected, "\(token == nil ? "no token" : String(token!.prefix(12))) \(access): \(decision)")
+        }
+    }
+
+    @Test func withoutPrivateReadsEveryReadIsOpenAndAnInvalidTokenIsIgnoredThere() async throws {
+        let auth = try await authorizer(privateReads: false)
+        for access in [Access.list, .read("x"), .subscribe("x")] {
+            #expect(await auth.authorize(access, headers: bearer("garbage"), query: [], now: F.now) == .allow(.anonymous))
+        }
+        #expect(outcome(await auth.authorize(.write("x"), headers: [:], query: [], now: F.now)) == .unauthorized)
+    }
+
+    @Test func listingFiltersToReadableFeeds() async throws {
+        let auth = try await authorizer()
+        let rights = TokenRights(subscribe: [FeedPattern("a-*")])
+        #expect(["a-1", "b-1", "lobby", "a-"].filter { auth.mayRead($0, as: .token(rights)) } == ["a-1", "lobby", "a-"])
+        #expect(["a-1", "lobby"].filter { auth.mayRead($0, as: .anonymous) } == ["lobby"])
+        #expect(["a-1", "lobby"].filter { auth.mayRead($0, as: .admin) } == ["a-1", "lobby"])
+    }
+
+    @Test func writesWithoutACredentialAreOpenOnLoopbackAndRefusedWithAHintElsewhere() async throws {
+        let loopback = try await authorizer(privateReads: false, openWrites: true, jwt: false, admin: nil)
+        #expect(await loopback.authorize(.write("x"), headers: [:], query: [], now: F.now) == .allow(.anonymous))
+        let exposed = try await authorizer(privateReads: false, openWrites: false, jwt: false, admin: nil)
+        #expect(await exposed.authorize(.write("x"), headers: [:], query: [], now: F.now) == .forbidden(Authorizer.closedWritesHint))
+        #expect(Authorizer.closedWritesHint.contains("--token") && Authorizer.closedWritesHint.contains("--open-writes"))
+        #expect(await exposed.authorize(.publicAction("blackjack"), headers: [:], query: [], now: F.now) == .allow(.anonymous))
+        #expect(await exposed.authorize(.read("x"), headers: [:], query: [], now: F.now) == .allow(.anonymous))
+    }
+
+    @Test func theTokenIsTakenFromHeaderThenCookieThenTheQueryOfEventStreamsOnly() async throws {
+        let auth = try await authorizer()
+        let good = try await F.hs256(F.claims(subscribe: ["x"]))
+        let cookie: HTTPHeaders = ["Cookie": "theme=dark; diffstreamAuthorization=\(good); other=1"]
+        #expect(outcome(await auth.authorize(.read("x"), headers: cookie, query: [], now: F.now)) == .allow)
+        // The header wins over the cookie.
+        var both = cookie
+        both.add("Authorization", "Bearer garbage")
+        #expect(outcome(await auth.authorize(.read("x"), headers: both, query: [], now: F.now)) == .unauthorized)
+        // An empty cookie counts as no token.
+        #expect(await auth.authorize(.read("x"), headers: ["Cookie": "diffstreamAuthorization="], query: [], now: F.now)
+                == .unauthorized("this feed is private: send a token ('Authorization: Bearer <token>' or the diffstreamAuthorization cookie)"))
+        // The query parameter counts for event streams only.
+        #expect(outcome(await auth.authorize(.subscribe("x"), headers: [:], query: [("authorization", good)], now: F.now)) == .allow)
+        #expect(outcome(await auth.authorize(.read("x"), headers: [:], query: [("authorization", good)], now: F.now)) == .unauthorized)
+        #expect(outcome(await auth.authorize(.write("x"), headers: [:], query: [("authorization", good)], now: F.now)) == .unauthorized)
+    }
+
+    @Test func refusalsSayWhyWithoutRepeatingTheToken() async throws {
+        let auth = try await authorizer()
+        let expired = try await F.hs256(F.claims(subscribe: ["x"], exp: F.now - 3600))
+        let forged = try await F.hs256(F.claims(subscribe: ["x"]), secret: F.otherSecret)
+        let reasons: [(HTTPHeaders, String)] = [
+            (bearer(expired), "expired"), (bearer(forged), "bad signature"), (bearer("abc.def"), "malformed"),
+            (["Authorization": "Basic \(Self.admin)"], "Bearer <token>"),
+        ]
+        for (headers, reason) in reasons {
+            guard case .unauthorized(let detail, let invalidToken) = await auth.authorize(.read("x"), headers: headers, query: [], now: F.now) else {
+                Issue.record("\(reason): not a 401"); continue
+            }
+            #expect(invalidToken)
+            #expect(detail.contains(reason), "\(detail)")
+            #expect(!detail.contains(headers["Authorization"]!.dropFirst(7)), "\(detail)")
+        }
+    }
+
+    @Test func theAdminTokenIsComparedExactly() async throws {
+        let auth = try await authorizer(jwt: false)
+        for wrong in [Self.admin + "x", String(Self.admin.dropLast()), Self.admin.uppercased(), ""] {
+            #expect(outcome(await auth.authorize(.write("x"), headers: bearer(wrong), query: [], now: F.now)) == .unauthorized, "\(wrong)")
+        }
+        #expect(await auth.authorize(.write("x"), headers: bearer(Self.admin), query: [], now: F.now) == .allow(.admin))
+    }
+}
