@@ -1,0 +1,102 @@
+import Synchronization
+
+/// Counts the feeds and the encoded bytes they hold, and refuses what would pass the ``StorageLimits``.
+///
+/// One account is shared by the registry and its feeds; every check-and-charge happens under one lock,
+/// so concurrent writes to different feeds can never together pass a limit. A durable store can charge
+/// the same account for what it writes.
+public final class StorageAccount: Sendable {
+    public let limits: StorageLimits
+    private let state = Mutex(State())
+
+    private struct State {
+        var feeds = 0
+        var bytes = 0
+        var refusals: [StorageLimitExceeded.Limit: Int] = [:]
+    }
+
+    public init(limits: StorageLimits = StorageLimits()) {
+        self.limits = limits
+    }
+
+    /// The feeds and bytes held now.
+    public var usage: (feeds: Int, bytes: Int) { state.withLock { ($0.feeds, $0.bytes) } }
+
+    /// Checks a snapshot's size against ``StorageLimits/maxFeedBytes``; changes nothing.
+    public func checkSnapshot(bytes: Int) throws(StorageLimitExceeded) {
+        guard bytes > limits.maxFeedBytes else { return }
+        throw refuse(StorageLimitExceeded(limit: .maxFeedBytes, value: limits.maxFeedBytes, needed: bytes))
+    }
+
+    /// Counts a new feed holding `bytes`, or throws and counts nothing.
+    public func admitFeed(bytes: Int) throws(StorageLimitExceeded) {
+        try state.withLock { (state) throws(StorageLimitExceeded) in
+            guard state.feeds < limits.maxFeeds else {
+                state.refusals[.maxFeeds, default: 0] += 1
+                throw StorageLimitExceeded(limit: .maxFeeds, value: limits.maxFeeds, needed: state.feeds + 1)
+            }
+            guard state.bytes + bytes <= limits.maxStoreBytes else {
+                state.refusals[.maxStoreBytes, default: 0] += 1
+                throw StorageLimitExceeded(limit: .maxStoreBytes, value: limits.maxStoreBytes, needed: state.bytes + bytes)
+            }
+            state.feeds += 1
+            state.bytes += bytes
+        }
+    }
+
+    /// Changes what one feed holds from `old` to `new` bytes, or throws and changes nothing. Shrinking
+    /// always succeeds.
+    public func charge(from old: Int, to new: Int) throws(StorageLimitExceeded) {
+        try state.withLock { (state) throws(StorageLimitExceeded) in
+            let total = state.bytes - old + new
+            guard new <= old || total <= limits.maxStoreBytes else {
+                state.refusals[.maxStoreBytes, default: 0] += 1
+                throw StorageLimitExceeded(limit: .maxStoreBytes, value: limits.maxStoreBytes, needed: total)
+            }
+            state.bytes = total
+        }
+    }
+
+    /// Counts a feed restored from the store as it is, even past a limit (writes that grow the store
+    /// are refused until there is room again).
+    public func restoreFeed(bytes: Int) {
+        state.withLock {
+            $0.feeds += 1
+            $0.bytes += bytes
+        }
+    }
+
+    /// Takes back a charge whose write did not happen (the store refused it): from `new` to `old`
+    /// bytes, without checking the limit.
+    public func refund(from new: Int, to old: Int) {
+        state.withLock { $0.bytes += old - new }
+    }
+
+    /// Forgets a deleted feed that held `bytes`.
+    public func releaseFeed(bytes: Int) {
+        state.withLock {
+            $0.feeds -= 1
+            $0.bytes -= bytes
+        }
+    }
+
+    private func refuse(_ error: StorageLimitExceeded) -> StorageLimitExceeded {
+        state.withLock { $0.refusals[error.limit, default: 0] += 1 }
+        return error
+    }
+
+    /// Prometheus text exposition lines: usage, limits, refusals.
+    func exposition() -> String {
+        let copy = state.withLock { $0 }
+        var text = "# HELP diffstream_feeds Feeds held.\n# TYPE diffstream_feeds gauge\ndiffstream_feeds \(copy.feeds)\n"
+        text += "# HELP diffstream_store_bytes Encoded bytes of all snapshots and replay windows.\n# TYPE diffstream_store_bytes gauge\ndiffstream_store_bytes \(copy.bytes)\n"
+        text += "# HELP diffstream_max_feeds The --max-feeds limit.\n# TYPE diffstream_max_feeds gauge\ndiffstream_max_feeds \(limits.maxFeeds)\n"
+        text += "# HELP diffstream_max_feed_bytes The --max-feed-bytes limit.\n# TYPE diffstream_max_feed_bytes gauge\ndiffstream_max_feed_bytes \(limits.maxFeedBytes)\n"
+        text += "# HELP diffstream_max_store_bytes The --max-store-bytes limit.\n# TYPE diffstream_max_store_bytes gauge\ndiffstream_max_store_bytes \(limits.maxStoreBytes)\n"
+        text += "# HELP diffstream_storage_refusals_total Writes refused with 507, per limit.\n# TYPE diffstream_storage_refusals_total counter\n"
+        for limit in StorageLimitExceeded.Limit.allCases {
+            text += "diffstream_storage_refusals_total{limit=\"\(limit.rawValue)\"} \(copy.refusals[limit, default: 0])\n"
+        }
+        return text
+    }
+}
