@@ -11,10 +11,14 @@ let package = Package(
         .library(name: "DiffStreamJSON", targets: ["DiffStreamJSON"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "FeedServer", targets: ["FeedServer"]),
+        .library(name: "FeedStore", targets: ["FeedStore"]),
+        .library(name: "Examples", targets: ["Examples"]),
         .executable(name: "diffstream", targets: ["diffstream"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),  // 1.6: @ParentCommand
+        // JWT verification (HS256, RS256, ES256) for per-feed rights; see docs/architecture.md.
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
         // Snapshots, the result-builder DSL, the diff and `apply`. No HTTP, no Foundation.
@@ -24,21 +28,29 @@ let package = Package(
         // System libraries from Debian (libssl-dev, zlib1g-dev).
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
+        // SQLite from Debian (libsqlite3-dev), for the embedded feed store.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the SQLite implementation.
+        .target(name: "FeedStore", dependencies: ["CSQLite"], swiftSettings: strict),
         // epoll and eventfd, which the Glibc module does not export.
         .target(name: "CSystemShims"),
         // Sockets, an epoll event loop, HTTP/1.1, SSE, static files, TLS and gzip. Knows nothing of feeds.
         .target(name: "HTTPServer", dependencies: ["COpenSSL", "CZlib", "CSystemShims"], swiftSettings: strict),
         // Feeds, the HTTP API and the example view models: joins the diff engine and the server.
-        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPServer"], swiftSettings: strict),
+        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit")], swiftSettings: strict),
+        // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.
+        .target(name: "Examples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         // Parses flags and wires the pieces together.
         .executableTarget(
             name: "diffstream",
-            dependencies: ["FeedServer", "HTTPServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["FeedServer", "HTTPServer", "Examples", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict
         ),
         .testTarget(name: "DiffStreamTests", dependencies: ["DiffStream", "DiffStreamJSON"], swiftSettings: strict),
         .testTarget(name: "DiffStreamJSONTests", dependencies: ["DiffStreamJSON"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
-        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer"], swiftSettings: strict),
+        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit")], swiftSettings: strict),
+        .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore"], swiftSettings: strict),
+        .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer"], swiftSettings: strict),
     ]
 )

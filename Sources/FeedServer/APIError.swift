@@ -1,3 +1,5 @@
+import DiffStreamJSON
+import FeedStore
 import HTTPServer
 
 /// An error a handler answers with: status, a short error, and a detail a user can act on.
@@ -7,6 +9,10 @@ public struct APIError: Error, Sendable, Equatable {
     public var detail: String
     /// For 405: the methods that are allowed.
     public var allow: String?
+    /// For 401: the `WWW-Authenticate` challenge (RFC 6750 §3).
+    public var challenge = "Bearer realm=\"diffstream\""
+    /// For 507: the limit that was reached and its value, added to the body as `"limit"` and `"value"`.
+    public var limit: (name: String, value: Int)?
 
     public init(_ status: HTTPStatus, _ error: String, _ detail: String) {
         self.status = status
@@ -16,12 +22,54 @@ public struct APIError: Error, Sendable, Equatable {
 
     public var errorDescription: String? { "\(status.code) \(error): \(detail)" }
 
+    public static func == (a: APIError, b: APIError) -> Bool {
+        a.status == b.status && a.error == b.error && a.detail == b.detail && a.allow == b.allow && a.challenge == b.challenge
+            && a.limit?.name == b.limit?.name && a.limit?.value == b.limit?.value
+    }
+
     var response: HTTPResponse {
         var headers = HTTPHeaders()
         if let allow { headers.add("Allow", allow) }
         if status == .notImplemented { headers.add("Connection", "close") }  // its framing is not ours to trust
-        if status == .unauthorized { headers.add("WWW-Authenticate", "Bearer realm=\"diffstream\"") }
+        if status == .unauthorized { headers.add("WWW-Authenticate", challenge) }
+        if let limit {
+            var writer = JSONWriter()
+            writer.raw("{\"error\":")
+            writer.write(error)
+            writer.raw(",\"detail\":")
+            writer.write(detail)
+            writer.raw(",\"limit\":")
+            writer.write(limit.name)
+            writer.raw(",\"value\":")
+            writer.write(limit.value)
+            writer.raw("}\n")
+            headers.set("Content-Type", "application/json")
+            return HTTPResponse(status: status, headers: headers, body: writer.bytes)
+        }
         return .error(status, error, detail: detail, headers: headers)
+    }
+
+    /// `507 Insufficient Storage` (RFC 4918 §11.5) for a write that would pass a storage limit.
+    static func storageLimit(_ exceeded: StorageLimitExceeded) -> APIError {
+        var error = APIError(HTTPStatus(507, "Insufficient Storage"), "insufficient storage", exceeded.description)
+        error.limit = (exceeded.limit.rawValue, exceeded.value)
+        return error
+    }
+
+    /// A write refused by a storage limit (507) or by the store (503); nothing changed.
+    init(writeError: FeedWriteError) {
+        switch writeError {
+        case .limit(let exceeded): self = .storageLimit(exceeded)
+        case .store(let error): self.init(storeError: error)
+        }
+    }
+
+    /// A write the store could not make durable: 503, so the client retries; nothing changed.
+    init(storeError: StoreError) {
+        switch storeError {
+        case .full: self.init(.serviceUnavailable, "storage full", "\(storeError.description); the write was not stored, retry once space is freed")
+        default: self.init(.serviceUnavailable, "storage error", "\(storeError.description); the write was not stored, retry later")
+        }
     }
 
     static func invalidField(_ field: String, _ detail: String) -> APIError {

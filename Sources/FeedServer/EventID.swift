@@ -20,6 +20,7 @@ public struct EventID: Equatable, Sendable, CustomStringConvertible {
         guard parts.count == 3, parts[0] == "ds1", parts[1].utf8.count == 16,
               parts[1].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }),
               (1...18).contains(parts[2].utf8.count), parts[2].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+              parts[2].utf8.count == 1 || parts[2].utf8.first != UInt8(ascii: "0"),  // one spelling per id (found by fuzz-event-id)
               let version = Int(parts[2])
         else { return nil }
         self.init(history: String(parts[1]), version: version)

@@ -1,5 +1,6 @@
 import DiffStream
 import DiffStreamJSON
+import FeedStore
 import HTTPServer
 #if canImport(Glibc)
 import Glibc
@@ -13,27 +14,67 @@ import Glibc
 /// actor, a new subscriber's first event and the batches after it are never out of order.
 public actor Feed {
     public nonisolated let name: String
-    /// Random per feed instance: event ids from any other history are recognised as foreign.
-    public nonisolated let history: String
+    /// Random per incarnation of the feed: event ids from any other history are recognised as foreign.
+    public private(set) var history: String
     public private(set) var snapshot: WireSnapshot
+    /// 0 while the feed does not exist (not yet created, or deleted).
     public private(set) var version: Int
     private let replayLimit: Int
     private var replay: [(version: Int, payload: EventPayload)] = []
+    /// Encoded bytes of the current snapshot, and of the payloads in `replay`.
+    private var snapshotBytes = 0
+    private var replayBytes = 0
+    /// What this feed is charged in the shared ``StorageAccount`` (0 while it does not exist).
+    var storedBytes: Int { snapshotBytes + replayBytes }
+    private let account: StorageAccount?
     private var subscribers: [Int: EventStream] = [:]
     private let server: HTTPServer?
     private let metrics: FeedMetrics
-    private var deleted = false
+    private let store: (any FeedStore)?
+    /// The view-model state last stored with this feed (restored at start), or nil.
+    public private(set) var viewState: [UInt8]?
+    /// One write at a time: the holder diffs against the durable state, commits, then publishes.
+    private var writing = false
+    private var writers: [CheckedContinuation<Void, Never>] = []
+    /// The resync snapshot event of one version (of one history: a recreated feed starts again at 1),
+    /// encoded once and shared by every lagging subscriber.
+    private var resyncPayload: (history: String, version: Int, payload: EventPayload)?
     static let retryMilliseconds = 2000
 
-    init(name: String, snapshot: WireSnapshot, replayLimit: Int, server: HTTPServer?, metrics: FeedMetrics) {
+    /// A feed that does not exist yet; the first ``publish(_:viewState:)`` creates it.
+    init(name: String, replayLimit: Int, server: HTTPServer?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil) {
         self.name = name
+        self.account = account
         self.history = EventID.newHistory()
-        self.snapshot = snapshot
-        self.version = 1
+        self.snapshot = WireSnapshot()
+        self.version = 0
         self.replayLimit = max(0, replayLimit)
         self.server = server
         self.metrics = metrics
+        self.store = store
     }
+
+    /// A feed as it was stored: same history, version, snapshot and replay window.
+    /// It is charged to `account` as it is, even past a limit (writes are then refused until there is room).
+    init(restoring stored: StoredFeed, snapshot: WireSnapshot, replayLimit: Int, server: HTTPServer?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil) {
+        self.name = stored.name
+        self.account = account
+        self.history = stored.history
+        self.snapshot = snapshot
+        self.version = stored.version
+        self.replayLimit = max(0, replayLimit)
+        self.replay = stored.batches.suffix(self.replayLimit).map { ($0.version, EventPayload($0.bytes)) }
+        self.snapshotBytes = stored.snapshot.count
+        self.replayBytes = replay.reduce(0) { $0 + $1.payload.bytes.count }
+        account?.restoreFeed(bytes: snapshotBytes + replayBytes)
+        self.viewState = stored.viewState
+        self.server = server
+        self.metrics = metrics
+        self.store = store
+    }
+
+    /// True once created and until deleted.
+    public var exists: Bool { version > 0 }
 
     /// The number of open subscriptions.
     public var subscriberCount: Int { subscribers.count }
@@ -43,30 +84,117 @@ public actor Feed {
         (version, FeedEvents.snapshotJSON(feed: name, version: version, snapshot: snapshot))
     }
 
-    /// Replaces the snapshot; returns the new version and the number of operations. Content equal to
-    /// the current one makes no version and no event.
+    /// Creates the feed, or replaces its snapshot. The order is: diff, make durable (the store's
+    /// commit returns), update, then broadcast; so no subscriber sees a version a crash could take back.
+    /// Content equal to the current one makes no version and no event (only a changed `viewState` is
+    /// stored then).
+    ///
+    /// With a ``StorageAccount``, the change (the new snapshot, encoded, plus the replay window with the
+    /// new batch) is charged to it before anything is stored; a write that would pass a
+    /// ``StorageLimits`` limit is refused and changes nothing.
+    /// - Returns: whether the feed was created, its version and the number of operations.
+    /// - Throws: the store's error or the limit passed; nothing changed then.
     @discardableResult
-    public func publish(_ new: WireSnapshot) -> (version: Int, operations: Int) {
+    public func publish(_ new: WireSnapshot, viewState: [UInt8]? = nil) async throws(FeedWriteError) -> (created: Bool, version: Int, operations: Int) {
+        await acquireWrite()
+        defer { releaseWrite() }
+        let encoded = store != nil || account != nil ? WireCodec.encode(new) : []
+        if let account {
+            do { try account.checkSnapshot(bytes: encoded.count) } catch { throw .limit(error) }
+        }
+        if version == 0 {
+            let fresh = EventID.newHistory()
+            if let account {
+                do { try account.admitFeed(bytes: encoded.count) } catch { throw .limit(error) }
+            }
+            if let store {
+                do {
+                    try await store.commit(.put(name: name, history: fresh, version: 1, snapshot: encoded, batch: nil, keepFrom: 2, viewState: viewState))
+                } catch {
+                    account?.releaseFeed(bytes: encoded.count)
+                    throw .store(error)
+                }
+            }
+            history = fresh
+            snapshot = new
+            snapshotBytes = encoded.count
+            replayBytes = 0
+            version = 1
+            replay = []
+            if let viewState { self.viewState = viewState }
+            metrics.setSubscribers(name, subscribers.count)
+            return (true, 1, new.numberOfSections + new.numberOfItems)
+        }
         let started = Self.clock()
         let batch = WireSnapshot.diff(from: snapshot, to: new)
         metrics.recordDiff(seconds: Self.clock() - started)
-        guard !batch.isEmpty else { return (version, 0) }
-        snapshot = new
-        version += 1
-        let payload = EventPayload(FeedEvents.batchEvent(feed: name, id: EventID(history: history, version: version), batch: batch))
-        if replayLimit > 0 {
-            replay.append((version, payload))
-            if replay.count > replayLimit + replayLimit / 4 { replay.removeFirst(replay.count - replayLimit) }
+        guard !batch.isEmpty else {
+            if let viewState, viewState != self.viewState {
+                do { try await store?.commit(.viewState(name: name, bytes: viewState)) } catch { throw .store(error) }
+                self.viewState = viewState
+            }
+            return (false, version, 0)
         }
+        let next = version + 1
+        let event = FeedEvents.batchEvent(feed: name, id: EventID(history: history, version: next), batch: batch)
+        let payload = EventPayload(event)
+        var nextReplay = replay
+        var nextReplayBytes = replayBytes
+        if replayLimit > 0 {
+            nextReplay.append((next, payload))
+            nextReplayBytes += event.count
+            if nextReplay.count > replayLimit + replayLimit / 4 {
+                let dropped = nextReplay.count - replayLimit
+                nextReplayBytes -= nextReplay.prefix(dropped).reduce(0) { $0 + $1.payload.bytes.count }
+                nextReplay.removeFirst(dropped)
+            }
+        }
+        let charged = storedBytes, charge = encoded.count + nextReplayBytes
+        if let account {
+            do { try account.charge(from: charged, to: charge) } catch { throw .limit(error) }
+        }
+        if let store {  // encoded only for a store or an account: `--data none` without limits pays nothing
+            do {
+                try await store.commit(.put(name: name, history: history, version: next, snapshot: encoded,
+                                            batch: replayLimit > 0 ? StoredBatch(version: next, bytes: event) : nil,
+                                            keepFrom: next - replayLimit + 1, viewState: viewState))
+            } catch {
+                account?.refund(from: charge, to: charged)
+                throw .store(error)
+            }
+        }
+        snapshot = new
+        snapshotBytes = encoded.count
+        version = next
+        if let viewState { self.viewState = viewState }
+        replay = nextReplay
+        replayBytes = nextReplayBytes
         metrics.recordBatch(name)
         server?.broadcast(payload, to: Array(subscribers.values))
-        return (version, batch.operations.count)
+        return (false, version, batch.operations.count)
+    }
+
+    private func acquireWrite() async {
+        guard writing else {
+            writing = true
+            return
+        }
+        await withCheckedContinuation { writers.append($0) }
+    }
+
+    /// Hands the write turn to the next waiting writer (first come, first served), or frees it.
+    private func releaseWrite() {
+        if writers.isEmpty {
+            writing = false
+        } else {
+            writers.removeFirst().resume()
+        }
     }
 
     /// Adds a subscriber. It first gets a `retry:` field, then either the batches it missed since
     /// `lastEventID` (when that id is ours and still in the replay window) or a fresh snapshot.
     public func subscribe(_ stream: EventStream, lastEventID: String?) {
-        guard !deleted else {
+        guard version > 0 else {
             stream.send(EventPayload(FeedEvents.deletedEvent(feed: name)))
             stream.close()
             return
@@ -101,23 +229,39 @@ public actor Feed {
     private func resync(_ stream: EventStream) {
         guard subscribers[stream.id] != nil else { return }
         metrics.recordResync()
-        stream.resume(with: EventPayload(FeedEvents.snapshotEvent(feed: name, id: EventID(history: history, version: version), snapshot: snapshot)))
+        if resyncPayload?.version != version || resyncPayload?.history != history {
+            resyncPayload = (history, version, EventPayload(FeedEvents.snapshotEvent(feed: name, id: EventID(history: history, version: version), snapshot: snapshot)))
+        }
+        if let payload = resyncPayload?.payload { stream.resume(with: payload) }
     }
 
     private func unsubscribe(_ id: Int) {
-        subscribers[id] = nil
+        // Not there: already ended by `delete()`, whose metrics entry must stay removed.
+        guard subscribers.removeValue(forKey: id) != nil else { return }
         metrics.setSubscribers(name, subscribers.count)
     }
 
-    /// Ends every subscription with `event: deleted`.
-    func delete() {
-        deleted = true
+    /// Deletes the feed once the store has (durably) forgotten it, then ends every subscription with
+    /// `event: deleted`. False if it did not exist.
+    func delete() async throws(StoreError) -> Bool {
+        await acquireWrite()
+        defer { releaseWrite() }
+        guard version > 0 else { return false }
+        try await store?.commit(.delete(name: name))
+        account?.releaseFeed(bytes: storedBytes)
+        version = 0
+        snapshot = WireSnapshot()
+        snapshotBytes = 0
+        replay = []
+        replayBytes = 0
+        viewState = nil
         let payload = EventPayload(FeedEvents.deletedEvent(feed: name))
         let streams = Array(subscribers.values)
         server?.broadcast(payload, to: streams)
         for stream in streams { stream.close() }
         subscribers.removeAll()
         metrics.removeFeed(name)
+        return true
     }
 
     static func clock() -> Double {

@@ -7,10 +7,9 @@ import HTTPServer
 /// |-----------------------------------------|--------------------|
 /// | `/healthz`, `/metrics`                  | GET                |
 /// | `/feeds`                                | GET                |
-/// | `/feeds/{feed}`                         | GET, PUT, DELETE; PATCH for `home` |
+/// | `/feeds/{feed}`                         | GET, PUT, DELETE; GET, PATCH for a hosted view model |
 /// | `/feeds/{feed}/events`                  | GET (SSE)          |
-/// | `/feeds/blackjack/actions/deal`         | POST               |
-/// | `/feeds/forecast/actions/select`        | POST               |
+/// | `/feeds/{feed}/actions/{action}`        | POST, for a hosted view model's actions |
 /// | anything else                           | GET: a file of `Public/` |
 public struct FeedAPI: Sendable {
     public struct Options: Sendable {
@@ -19,6 +18,15 @@ public struct FeedAPI: Sendable {
         /// `Access-Control-Allow-Origin` value; nil means no CORS headers.
         public var allowOrigin: String?
         public var compression: Bool
+        /// Verifies signed tokens (JWT); nil when no JWT key is configured.
+        public var verifier: (any TokenVerifying)?
+        /// `--private`: reads need a token; `--public-feeds`: the exceptions.
+        public var privateReads = false
+        public var publicFeeds: Set<String> = []
+        /// Whether writes are open when there is no write credential (loopback, or `--open-writes`).
+        public var openWrites = true
+        /// Seconds since 1970: when tokens are checked and when event streams end at a token's expiry.
+        public var now: @Sendable () -> Double = Authorizer.wallClock
         public init(token: String? = nil, allowOrigin: String? = nil, compression: Bool = true) {
             self.token = token
             self.allowOrigin = allowOrigin
@@ -27,17 +35,21 @@ public struct FeedAPI: Sendable {
     }
 
     let registry: FeedRegistry
-    let viewModels: ViewModelFeeds?
+    let hosted: HostedFeeds?
     let files: StaticFiles?
     let options: Options
     let serverMetrics: @Sendable () -> ServerMetrics?
+    let authorizer: Authorizer
 
-    public init(registry: FeedRegistry, viewModels: ViewModelFeeds?, files: StaticFiles?, options: Options, serverMetrics: @escaping @Sendable () -> ServerMetrics?) {
+    public init(registry: FeedRegistry, hosted: HostedFeeds?, files: StaticFiles?, options: Options, serverMetrics: @escaping @Sendable () -> ServerMetrics?) {
         self.registry = registry
-        self.viewModels = viewModels
+        self.hosted = hosted
         self.files = files
         self.options = options
         self.serverMetrics = serverMetrics
+        self.authorizer = Authorizer(
+            policy: AccessPolicy(adminToken: options.token, privateReads: options.privateReads, publicFeeds: options.publicFeeds, openWrites: options.openWrites),
+            verifier: options.verifier)
     }
 
     static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -62,7 +74,10 @@ public struct FeedAPI: Sendable {
             throw APIError(.notImplemented, "not implemented", "method \(request.method) is not supported")
         }
         if request.method == "OPTIONS" { return preflight() }
-        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        // Split the raw path first, then decode each segment: an encoded slash is part of a name.
+        let segments = request.rawPath.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { raw in
+            PercentDecoding.decode(String(raw)) ?? String(raw)
+        }
         switch (segments.first, segments.count) {
         case ("healthz", 1):
             try allow(request, ["GET"])
@@ -72,14 +87,14 @@ public struct FeedAPI: Sendable {
             return HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(metricsText().utf8))
         case ("feeds", 1):
             try allow(request, ["GET"])
-            return .json(await listFeeds())
+            return .json(await listFeeds(as: try await authorize(.list, request)))
         case ("feeds", 2):
             return try await feedResource(request, name: try feedName(segments[1]))
         case ("feeds", 3) where segments[2] == "events":
             try allow(request, ["GET"])
             return try await subscribe(request, name: try feedName(segments[1]))
         case ("feeds", 4) where segments[2] == "actions":
-            return try await action(request, feed: segments[1], action: segments[3])
+            return try await action(request, feed: try feedName(segments[1]), action: segments[3])
         default:
             try allow(request, ["GET"])
             if let response = files?.response(for: request, compression: options.compression) { return response }
@@ -102,13 +117,18 @@ public struct FeedAPI: Sendable {
         return text
     }
 
-    private func authorize(_ request: HTTPRequest) throws(APIError) {
-        guard let token = options.token else { return }
-        let given = request.headers["Authorization"] ?? ""
-        let prefix = "Bearer "
-        let presented = given.hasPrefix(prefix) ? String(given.dropFirst(prefix.count)) : ""
-        guard ConstantTime.equal(Array(presented.utf8), Array(token.utf8)) else {
-            throw APIError(.unauthorized, "unauthorized", given.isEmpty ? "this server needs 'Authorization: Bearer <token>' for writes" : "the bearer token is not valid")
+    /// The authorization step: who the request acts as, or the `401`/`403` that refuses it.
+    @discardableResult
+    private func authorize(_ access: Access, _ request: HTTPRequest) async throws(APIError) -> Principal {
+        switch await authorizer.authorize(access, headers: request.headers, query: request.query, now: options.now()) {
+        case .allow(let principal):
+            return principal
+        case .unauthorized(let detail, let invalidToken):
+            var error = APIError(.unauthorized, "unauthorized", detail)
+            if invalidToken { error.challenge = "Bearer realm=\"diffstream\", error=\"invalid_token\"" }  // RFC 6750 §3.1
+            throw error
+        case .forbidden(let detail):
+            throw APIError(.forbidden, "forbidden", detail)
         }
     }
 
@@ -123,15 +143,23 @@ public struct FeedAPI: Sendable {
 
     // MARK: Feeds
 
-    private func listFeeds() async -> [UInt8] {
+    private func listFeeds(as principal: Principal) async -> [UInt8] {
         var writer = JSONWriter()
         writer.byte(UInt8(ascii: "["))
-        for (index, entry) in await registry.list().enumerated() {
+        for (index, entry) in await registry.list().filter({ authorizer.mayRead($0.name, as: principal) }).enumerated() {
             if index > 0 { writer.byte(UInt8(ascii: ",")) }
             writer.raw("{\"feed\":")
             writer.write(entry.name)
             writer.raw(",\"version\":")
             writer.write(entry.version)
+            if let host = hosted?.hosted(entry.name) {
+                writer.raw(",\"kind\":\"viewModel\",\"patch\":")
+                writer.raw(host.acceptsPatch ? "true" : "false")
+                writer.raw(",\"actions\":")
+                Self.write(host.actionList, to: &writer)
+            } else {
+                writer.raw(",\"kind\":\"snapshot\"")
+            }
             writer.byte(UInt8(ascii: "}"))
         }
         writer.raw("]\n")
@@ -139,13 +167,14 @@ public struct FeedAPI: Sendable {
     }
 
     private func feedResource(_ request: HTTPRequest, name: String) async throws(APIError) -> HTTPResponse {
-        let isViewModel = viewModels != nil && ViewModelFeeds.names.contains(name)
+        let isViewModel = hosted?.isHosted(name) ?? false
         switch request.method {
         case "GET":
+            try await authorize(.read(name), request)
             guard let feed = await registry.feed(name) else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
             return .json(await feed.document().json + [0x0A])
         case "PUT":
-            try authorize(request)
+            try await authorize(.write(name), request)
             if isViewModel { throw APIError(HTTPStatus(409, "Conflict"), "conflict", "'\(name)' is rendered by a view model; change it with PATCH or its actions") }
             let snapshot: WireSnapshot
             do {
@@ -154,21 +183,27 @@ public struct FeedAPI: Sendable {
                 if case .malformed = error { throw APIError(.badRequest, "malformed json", error.description) }
                 throw APIError(.unprocessableContent, "invalid snapshot", error.description)
             }
-            let result = await registry.put(name, snapshot: snapshot)
+            let result: (created: Bool, version: Int, operations: Int)
+            do { result = try await registry.put(name, snapshot: snapshot) } catch { throw APIError(writeError: error) }
             return .json(writeResult(name, result.version, result.operations), status: result.created ? .created : .ok)
         case "DELETE":
-            try authorize(request)
+            try await authorize(.write(name), request)
             if isViewModel { throw APIError(HTTPStatus(409, "Conflict"), "conflict", "'\(name)' is rendered by a view model and cannot be deleted") }
-            guard await registry.delete(name) else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
+            let deleted: Bool
+            do { deleted = try await registry.delete(name) } catch { throw APIError(storeError: error) }
+            guard deleted else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
             return HTTPResponse(status: .noContent)
-        case "PATCH" where name == "home" && viewModels != nil:
-            try authorize(request)
-            let patch: JSONValue
-            do { patch = try JSONParser.parse(request.body) } catch { throw APIError(.badRequest, "malformed json", error.description) }
-            let operations = try await viewModels!.patchHome(patch)
-            return .json(writeResult(name, await registry.feed(name)?.version ?? 0, operations))
+        case "PATCH":
+            guard let host = hosted?.hosted(name), host.acceptsPatch else {
+                try allow(request, isViewModel ? ["GET"] : ["GET", "PUT", "DELETE"])
+                throw APIError(.methodNotAllowed, "method not allowed", request.method)
+            }
+            try await authorize(.write(name), request)
+            let result = try await host.patch(body: request.body)
+            return .json(writeResult(name, result.version, result.operations))
         default:
-            try allow(request, isViewModel ? (name == "home" ? ["GET", "PATCH"] : ["GET"]) : ["GET", "PUT", "DELETE"])
+            let patchable = hosted?.hosted(name)?.acceptsPatch ?? false
+            try allow(request, isViewModel ? (patchable ? ["GET", "PATCH"] : ["GET"]) : ["GET", "PUT", "DELETE"])
             throw APIError(.methodNotAllowed, "method not allowed", request.method)
         }
     }
@@ -186,7 +221,11 @@ public struct FeedAPI: Sendable {
     }
 
     private func subscribe(_ request: HTTPRequest, name: String) async throws(APIError) -> HTTPResponse {
+        let principal = try await authorize(.subscribe(name), request)
         guard let feed = await registry.feed(name) else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
+        // A stream opened with a signed token ends when the token does (issue 13).
+        let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }
+        let now = options.now
         // The header wins over the query parameter (EventSource cannot set headers on a first connect).
         let lastEventID = request.headers["Last-Event-ID"] ?? request.queryValue("lastEventId")
         return HTTPResponse(status: .ok, headers: [
@@ -194,29 +233,68 @@ public struct FeedAPI: Sendable {
             "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",
         ]) { stream in
-            Task { await feed.subscribe(stream, lastEventID: lastEventID) }
+            Task {
+                await feed.subscribe(stream, lastEventID: lastEventID)
+                if let expires { Self.endAtExpiry(stream, feed: name, expires: expires, now: now) }
+            }
         }
     }
 
-    private func action(_ request: HTTPRequest, feed: String, action: String) async throws(APIError) -> HTTPResponse {
-        guard let viewModels else { throw APIError(.notFound, "not found", "no action \(action) on \(feed)") }
-        switch (feed, action) {
-        case ("blackjack", "deal"):
-            try allow(request, ["POST"])
-            try authorize(request)
-            let operations = await viewModels.deal()
-            return .json(writeResult(feed, await registry.feed(feed)?.version ?? 0, operations))
-        case ("forecast", "select"):
-            try allow(request, ["POST"])
-            try authorize(request)
-            let body: JSONValue
-            do { body = try JSONParser.parse(request.body) } catch { throw APIError(.badRequest, "malformed json", error.description) }
-            guard let day = body["day"]?.stringValue else { throw .invalidField("day", "expected a string: the id of a daily item") }
-            let operations = try await viewModels.select(day: day)
-            return .json(writeResult(feed, await registry.feed(feed)?.version ?? 0, operations))
-        default:
-            throw APIError(.notFound, "not found", "no action '\(action)' on feed '\(feed)'")
+    /// Sends `event: unauthorized` and ends `stream` once its token has expired.
+    private static func endAtExpiry(_ stream: EventStream, feed: String, expires: Double, now: @escaping @Sendable () -> Double) {
+        let timer = Task {
+            let seconds = expires - now()
+            if seconds > 0 { try await Task.sleep(for: .milliseconds(Int64((seconds * 1000).rounded(.up)))) }
+            stream.send(EventPayload(FeedEvents.unauthorizedEvent(feed: feed)))
+            stream.close()
         }
+        stream.onTermination { timer.cancel() }
+    }
+
+    private func action(_ request: HTTPRequest, feed: String, action: String) async throws(APIError) -> HTTPResponse {
+        guard let host = hosted?.hosted(feed), host.actionList.contains(where: { $0.name == action }) else {
+            throw APIError(.notFound, "not found", "no action '\(action.prefix(80))' on feed '\(feed)'")
+        }
+        try allow(request, ["POST"])
+        let access: Access = hosted?.isPublic(action: action, feed: feed) == true ? .publicAction(feed) : .write(feed)
+        try await authorize(access, request)
+        let result = try await host.perform(action, body: request.body)
+        return .json(writeResult(feed, result.version, result.operations))
+    }
+
+    /// `[{"name":"add","public":true,"fields":[{"name":"title","type":"string","optional":false,"nullable":false}]}]`
+    static func write(_ actions: [ActionDescription], to writer: inout JSONWriter) {
+        writer.byte(UInt8(ascii: "["))
+        for (index, action) in actions.enumerated() {
+            if index > 0 { writer.byte(UInt8(ascii: ",")) }
+            writer.raw("{\"name\":")
+            writer.write(action.name)
+            writer.raw(",\"public\":")
+            writer.raw(action.isPublic ? "true" : "false")
+            writer.raw(",\"fields\":[")
+            for (fieldIndex, field) in action.fields.enumerated() {
+                if fieldIndex > 0 { writer.byte(UInt8(ascii: ",")) }
+                writer.raw("{\"name\":")
+                writer.write(field.name)
+                writer.raw(",\"type\":")
+                switch field.type {
+                case .string: writer.raw("\"string\"")
+                case .integer: writer.raw("\"integer\"")
+                case .number: writer.raw("\"number\"")
+                case .boolean: writer.raw("\"boolean\"")
+                case .item(let kind):
+                    writer.raw("\"item\",\"itemKind\":")
+                    writer.write(kind)
+                }
+                writer.raw(",\"optional\":")
+                writer.raw(field.isOptional ? "true" : "false")
+                writer.raw(",\"nullable\":")
+                writer.raw(field.isNullable ? "true" : "false")
+                writer.byte(UInt8(ascii: "}"))
+            }
+            writer.raw("]}")
+        }
+        writer.byte(UInt8(ascii: "]"))
     }
 
     // MARK: Metrics
@@ -224,11 +302,14 @@ public struct FeedAPI: Sendable {
     private func metricsText() -> String {
         var text = ""
         if let metrics = serverMetrics() {
+            var described = Set<String>()
             for metric in metrics.values {
-                text += "# HELP \(metric.name) \(metric.help)\n# TYPE \(metric.name) \(metric.type)\n\(metric.name) \(metric.value)\n"
+                let base = String(metric.name.prefix { $0 != "{" })  // a labelled series is described once
+                if described.insert(base).inserted { text += "# HELP \(base) \(metric.help)\n# TYPE \(base) \(metric.type)\n" }
+                text += "\(metric.name) \(metric.value)\n"
             }
         }
-        return text + registry.metrics.exposition()
+        return text + registry.metrics.exposition() + registry.storage.exposition()
     }
 }
 

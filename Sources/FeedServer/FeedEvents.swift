@@ -35,6 +35,15 @@ enum FeedEvents {
         return ServerSentEvent.encode(event: "batch", id: id.description, data: writer.bytes)
     }
 
+    /// `event: unauthorized`: the stream's token has expired; the client must come back with a fresh one.
+    static func unauthorizedEvent(feed: String) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.raw("{\"feed\":")
+        writer.write(feed)
+        writer.raw(",\"error\":\"token expired\",\"detail\":\"the token of this stream has expired; reconnect with a fresh one\"}")
+        return ServerSentEvent.encode(event: "unauthorized", id: nil, data: writer.bytes)
+    }
+
     static func deletedEvent(feed: String) -> [UInt8] {
         var writer = JSONWriter()
         writer.raw("{\"feed\":")

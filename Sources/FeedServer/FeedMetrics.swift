@@ -1,3 +1,4 @@
+import FeedStore
 import Synchronization
 
 /// Feed counters for `/metrics`: subscribers per feed, batches, resyncs, diff time.
@@ -11,8 +12,15 @@ public final class FeedMetrics: Sendable {
     }
 
     private let state = Mutex(State())
+    private let storeSlot = Mutex<(any FeedStore)?>(nil)
 
     public init() {}
+
+    /// The store whose counters `/metrics` shows (set by the registry).
+    var store: (any FeedStore)? {
+        get { storeSlot.withLock { $0 } }
+        set { storeSlot.withLock { $0 = newValue } }
+    }
 
     func setSubscribers(_ feed: String, _ count: Int) { state.withLock { $0.subscribers[feed] = count } }
     func recordBatch(_ feed: String) { state.withLock { $0.batches[feed, default: 0] += 1 } }
@@ -40,6 +48,22 @@ public final class FeedMetrics: Sendable {
         text += "diffstream_diff_seconds_sum \(copy.diffSeconds)\ndiffstream_diff_seconds_count \(copy.diffs)\n"
         text += "# HELP diffstream_resyncs_total Slow subscribers caught up with a fresh snapshot.\n# TYPE diffstream_resyncs_total counter\n"
         text += "diffstream_resyncs_total \(copy.resyncs)\n"
+        if let store = store?.metrics() {
+            text += "# HELP diffstream_store_commits_total Store transactions committed (one fsync each).\n# TYPE diffstream_store_commits_total counter\n"
+            text += "diffstream_store_commits_total \(store.commits)\n"
+            text += "# HELP diffstream_store_writes_total Writes made durable; divided by commits, the writes per commit.\n# TYPE diffstream_store_writes_total counter\n"
+            text += "diffstream_store_writes_total \(store.writes)\n"
+            text += "# HELP diffstream_store_writes_per_commit Average writes per commit (group commit).\n# TYPE diffstream_store_writes_per_commit gauge\n"
+            text += "diffstream_store_writes_per_commit \(store.commits > 0 ? Double(store.writes) / Double(store.commits) : 0)\n"
+            text += "# HELP diffstream_store_writes_per_commit_max Most writes in one commit.\n# TYPE diffstream_store_writes_per_commit_max gauge\n"
+            text += "diffstream_store_writes_per_commit_max \(store.maxWritesPerCommit)\n"
+            text += "# HELP diffstream_store_failed_commits_total Commits that failed (full disk, I/O error).\n# TYPE diffstream_store_failed_commits_total counter\n"
+            text += "diffstream_store_failed_commits_total \(store.failedCommits)\n"
+            text += "# HELP diffstream_store_commit_seconds Time from a commit's start to its fsync's end.\n# TYPE diffstream_store_commit_seconds summary\n"
+            text += "diffstream_store_commit_seconds_sum \(store.commitSeconds)\ndiffstream_store_commit_seconds_count \(store.commits)\n"
+            text += "# HELP diffstream_store_size_bytes Bytes of the store's files on disk.\n# TYPE diffstream_store_size_bytes gauge\n"
+            text += "diffstream_store_size_bytes \(store.sizeBytes)\n"
+        }
         return text
     }
 }

@@ -10,7 +10,8 @@ struct DiffStreamCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diffstream",
         abstract: "Streams list diffs to browsers over Server-Sent Events.",
-        discussion: "Every option can also be set with an environment variable: DIFFSTREAM_ and the option's name in capitals with underscores (e.g. DIFFSTREAM_PORT, DIFFSTREAM_MAX_CONNECTIONS). A flag wins over the environment.")
+        discussion: "Every option can also be set with an environment variable: DIFFSTREAM_ and the option's name in capitals with underscores (e.g. DIFFSTREAM_PORT, DIFFSTREAM_MAX_CONNECTIONS). A flag wins over the environment.",
+        subcommands: [TokenCommand.self])
 
     @Option(help: "Address to bind (IPv4 or IPv6). [env: DIFFSTREAM_HOST] (default: 127.0.0.1)") var host: String?
     @Option(help: "Port to listen on; 0 picks a free one. [env: DIFFSTREAM_PORT] (default: 8080)") var port: String?
@@ -19,6 +20,8 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Option(help: "Seconds between heartbeat comments on idle event streams. [env: DIFFSTREAM_HEARTBEAT] (default: 15)") var heartbeat: String?
     @Option(help: "Batches kept per feed for resuming clients. [env: DIFFSTREAM_REPLAY] (default: 1024)") var replay: String?
     @Option(help: "Most simultaneous connections. [env: DIFFSTREAM_MAX_CONNECTIONS] (default: 10000)") var maxConnections: String?
+    @Option(name: .customLong("max-connections-per-ip"), help: "Most simultaneous connections from one IP address; 0 turns the cap off. [env: DIFFSTREAM_MAX_CONNECTIONS_PER_IP] (default: 256)") var maxConnectionsPerIp: String?
+    @Option(help: "Event loops (threads serving sockets). [env: DIFFSTREAM_LOOPS] (default: the number of cores)") var loops: String?
     @Option(help: "debug, info, warning, error or off. [env: DIFFSTREAM_LOG_LEVEL] (default: info)") var logLevel: String?
     @Option(help: "Value of Access-Control-Allow-Origin (enables CORS). [env: DIFFSTREAM_ALLOW_ORIGIN]") var allowOrigin: String?
     @Option(help: "PEM certificate chain; serves HTTPS with --tls-key. [env: DIFFSTREAM_TLS_CERT]") var tlsCert: String?
@@ -30,14 +33,29 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Option(help: "Seconds a request body may take to arrive (then 408). [env: DIFFSTREAM_BODY_TIMEOUT] (default: 30)") var bodyTimeout: String?
     @Option(help: "Seconds a response or event stream may make no write progress before it is dropped. [env: DIFFSTREAM_WRITE_TIMEOUT] (default: 30)") var writeTimeout: String?
     @Option(help: "Largest request body in bytes. [env: DIFFSTREAM_MAX_BODY] (default: 8388608)") var maxBody: String?
+    @Option(help: "Most feeds held, view-model feeds included; more get 507. [env: DIFFSTREAM_MAX_FEEDS] (default: 10000)") var maxFeeds: String?
+    @Option(help: "Largest snapshot one feed may hold, in encoded bytes; larger get 507. [env: DIFFSTREAM_MAX_FEED_BYTES] (default: 8388608)") var maxFeedBytes: String?
+    @Option(help: "Encoded bytes of all snapshots and replay windows together; past it writes get 507. [env: DIFFSTREAM_MAX_STORE_BYTES] (default: a quarter of the memory, at least 64 MiB)") var maxStoreBytes: String?
+    @Option(help: "File holding the HS256 secret (32 bytes or more) that signed tokens (JWT) are checked with. [env: DIFFSTREAM_JWT_SECRET_FILE, or DIFFSTREAM_JWT_SECRET holding the secret itself]") var jwtSecretFile: String?
+    @Option(help: "PEM public key (RSA for RS256, P-256 for ES256) that signed tokens are checked with. [env: DIFFSTREAM_JWT_PUBLIC_KEY]") var jwtPublicKey: String?
+    @Flag(name: .customLong("private"), help: "Reads need a token whose subscribe patterns match the feed, except for --public-feeds. [env: DIFFSTREAM_PRIVATE=1]") var privateFlag = false
+    @Option(help: "Comma-separated feeds anyone may read under --private. [env: DIFFSTREAM_PUBLIC_FEEDS]") var publicFeeds: String?
+    @Flag(help: "Allow writes without a credential even on a public address. [env: DIFFSTREAM_OPEN_WRITES=1]") var openWrites = false
+    @Option(help: "Directory of the durable feed store; 'none' keeps feeds in memory only. [env: DIFFSTREAM_DATA] (default: ./data)") var data: String?
+    @Flag(help: "Start even if the data is damaged: set the damaged feeds (or file) aside and keep the rest. [env: DIFFSTREAM_SET_ASIDE_DAMAGED=1]") var setAsideDamaged = false
+    @Option(help: "Example view models to host: all, none, or a comma-separated list of home, week, blackjack, forecast, todo. [env: DIFFSTREAM_EXAMPLES] (default: all)") var examples: String?
     @Flag(help: "Run the live demo: the home feed changes every 2 s, the week feed every 3 s. [env: DIFFSTREAM_DEMO=1]") var demo = false
 
     static func main() async {
         do {
             let command = try parseAsRoot()
             guard let runnable = command as? DiffStreamCommand else {
-                var other = command
-                try other.run()
+                if var asynchronous = command as? AsyncParsableCommand {
+                    try await asynchronous.run()
+                } else {
+                    var other = command
+                    try other.run()
+                }
                 return
             }
             let settings = try runnable.settings()

@@ -1,5 +1,7 @@
 import Dispatch
+import Examples
 import FeedServer
+import FeedStore
 import Foundation
 import HTTPServer
 
@@ -19,12 +21,34 @@ extension DiffStreamCommand {
         } catch {
             throw ConfigurationError(message: "\(error)")
         }
-        let registry = FeedRegistry(replayLimit: settings.replay, server: server)
-        let viewModels = ViewModelFeeds(registry: registry)
-        try await viewModels.publishAll()
+        if let jwt = settings.jwt {
+            do {
+                settings.api.verifier = try await JWTVerifier(hmacSecret: jwt.secret, publicKeyPEM: jwt.publicKeyPEM)
+            } catch {
+                throw ConfigurationError(message: error.description)
+            }
+        }
+        let store = try openStore(settings, logger: logger)
+        let registry = FeedRegistry(replayLimit: settings.replay, server: server, store: store?.store, storage: StorageAccount(limits: settings.storage))
+        if let store {
+            let restoring = Date()
+            let skipped = await registry.restore(store.contents.feeds)
+            logger.info("\(store.contents.feeds.count - skipped.count) feeds restored in \(Int(Date().timeIntervalSince(restoring) * 1000)) ms")
+            guard skipped.isEmpty || settings.setAsideDamaged else {
+                let list = skipped.map { "'\($0.name)': \($0.reason)" }.joined(separator: "; ")
+                throw ConfigurationError(message: "the data in '\(store.store.databasePath)' cannot be trusted: \(list); start with --set-aside-damaged to skip those feeds")
+            }
+            for entry in store.contents.setAside + skipped { logger.warning("set aside damaged data: \(entry.name): \(entry.reason)") }
+        }
+        let hosted = HostedFeeds(registry: registry)
+        do {
+            try await Examples.host(settings.examples, on: hosted, demo: settings.demo)
+        } catch {
+            throw ConfigurationError(message: "\(error)")
+        }
         let files: StaticFiles
         do { files = try StaticFiles(root: settings.publicDirectory) } catch { throw ConfigurationError(message: "\(error)") }
-        let api = FeedAPI(registry: registry, viewModels: viewModels, files: files, options: settings.api, serverMetrics: { server.metrics })
+        let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: settings.api, serverMetrics: { server.metrics })
         let port: UInt16
         do {
             port = try server.start { request in await api.handle(request) }
@@ -37,20 +61,8 @@ extension DiffStreamCommand {
         if logger.level > .info {
             FileHandle.standardError.write(Data("diffstream listening on \(scheme)://\(shownHost):\(port)\n".utf8))
         }
-
-        if settings.demo {
-            Task.detached {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(2))
-                    await viewModels.demoTick()
-                }
-            }
-            Task.detached {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(3))
-                    await viewModels.simulateWeather()
-                }
-            }
+        if settings.writesClosed {
+            logger.warning("bound to the public address \(settings.server.host) without a write credential: PUT, DELETE and PATCH of feeds are refused (403). Start with --token or --jwt-secret-file to allow writes with a credential, or --open-writes to allow them to anyone.")
         }
 
         let signalNumber = await stop.wait()
@@ -61,26 +73,73 @@ extension DiffStreamCommand {
                 continuation.resume()
             }
         }
+        store?.store.close()  // writes in flight are finished; the lock is released
         Foundation.exit(0)
     }
 }
 
+extension DiffStreamCommand {
+    /// Opens, locks and loads the data directory (nil for `--data none`); any problem stops the start
+    /// with a message naming the path.
+    func openStore(_ settings: Settings, logger: Logger) throws -> (store: SQLiteFeedStore, contents: StoreContents)? {
+        guard let directory = settings.dataDirectory else {
+            logger.info("--data none: feeds are kept in memory only")
+            return nil
+        }
+        do {
+            let started = Date()
+            let store = try SQLiteFeedStore(directory: directory, setAsideDamaged: settings.setAsideDamaged)
+            let contents = try store.load()
+            logger.info("store \(store.databasePath): \(contents.feeds.count) feeds loaded in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+            return (store, contents)
+        } catch {
+            throw ConfigurationError(message: error.description)
+        }
+    }
+}
+
+/// The write end of the pipe the signal handler reports to (-1 until ``StopSignal`` sets it).
+/// `nonisolated(unsafe)`: written once, before the handler is installed; read only by the handler.
+nonisolated(unsafe) private var stopSignalPipe: Int32 = -1
+
 /// Catches termination signals from its creation on and reports the first one.
+///
+/// A signal handler writes the signal's number to a pipe (async-signal-safe), and a thread of our own
+/// reads it: a signal is never lost whichever thread the kernel delivers it to, even one that arrives
+/// while the server is still starting. (libdispatch's signal sources can lose one: they only see a
+/// signal that lands on a thread they watch.) The async signals are also kept off the event loops'
+/// threads, which block them.
 final class StopSignal: @unchecked Sendable {
-    // `@unchecked Sendable`: `received`, `waiter` and `sources` are guarded by `lock`.
+    // `@unchecked Sendable`: `received` and `waiter` are guarded by `lock`.
     private let lock = NSLock()
     private var received: Int32?
     private var waiter: CheckedContinuation<Int32, Never>?
-    private var sources: [any DispatchSourceSignal] = []
 
     init(signals: [Int32]) {
-        for signalNumber in signals {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { [weak self] in self?.fire(signalNumber) }
-            source.resume()
-            sources.append(source)
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else {
+            FileHandle.standardError.write(Data("diffstream: pipe() for signal handling failed (errno \(errno)); signals stop the process at once\n".utf8))
+            return
         }
+        stopSignalPipe = fds[1]
+        for signalNumber in signals {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { signalNumber in
+                var byte = UInt8(truncatingIfNeeded: signalNumber)
+                _ = write(stopSignalPipe, &byte, 1)
+            }
+            action.sa_flags = SA_RESTART
+            sigemptyset(&action.sa_mask)
+            sigaction(signalNumber, &action, nil)
+        }
+        let readEnd = fds[0]
+        let thread = Thread { [self] in
+            var byte: UInt8 = 0
+            while read(readEnd, &byte, 1) != 1 {}
+            self.fire(Int32(byte))
+        }
+        thread.name = "diffstream-signals"
+        thread.start()
     }
 
     private func fire(_ signalNumber: Int32) {

@@ -1,3 +1,4 @@
+import Examples
 import FeedServer
 import Foundation
 import HTTPServer
@@ -14,6 +15,56 @@ struct Settings {
     var api: FeedAPI.Options
     var replay: Int
     var demo: Bool
+    /// The data directory; nil for `--data none` (in memory only).
+    var dataDirectory: String?
+    var setAsideDamaged: Bool
+    /// The example view models to host (`--examples`).
+    var examples: [String]
+    /// `--max-feeds`, `--max-feed-bytes`, `--max-store-bytes`.
+    var storage: StorageLimits
+    /// The JWT keys, if any (the verifier is built from them at start).
+    var jwt: JWTKeys?
+    /// Bound to a public address with no write credential and no `--open-writes`: writes are refused.
+    var writesClosed: Bool
+}
+
+/// The configured JWT keys: the HS256 secret and/or a public key in PEM.
+struct JWTKeys {
+    var secret: [UInt8]?
+    var publicKeyPEM: String?
+}
+
+/// Reading the JWT secret: `--jwt-secret-file PATH`, `DIFFSTREAM_JWT_SECRET_FILE` (a path), or
+/// `DIFFSTREAM_JWT_SECRET` (the secret itself). One trailing newline of a file is dropped.
+enum JWTSecret {
+    static func load(file: String?, environment: [String: String]) throws -> [UInt8]? {
+        if let path = file ?? environment["DIFFSTREAM_JWT_SECRET_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard var bytes = FileManager.default.contents(atPath: path).map(Array.init) else {
+                throw ConfigurationError(message: "cannot read the JWT secret file '\(path)'")
+            }
+            if bytes.last == 0x0A { bytes.removeLast() }
+            if bytes.last == 0x0D { bytes.removeLast() }
+            return bytes
+        }
+        if let secret = environment["DIFFSTREAM_JWT_SECRET"], !secret.isEmpty { return Array(secret.utf8) }
+        return nil
+    }
+}
+
+/// Whether a bind address only accepts connections from this machine.
+enum BindAddress {
+    static func isLoopback(_ host: String) -> Bool {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            let bytes = withUnsafeBytes(of: v6) { Array($0) }
+            if bytes == [UInt8](repeating: 0, count: 15) + [1] { return true }               // ::1
+            if bytes.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] { return bytes[12] == 127 }  // ::ffff:127.x
+            return false
+        }
+        return host == "localhost"
+    }
 }
 
 extension DiffStreamCommand {
@@ -45,6 +96,8 @@ extension DiffStreamCommand {
         configuration.port = UInt16(try integer(port, "port", 0...65535, default: 8080))
         configuration.heartbeat = Double(try integer(heartbeat, "heartbeat", 1...3600, default: 15))
         configuration.maxConnections = try integer(maxConnections, "max-connections", 1...1_000_000, default: 10_000)
+        configuration.maxConnectionsPerAddress = try integer(maxConnectionsPerIp, "max-connections-per-ip", 0...1_000_000, default: 256)
+        configuration.loops = try integer(loops, "loops", 1...256, default: ProcessInfo.processInfo.activeProcessorCount)
         configuration.streamBufferLimit = try integer(streamBuffer, "stream-buffer", 4096...(1 << 30), default: 1 << 20)
         configuration.limits.headerTimeout = Double(try integer(headerTimeout, "header-timeout", 1...3600, default: 10))
         configuration.limits.idleTimeout = Double(try integer(idleTimeout, "idle-timeout", 1...86400, default: 60))
@@ -75,10 +128,59 @@ extension DiffStreamCommand {
         if let token, token.count < 8 || token.contains(where: { $0.isWhitespace }) {
             throw ConfigurationError(message: "the token must be at least 8 characters with no spaces")
         }
-        let demoFlag = demo || ["1", "true", "on", "yes"].contains(environment["DIFFSTREAM_DEMO"]?.lowercased() ?? "")
+        func enabled(_ flag: Bool, _ name: String) -> Bool {
+            flag || ["1", "true", "on", "yes"].contains(environment[name]?.lowercased() ?? "")
+        }
+        let demoFlag = enabled(demo, "DIFFSTREAM_DEMO")
+        let dataText = value(data, "data")?.text ?? "data"
+        let dataDirectory = dataText == "none" ? nil : dataText
+        let setAside = enabled(setAsideDamaged, "DIFFSTREAM_SET_ASIDE_DAMAGED")
+
+        // Storage limits (issue 15).
+        let storage = StorageLimits(
+            maxFeeds: try integer(maxFeeds, "max-feeds", 1...10_000_000, default: 10_000),
+            maxFeedBytes: try integer(maxFeedBytes, "max-feed-bytes", 1024...(1 << 40), default: 8 << 20),
+            maxStoreBytes: try integer(maxStoreBytes, "max-store-bytes", 4096...(1 << 50), default: StorageLimits.defaultMaxStoreBytes(dataDirectory: dataDirectory)))
+
+        // Rights (issue 13).
+        let secret = try JWTSecret.load(file: jwtSecretFile, environment: environment)
+        var publicKeyPEM: String?
+        if let (path, source) = value(jwtPublicKey, "jwt-public-key") {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ConfigurationError(message: "\(source): cannot read the public key file '\(path)'")
+            }
+            publicKeyPEM = text
+        }
+        let jwt = secret == nil && publicKeyPEM == nil ? nil : JWTKeys(secret: secret, publicKeyPEM: publicKeyPEM)
+        let privateReads = enabled(privateFlag, "DIFFSTREAM_PRIVATE")
+        let publicFeedNames = (value(publicFeeds, "public-feeds")?.text ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if let bad = publicFeedNames.first(where: { !FeedID.isValid($0) }) {
+            throw ConfigurationError(message: "--public-feeds: '\(bad)' is not a feed name")
+        }
+        if privateReads && token == nil && jwt == nil {
+            throw ConfigurationError(message: "--private needs a way to grant reads: --jwt-secret-file, --jwt-public-key or --token")
+        }
+        let openWritesFlag = enabled(openWrites, "DIFFSTREAM_OPEN_WRITES")
+        let loopback = BindAddress.isLoopback(configuration.host)
+        var api = FeedAPI.Options(token: token, allowOrigin: value(allowOrigin, "allow-origin")?.text, compression: configuration.compression)
+        api.privateReads = privateReads
+        api.publicFeeds = Set(publicFeedNames)
+        api.openWrites = loopback || openWritesFlag
+        var examples = Examples.names
+        if let (text, source) = value(self.examples, "examples") {
+            switch text.lowercased() {
+            case "all": break
+            case "none": examples = []
+            default:
+                examples = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                for name in examples where !Examples.names.contains(name) {
+                    throw ConfigurationError(message: "\(source) must be all, none, or a comma-separated list of \(Examples.names.joined(separator: ", ")); '\(name)' is not an example")
+                }
+            }
+        }
         return Settings(
-            server: configuration, publicDirectory: directory,
-            api: FeedAPI.Options(token: token, allowOrigin: value(allowOrigin, "allow-origin")?.text, compression: configuration.compression),
-            replay: try integer(replay, "replay", 0...1_000_000, default: 1024), demo: demoFlag)
+            server: configuration, publicDirectory: directory, api: api,
+            replay: try integer(replay, "replay", 0...1_000_000, default: 1024), demo: demoFlag,
+            dataDirectory: dataDirectory, setAsideDamaged: setAside, examples: examples, storage: storage, jwt: jwt, writesClosed: !loopback && !openWritesFlag && token == nil && jwt == nil)
     }
 }

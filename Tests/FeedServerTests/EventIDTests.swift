@@ -9,7 +9,9 @@ struct EventIDTests {
     }
 
     @Test(arguments: ["", "42", "ds1.0123456789abcdef", "ds2.0123456789abcdef.1", "ds1.0123456789ABCDEF.1", "ds1.0123456789abcde.1",
-                      "ds1.0123456789abcdef.-1", "ds1.0123456789abcdef.1.2", "ds1.0123456789abcdef.1x", "ds1.0123456789abcdef.99999999999999999999"])
+                      "ds1.0123456789abcdef.-1", "ds1.0123456789abcdef.1.2", "ds1.0123456789abcdef.1x", "ds1.0123456789abcdef.99999999999999999999",
+                      // Found by fuzz-event-id: a version with leading zeros was accepted and spelled differently.
+                      "ds1.0000000000000000.0000000001", "ds1.0123456789abcdef.07", "ds1.0123456789abcdef.00"])
     func foreignOrMalformedIDsAreRejected(text: String) {
         #expect(EventID(text) == nil)
     }

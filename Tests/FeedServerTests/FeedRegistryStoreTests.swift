@@ -1,0 +1,121 @@
+import DiffStreamJSON
+import FeedStore
+import HTTPServer
+import Synchronization
+import Testing
+@testable import FeedServer
+
+/// A store in memory that keeps what a durable one would, and can be told to fail: the feed logic
+/// against the seam, without disks or sockets.
+final class MemoryStore: FeedStore {
+    private let state = Mutex<(feeds: [String: StoredFeed], failing: StoreError?, writes: [FeedWrite])>(([:], nil, []))
+
+    func fail(with error: StoreError?) { state.withLock { $0.failing = error } }
+    var writes: [FeedWrite] { state.withLock { $0.writes } }
+
+    func load() throws(StoreError) -> StoreContents {
+        StoreContents(feeds: state.withLock { $0.feeds.values.sorted { $0.name < $1.name } })
+    }
+
+    func commit(_ write: FeedWrite) async throws(StoreError) {
+        let failure: StoreError? = state.withLock { state in
+            if let failing = state.failing { return failing }
+            state.writes.append(write)
+            switch write {
+            case .put(let name, let history, let version, let snapshot, let batch, let keepFrom, let viewState):
+                var feed = state.feeds[name] ?? StoredFeed(name: name, history: history, version: version, snapshot: snapshot, batches: [], viewState: nil)
+                feed.history = history
+                feed.version = version
+                feed.snapshot = snapshot
+                if let viewState { feed.viewState = viewState }
+                if let batch { feed.batches = (feed.batches + [batch]).filter { $0.version >= keepFrom } } else { feed.batches = [] }
+                state.feeds[name] = feed
+            case .viewState(let name, let bytes):
+                state.feeds[name]?.viewState = bytes
+            case .delete(let name):
+                state.feeds[name] = nil
+            }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    func metrics() -> StoreMetrics { StoreMetrics() }
+}
+
+struct FeedRegistryStoreTests {
+    func api(_ store: MemoryStore) async throws -> (FeedAPI, FeedRegistry) {
+        let registry = FeedRegistry(replayLimit: 4, server: nil, store: store)
+        _ = await registry.restore(try store.load().feeds)
+        let hosted = HostedFeeds(registry: registry)
+        try await hosted.host(Counter(), as: "counter")
+        return (FeedAPI(registry: registry, hosted: hosted, files: nil, options: .init(), serverMetrics: { nil }), registry)
+    }
+
+    func request(_ method: String, _ target: String, _ body: String = "") -> HTTPRequest {
+        HTTPRequest(method: method, target: target, headers: ["Host": "x"], body: Array(body.utf8))
+    }
+
+    func body(_ response: HTTPResponse) -> [UInt8] {
+        if case .bytes(let bytes) = response.body { return bytes }
+        return []
+    }
+
+    func snapshot(_ ids: [String]) -> String {
+        #"{"sections":[{"id":"s","items":["# + ids.map { #"{"id":"\#($0)","kind":"k"}"# }.joined(separator: ",") + "]}]}"
+    }
+
+    @Test func aRestartedRegistryHasTheSameHistoryVersionSnapshotAndWindow() async throws {
+        let store = MemoryStore()
+        let (first, registry) = try await api(store)
+        for ids in [["a"], ["b", "a"], ["b"], ["c", "b"]] { _ = await first.handle(request("PUT", "/feeds/list", snapshot(ids))) }
+        let history = try #require(await registry.feed("list")?.history)
+        let (second, restored) = try await api(store)
+        let after = try #require(await restored.feed("list"))
+        #expect(await after.history == history)
+        #expect(await after.version == 4)
+        #expect(body(await second.handle(request("GET", "/feeds/list"))) == body(await first.handle(request("GET", "/feeds/list"))))
+        // Resuming from version 2 gets exactly batches 3 and 4, not a snapshot.
+        let missed = try #require(await after.missedBatches(since: EventID(history: history, version: 2).description))
+        #expect(missed.map { String(decoding: $0.bytes, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("id: ") } } == ["id: ds1.\(history).3", "id: ds1.\(history).4"])
+    }
+
+    @Test func aWriteTheStoreRefusesIsA503AndChangesNothing() async throws {
+        let store = MemoryStore()
+        let (api, registry) = try await api(store)
+        #expect(await api.handle(request("PUT", "/feeds/list", snapshot(["a"]))).status == .created)
+        store.fail(with: .full(path: "/data"))
+        for attempt in [request("PUT", "/feeds/list", snapshot(["b"])), request("PUT", "/feeds/other", snapshot(["x"])),
+                        request("DELETE", "/feeds/list"), request("PATCH", "/feeds/counter", #"{"label":"x"}"#),
+                        request("POST", "/feeds/counter/actions/increment"), request("POST", "/feeds/counter/actions/add", #"{"amount":2}"#)] {
+            let response = await api.handle(attempt)
+            #expect(response.status.code == 503, "\(attempt.method) \(attempt.path)")
+        }
+        #expect(await registry.feed("other") == nil)
+        #expect(await registry.feed("list")?.version == 1)
+        #expect(await registry.feed("counter")?.version == 1)
+        store.fail(with: nil)
+        let recovered = await api.handle(request("PUT", "/feeds/list", snapshot(["b"])))
+        #expect(recovered.status == .ok)
+        #expect(await registry.feed("list")?.version == 2)
+    }
+
+    @Test func viewModelStateAndDeletionsSurviveARestart() async throws {
+        let store = MemoryStore()
+        let (first, _) = try await api(store)
+        _ = await first.handle(request("PATCH", "/feeds/counter", #"{"label":"kept"}"#))
+        _ = await first.handle(request("POST", "/feeds/counter/actions/add", #"{"amount":5}"#))
+        _ = await first.handle(request("POST", "/feeds/counter/actions/increment"))
+        _ = await first.handle(request("PUT", "/feeds/gone", snapshot(["a"])))
+        _ = await first.handle(request("DELETE", "/feeds/gone"))
+        let (second, registry) = try await api(store)
+        #expect(try JSONParser.parse(body(await second.handle(request("GET", "/feeds/counter"))))["sections"]?.arrayValue?.first?["items"]?.arrayValue?.first?["model"] == ["count": 6, "label": "kept"])
+        for feed in ["counter"] {
+            #expect(body(await second.handle(request("GET", "/feeds/\(feed)"))) == body(await first.handle(request("GET", "/feeds/\(feed)"))), "\(feed)")
+        }
+        // The state itself came back, not just the snapshot: the next change continues from it.
+        #expect(try JSONParser.parse(body(await second.handle(request("POST", "/feeds/counter/actions/increment")))) == ["feed": "counter", "version": 5, "ops": 1])
+        #expect(await registry.feed("gone") == nil)
+        #expect(await second.handle(request("GET", "/feeds/gone")).status == .notFound)
+    }
+}

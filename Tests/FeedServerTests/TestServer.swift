@@ -1,0 +1,162 @@
+import DiffStreamJSON
+import FeedServer
+import Foundation
+import HTTPServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real server on port 0 with the feed API, and a blocking HTTP/1.1 client that runs on its own
+/// threads (never on Swift's cooperative pool, which the server's handlers need).
+final class TestServer: Sendable {
+    let server: HTTPServer
+    let registry: FeedRegistry
+    let hosted: HostedFeeds
+    let port: UInt16
+
+    init(token: String? = nil) throws {
+        server = try HTTPServer(configuration: .init(port: 0, logger: Logger(label: "test", level: .off)))
+        registry = FeedRegistry(replayLimit: 64, server: server)
+        hosted = HostedFeeds(registry: registry)
+        let api = FeedAPI(registry: registry, hosted: hosted, files: nil, options: .init(token: token, compression: false), serverMetrics: { nil })
+        port = try server.start { request in await api.handle(request) }
+    }
+
+    func stop() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            server.shutdown(timeout: 1) { continuation.resume() }
+        }
+    }
+
+    struct Reply: Sendable {
+        var status: Int
+        var body: String
+        var json: JSONValue? { try? JSONParser.parse(Array(body.utf8)) }
+    }
+
+    /// One request on a new connection (`Connection: close`); the reply is read to the end.
+    func request(_ method: String, _ path: String, body: String = "") async throws -> Reply {
+        let port = port
+        let text = try await onThread {
+            let socket = try TestSocket(port: port)
+            defer { socket.close() }
+            try socket.send("\(method) \(path) HTTP/1.1\r\nHost: test\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+            var received: [UInt8] = []
+            while let chunk = try socket.receive() { received += chunk }
+            return String(decoding: received, as: UTF8.self)
+        }
+        guard let head = text.range(of: "\r\n\r\n"), let status = Int(text.split(separator: " ").dropFirst().first ?? "") else {
+            throw TestFailure("not an HTTP response: \(text.prefix(200))")
+        }
+        return Reply(status: status, body: String(text[head.upperBound...]))
+    }
+
+    /// The events of `GET path` as they arrive: (type, data) for every event with data.
+    func subscribe(_ path: String) async throws -> EventSubscription {
+        let socket = try await onThread { [port] in try TestSocket(port: port) }
+        try socket.send("GET \(path) HTTP/1.1\r\nHost: test\r\n\r\n")
+        return EventSubscription(socket: socket)
+    }
+}
+
+/// A server-sent event stream read on a thread of its own.
+final class EventSubscription: Sendable {
+    let socket: TestSocket
+    let events: AsyncStream<(type: String, data: JSONValue)>
+
+    init(socket: TestSocket) {
+        self.socket = socket
+        let (stream, continuation) = AsyncStream.makeStream(of: (type: String, data: JSONValue).self)
+        events = stream
+        Thread.detachNewThread {
+            var buffer = ""
+            var headDone = false
+            while let chunk = try? socket.receive() {
+                buffer += String(decoding: chunk, as: UTF8.self)
+                if !headDone, let head = buffer.range(of: "\r\n\r\n") {
+                    buffer.removeSubrange(..<head.upperBound)
+                    headDone = true
+                }
+                while headDone, let end = buffer.range(of: "\n\n") {
+                    let block = buffer[..<end.lowerBound]
+                    buffer.removeSubrange(..<end.upperBound)
+                    var type = "message"
+                    var data: String?
+                    for line in block.split(separator: "\n") {
+                        if line.hasPrefix("event: ") { type = String(line.dropFirst(7)) }
+                        if line.hasPrefix("data: ") { data = String(line.dropFirst(6)) }
+                    }
+                    if let data, let json = try? JSONParser.parse(Array(data.utf8)) { continuation.yield((type, json)) }
+                }
+            }
+            continuation.finish()
+            socket.close()
+        }
+    }
+
+    /// The next `count` events.
+    func next(_ count: Int) async -> [(type: String, data: JSONValue)] {
+        var collected: [(type: String, data: JSONValue)] = []
+        for await event in events {
+            collected.append(event)
+            if collected.count == count { break }
+        }
+        return collected
+    }
+
+    func close() { socket.shutdown() }
+}
+
+/// A blocking TCP socket to 127.0.0.1.
+final class TestSocket: Sendable {
+    let fd: Int32
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw TestFailure("connect: errno \(code)")
+        }
+    }
+
+    func send(_ text: String) throws {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw TestFailure("send: errno \(errno)") }
+            bytes = bytes.dropFirst(sent)
+        }
+    }
+
+    /// The next bytes, or nil at the end of the stream.
+    func receive() throws -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count < 0 { throw TestFailure("recv: errno \(errno)") }
+        return count == 0 ? nil : Array(buffer[..<count])
+    }
+
+    func shutdown() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+    func close() { Glibc.close(fd) }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs blocking work on a new thread and awaits its result.
+func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
+}
