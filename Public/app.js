@@ -1,20 +1,19 @@
-// DiffStream page: subscribes to one feed's event stream and applies each batch to the DOM, op by op.
+// DiffStream page: subscribes to one feed's event stream (shared with the other tabs, see streams.js) and
+// applies each batch to the DOM, op by op.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
 const feedEl = $('feed');
-const KNOWN_FEEDS = ['home', 'week', 'blackjack', 'forecast'];
 const MAX_ANIMATED = 600; // with more sections and items than this, changes are applied without animation
 const reducedMotion = matchMedia('(prefers-reduced-motion: reduce)');
 
 const app = {
-  feed: new URLSearchParams(location.search).get('feed') || 'home',
+  feed: new URLSearchParams(location.search).get('feed'), // null: the first feed the server lists
   version: null,
   state: 'connecting',
-  source: null,     // the current EventSource
-  resyncing: false, // a fresh subscription was opened because a batch did not follow our version
-  retries: 0,
-  retryTimer: 0,
+  stream: null,     // the current subscription (diffstreamStreams.subscribe)
+  resyncing: false, // a fresh snapshot was asked for because a batch did not follow our version
+  catalog: new Map(), // feed name -> its entry in GET /feeds: {feed, version, kind, actions?}
 };
 const sections = new Map(); // section id -> <section>
 const items = new Map();    // item id -> <li>
@@ -105,8 +104,8 @@ const templates = {
   day: {
     fits: (m) => 'name' in m,
     build(li, ctx) {
-      // The forecast's daily items select a day: a real button, so Enter and Space work too.
-      const button = ctx.section === 'daily' && app.feed === 'forecast';
+      // A day with one action of its own (e.g. selecting it) is a real button: Enter and Space work too.
+      const button = Boolean(ctx.primary);
       const body = el(button ? 'button' : 'div', 'body');
       if (button) body.type = 'button';
       const temps = el('span', 'temps');
@@ -125,6 +124,15 @@ const templates = {
     fits: (m) => 'hour' in m,
     build: (li) => li.append(el('span', 'time'), el('span', 'icon'), el('span', 'temp')),
     text: (m) => ({ time: m.hour, icon: m.icon, temp: deg(m.temp) }),
+  },
+  todo: {
+    fits: (m) => 'title' in m,
+    build: (li) => li.append(el('span', 'check'), el('span', 'title')),
+    text: (m) => ({ check: m.done ? '✓' : '○', title: m.title }),
+    patch(li, m) {
+      setClass(li, 'done', m.done === true);
+      setAttr(part(li, 'check'), 'aria-label', m.done ? 'done' : 'to do');
+    },
   },
   json: { // any other kind, or a model that the kind's template cannot show
     fits: () => true,
@@ -150,7 +158,9 @@ function fillItem(li, item, section) {
     li.replaceChildren();
     li.dataset.template = name;
     li.className = `item is-${name}`;
-    template.build(li, { id: item.id, kind: item.kind, section });
+    const actions = itemActions(item.kind);
+    template.build(li, { id: item.id, kind: item.kind, section, primary: primaryAction(actions) });
+    buildItemActions(li, actions);
   }
   for (const [className, value] of Object.entries(template.text(model, item.kind))) {
     for (const node of li.querySelectorAll(`.${className}`)) setText(node, value);
@@ -395,39 +405,22 @@ const announce = (text) => { if (text) $('announcer').textContent = text; };
 const showNotice = (text) => { setText($('notice'), text); setHidden($('notice'), !text); };
 const showError = (text) => { setText($('error-text'), text); setHidden($('error'), !text); };
 
-// ---- Connection ---------------------------------------------------------------------------------
+// ---- Connection: one subscription through the shared connection layer (streams.js) --------------
 
 function connect() {
-  clearTimeout(app.retryTimer);
-  if (app.source) app.source.close();
-  const source = new EventSource(`/feeds/${encodeURIComponent(app.feed)}/events`);
-  app.source = source;
-  const on = (type, handler) => source.addEventListener(type, (event) => {
-    if (app.source !== source) return; // a subscription we have left
-    try {
-      handler(JSON.parse(event.data || '{}'));
-    } catch (error) {
-      console.warn(`could not apply the ${type} (${error.message}); subscribing afresh`);
-      resync();
-    }
-  });
-  on('snapshot', onSnapshot);
-  on('batch', onBatch);
-  on('deleted', onDeleted);
-  source.addEventListener('error', () => {
-    if (app.source !== source) return;
-    if (source.readyState === EventSource.CLOSED) failed(source);
-    else setState('reconnecting'); // EventSource retries by itself and sends Last-Event-ID
+  if (app.stream) app.stream.close();
+  app.stream = diffstreamStreams.subscribe(app.feed, {
+    onSnapshot, onBatch, onDeleted, onUnauthorized: onExpired, onState: onStreamState,
   });
 }
 
 function onSnapshot(data) {
   transition((fx) => renderSnapshot(data, fx));
+  refreshSelects();
   feedEl.setAttribute('aria-busy', 'false');
   setVersion(data.version);
   const resynced = app.resyncing || app.state === 'reconnecting';
   app.resyncing = false;
-  app.retries = 0;
   showNotice(null);
   setState(resynced ? 'resynced' : 'live');
   announce(resynced ? `Resynced ${app.feed} at version ${data.version}` : `${app.feed} loaded`);
@@ -436,40 +429,47 @@ function onSnapshot(data) {
 function onBatch(data) {
   if (app.version === null || data.from !== app.version) return resync();
   transition((fx) => { for (const op of data.ops) applyOp(op, fx); });
+  refreshSelects();
   setVersion(data.version);
   if (app.state !== 'live') setState('live');
   announce(summary(data.ops));
 }
 
 function onDeleted() {
-  app.source.close();
+  app.stream.close();
   transition((fx) => renderSnapshot({ sections: [] }, fx));
   setState('deleted');
   showNotice(`The feed “${app.feed}” was deleted.`);
   announce(`The feed ${app.feed} was deleted`);
 }
 
-/// A batch that does not follow our version: a new subscription (without Last-Event-ID) starts with a snapshot.
+/// A batch that does not follow our version: a fresh snapshot follows.
 function resync() {
   app.resyncing = true;
-  connect();
+  app.stream.resync();
 }
 
-/// The stream was refused, so EventSource will not retry: say why, and try again a little later.
-async function failed(source) {
-  let state = 'reconnecting';
-  try {
-    const response = await fetch(`/feeds/${encodeURIComponent(app.feed)}`, { cache: 'no-store' });
-    if (response.status >= 400 && response.status < 500) {
-      state = 'error';
-      const body = await response.json().catch(() => ({}));
-      showNotice(response.status === 404 ? `There is no feed “${app.feed}” (yet). Checking again…`
-        : `The feed “${app.feed}” cannot be shown: ${body.detail || body.error || response.status}`);
-    }
-  } catch (_) { /* the server is away: keep trying */ }
-  if (app.source !== source) return;
+const askForToken = () => { document.querySelector('details.token').open = true; };
+
+/// The stream's token expired (`event: unauthorized`): the stream waits for a fresh token.
+function onExpired() {
+  setState('expired');
+  showNotice(`Your access to the feed “${app.feed}” expired. Enter a fresh token to continue.`);
+  askForToken();
+}
+
+/// The stream was refused or dropped (the hub retries by itself, with backoff): say why.
+function onStreamState(state, { status, detail }) {
   setState(state);
-  app.retryTimer = setTimeout(() => app.source === source && connect(), Math.min(30000, 2000 * 2 ** app.retries++));
+  if (state === 'error') {
+    showNotice(status === 404 ? `There is no feed “${app.feed}” (yet). Checking again…`
+      : `The feed “${app.feed}” cannot be shown: ${detail}`);
+  } else if (state === 'unauthorized') {
+    showNotice(`The feed “${app.feed}” needs a token${detail ? ` (${detail})` : ''}. Enter one under Token.`);
+    askForToken();
+  } else if (state === 'forbidden') {
+    showNotice(`Your token does not allow reading the feed “${app.feed}”.`);
+  }
 }
 
 // ---- Actions ------------------------------------------------------------------------------------
@@ -480,14 +480,15 @@ async function send(what, method, path, body) {
   if (token) headers.Authorization = `Bearer ${token}`;
   try {
     const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    if (response.ok) return showError(null);
+    if (response.ok) { showError(null); return true; }
     let message = `the server answered ${response.status} ${response.statusText}`.trim();
     try {
       const json = await response.json();
       if (json && json.error) message = json.detail ? `${json.error} — ${json.detail}` : json.error;
     } catch (_) { /* not JSON */ }
+    if (response.status === 403) message += ' (your token does not allow this)';
     if (response.status === 401) {
-      message += token ? ' (check the write token)' : ' (set a write token)';
+      message += token ? ' (check the token)' : ' (set a token)';
       document.querySelector('details.token').open = true;
       $('token').focus();
     }
@@ -495,36 +496,144 @@ async function send(what, method, path, body) {
   } catch (error) {
     showError(`Could not ${what}: the server did not answer (${error.message}).`);
   }
+  return false;
 }
 
 $('error-close').addEventListener('click', () => showError(null));
 
-$('deal').addEventListener('click', async (event) => {
-  const button = event.currentTarget;
+// ---- Actions, as the server declares them ------------------------------------------------------
+// GET /feeds lists each hosted feed's actions with their fields. An action whose first required field
+// is an item id ({type: "item", itemKind}) is offered on every item of that kind; the others are
+// offered in the bar above the feed. Text fields become inputs; other item fields become a <select>.
+
+const feedActions = () => (app.catalog.get(app.feed) || {}).actions || [];
+const targetField = (action) => (action.fields || []).find((f) => f.type === 'item' && !f.optional && !f.nullable);
+const extraFields = (action, target) => (action.fields || []).filter((f) => f !== target && !(f.optional && f.type === 'item'));
+
+/// The actions offered on items of `kind`.
+function itemActions(kind) {
+  return feedActions().filter((a) => { const t = targetField(a); return t && t.itemKind === kind; });
+}
+
+/// The one action an item of this kind does when clicked: only when it has exactly one, without other fields.
+function primaryAction(actions) {
+  return actions.length === 1 && extraFields(actions[0], targetField(actions[0])).length === 0 ? actions[0] : null;
+}
+
+const words = (name) => name.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+
+/// An input for one field; `data-field` names it, `data-type` says how to read it.
+function fieldInput(field) {
+  let input;
+  if (field.type === 'item') {
+    input = el('select', 'action-input');
+    input.dataset.itemKind = field.itemKind;
+    input.dataset.nullable = String(field.nullable || field.optional);
+    refreshSelect(input);
+  } else {
+    input = el('input', 'action-input');
+    Object.assign(input, { autocomplete: 'off', placeholder: words(field.name) });
+    input.type = field.type === 'boolean' ? 'checkbox' : field.type === 'string' ? 'text' : 'number';
+  }
+  input.dataset.field = field.name;
+  input.dataset.type = field.type;
+  input.setAttribute('aria-label', words(field.name));
+  return input;
+}
+
+/// A form for an action: its inputs and a submit button named after it. `target` is an item id field.
+function actionForm(action, target, className) {
+  const form = el('form', className);
+  form.dataset.action = action.name;
+  if (target) form.dataset.target = target.name;
+  for (const field of extraFields(action, target)) form.append(fieldInput(field));
+  const button = el('button', 'action-button', words(action.name));
+  button.type = 'submit';
+  form.append(button);
+  return form;
+}
+
+function buildItemActions(li, actions) {
+  if (!actions.length || primaryAction(actions)) return;
+  const box = el('div', 'item-actions');
+  for (const action of actions) box.append(actionForm(action, targetField(action), 'item-action'));
+  li.append(box);
+}
+
+function renderActionBar() {
+  const bar = $('actions');
+  bar.replaceChildren(...feedActions().filter((a) => !targetField(a)).map((a) => actionForm(a, null, 'bar-action')));
+  setHidden(bar, !bar.firstChild);
+}
+
+/// Options of an item <select>: the items of its kind, in order (and "at the end" when it may be null).
+function refreshSelect(select) {
+  const ids = [...items.values()].filter((li) => li.dataset.kind === select.dataset.itemKind).map((li) => li.dataset.itemId);
+  const key = ids.join('\n');
+  if (select.dataset.options === key) return;
+  const value = select.value;
+  select.replaceChildren(...(select.dataset.nullable === 'true' ? [new Option('at the end', '')] : []),
+    ...ids.map((id) => new Option(`before ${items.get(id).querySelector('.title')?.textContent || id}`, id)));
+  select.dataset.options = key;
+  if ([...select.options].some((o) => o.value === value)) select.value = value;
+}
+const refreshSelects = () => { for (const select of document.querySelectorAll('select[data-item-kind]')) refreshSelect(select); };
+
+/// The JSON body of a form: each input by its field; an item id from the item the form belongs to.
+function actionBody(form, li) {
+  const body = {};
+  if (form.dataset.target && li) body[form.dataset.target] = li.dataset.itemId;
+  for (const input of form.querySelectorAll('[data-field]')) {
+    const { field, type } = input.dataset;
+    if (type === 'boolean') body[field] = input.checked;
+    else if (type === 'integer' || type === 'number') { if (input.value !== '') body[field] = Number(input.value); }
+    else if (type === 'item') { if (input.value !== '') body[field] = input.value; else if (input.dataset.nullable === 'true') body[field] = null; }
+    else body[field] = input.value;
+  }
+  return body;
+}
+
+async function perform(name, body) {
+  const action = encodeURIComponent(name);
+  return send(words(name), 'POST', `/feeds/${encodeURIComponent(app.feed)}/actions/${action}`, body);
+}
+
+document.addEventListener('submit', async (event) => {
+  const form = event.target.closest('form[data-action]');
+  if (!form) return;
+  event.preventDefault();
+  const li = form.closest('li[data-item-id]');
+  const button = form.querySelector('.action-button');
   button.disabled = true;
-  await send('deal', 'POST', '/feeds/blackjack/actions/deal');
+  const ok = await perform(form.dataset.action, actionBody(form, li));
   button.disabled = false;
+  if (ok) for (const input of form.querySelectorAll('input[type="text"]')) input.value = '';
 });
 
 feedEl.addEventListener('click', (event) => {
-  const li = app.feed === 'forecast' && event.target.closest('section[data-section-id="daily"] li[data-item-id]');
-  if (li) send('select that day', 'POST', '/feeds/forecast/actions/select', { day: li.dataset.itemId });
+  const li = event.target.closest('li[data-item-id]');
+  if (!li || event.target.closest('form, input, select, textarea')) return;
+  const primary = primaryAction(itemActions(li.dataset.kind));
+  if (primary) perform(primary.name, { [targetField(primary).name]: li.dataset.itemId });
 });
 
 // ---- Controls, and start ------------------------------------------------------------------------
 
 const token = $('token');
 token.value = localStorage.getItem('diffstream-token') || '';
-function saveToken() {
+function saveToken(changed) {
   const value = token.value.trim();
   if (value) localStorage.setItem('diffstream-token', value);
   else localStorage.removeItem('diffstream-token');
   setHidden($('token-set'), !value);
+  if (value || changed === true) diffstreamStreams.setToken(value); // the event stream carries it as a cookie
 }
-token.addEventListener('input', saveToken);
+token.addEventListener('input', () => saveToken(true));
+token.addEventListener('change', () => diffstreamStreams.retry());
 $('token-form').addEventListener('submit', (event) => {
   event.preventDefault();
   saveToken();
+  diffstreamStreams.retry();
   event.target.closest('details').open = false;
 });
 saveToken();
@@ -534,8 +643,21 @@ function addFeedOption(name) {
   if (![...picker.options].some((o) => o.value === name)) picker.append(new Option(name, name));
 }
 
-function switchFeed(feed) {
-  Object.assign(app, { feed, resyncing: false, retries: 0 });
+/// Learns the feeds and their actions from the server, and lists them in the picker.
+async function loadCatalog() {
+  try {
+    const response = await fetch('/feeds', { cache: 'no-store' });
+    if (!response.ok) return;
+    app.catalog = new Map((await response.json()).map((entry) => [entry.feed, entry]));
+    for (const name of app.catalog.keys()) addFeedOption(name);
+  } catch (_) { /* the server is away: the stream's retries will say so */ }
+}
+
+async function switchFeed(feed) {
+  await loadCatalog();
+  feed = feed || app.catalog.keys().next().value;
+  if (!feed) { showNotice('The server has no feeds yet. Create one with PUT /feeds/{name}.'); return; }
+  Object.assign(app, { feed, resyncing: false });
   addFeedOption(feed);
   picker.value = feed;
   const url = new URL(location.href);
@@ -548,7 +670,7 @@ function switchFeed(feed) {
   feedEl.replaceChildren();
   sections.clear();
   items.clear();
-  setHidden($('deal'), feed !== 'blackjack');
+  renderActionBar();
   showNotice(null);
   showError(null);
   setVersion(null);
@@ -557,8 +679,5 @@ function switchFeed(feed) {
 }
 
 picker.addEventListener('change', () => switchFeed(picker.value));
-fetch('/feeds').then((r) => (r.ok ? r.json() : [])).then((feeds) => {
-  for (const { feed } of feeds) if (!KNOWN_FEEDS.includes(feed)) addFeedOption(feed);
-}).catch(() => { /* the picker keeps the built-in feeds */ });
 
 switchFeed(app.feed);

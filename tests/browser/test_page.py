@@ -2,6 +2,7 @@
 import subprocess
 
 import pytest
+from selenium.webdriver.support.ui import Select
 
 import pathlib
 import sys
@@ -126,7 +127,8 @@ def test_restart_shows_reconnecting_then_converges(browser):
 def test_deal_appends_a_card(browser, server):
     before = open_feed(browser, server, "blackjack")
     cards_before = len(before["sections"][0]["items"])
-    browser.find_element("id", "deal").click()
+    # The button is the generic control for the action the server declares (no name is built into the page).
+    browser.find_element("css selector", "#actions form[data-action='deal'] .action-button").click()
     after = wait_for(lambda: (lambda d: d if d["version"] == before["version"] + 1 else None)(server.request("GET", "/feeds/blackjack")),
                      message="the deal to publish")
     wait_for(lambda: matches(browser, after), message="the new card to show")
@@ -199,3 +201,103 @@ def test_phone_width_layout(browser, server):
         save_screenshot(browser, "home-phone")
     finally:
         browser.set_window_size(1200, 900)
+
+
+def todo_titles(server):
+    """The to-do feed as {section id: [titles]}."""
+    document = server.request("GET", "/feeds/todo")
+    return {s["id"]: [i["model"]["title"] for i in s["items"]] for s in document["sections"]}
+
+
+def wait_version(server, browser, version):
+    document = wait_for(lambda: (lambda d: d if d["version"] >= version else None)(server.request("GET", "/feeds/todo")),
+                        message=f"todo to reach version {version}")
+    wait_for(lambda: matches(browser, document), message=f"the page to show todo version {document['version']}")
+    return document
+
+
+def item_form(browser, item_id, action):
+    return browser.find_element("css selector", f"li[data-item-id='{item_id}'] form[data-action='{action}']")
+
+
+def test_todo_through_the_generic_action_controls(browser, server):
+    document = open_feed(browser, server, "todo")
+    version = document["version"]
+    # add, from the text field the page made for the action's "title" field
+    bar = browser.find_element("css selector", "#actions form[data-action='add']")
+    title = bar.find_element("css selector", "input[data-field='title']")
+    for text in ["Buy milk", "Call Ana", "Fix the bike"]:
+        title.send_keys(text)
+        bar.find_element("css selector", ".action-button").click()
+        version += 1
+        wait_version(server, browser, version)
+    assert todo_titles(server) == {"todo": ["Buy milk", "Call Ana", "Fix the bike"], "done": []}
+    assert title.get_attribute("value") == ""
+    ids = {i["model"]["title"]: i["id"] for i in server.request("GET", "/feeds/todo")["sections"][0]["items"]}
+    # toggle: a button on the item
+    item_form(browser, ids["Call Ana"], "toggle").find_element("css selector", ".action-button").click()
+    version += 1
+    wait_version(server, browser, version)
+    assert todo_titles(server) == {"todo": ["Buy milk", "Fix the bike"], "done": ["Call Ana"]}
+    assert browser.execute_script(f"return document.querySelector(\"li[data-item-id='{ids['Call Ana']}']\").closest('section').dataset.sectionId") == "done"
+    # rename: the item's own text field
+    rename = item_form(browser, ids["Buy milk"], "rename")
+    rename.find_element("css selector", "input[data-field='title']").send_keys("Buy oat milk")
+    rename.find_element("css selector", ".action-button").click()
+    version += 1
+    wait_version(server, browser, version)
+    assert todo_titles(server)["todo"] == ["Buy oat milk", "Fix the bike"]
+    # move: the item's "before" list, to the end
+    move = item_form(browser, ids["Buy milk"], "move")
+    Select(move.find_element("css selector", "select[data-field='before']")).select_by_value("")
+    move.find_element("css selector", ".action-button").click()
+    version += 1
+    wait_version(server, browser, version)
+    assert todo_titles(server)["todo"] == ["Fix the bike", "Buy oat milk"]
+    # move before another item, chosen by its title in the list
+    move = item_form(browser, ids["Buy milk"], "move")
+    Select(move.find_element("css selector", "select[data-field='before']")).select_by_visible_text("before Fix the bike")
+    move.find_element("css selector", ".action-button").click()
+    version += 1
+    wait_version(server, browser, version)
+    assert todo_titles(server)["todo"] == ["Buy oat milk", "Fix the bike"]
+    # remove, then clear the done ones from the bar
+    item_form(browser, ids["Fix the bike"], "remove").find_element("css selector", ".action-button").click()
+    version += 1
+    wait_version(server, browser, version)
+    browser.find_element("css selector", "#actions form[data-action='clearDone'] .action-button").click()
+    version += 1
+    wait_version(server, browser, version)
+    assert todo_titles(server) == {"todo": ["Buy oat milk"], "done": []}
+    # a refused action shows the server's reason
+    title.send_keys("x" * 201)
+    bar.find_element("css selector", ".action-button").click()
+    wait_for(lambda: "title" in browser.find_element("id", "error-text").text, message="the 422 to be shown")
+    save_screenshot(browser, "todo")
+
+
+def test_typing_keeps_focus_through_updates(browser, server):
+    open_feed(browser, server, "todo")
+    for text in ["one", "two"]:
+        server.request("POST", "/feeds/todo/actions/add", {"title": text})
+    document = wait_version(server, browser, 3)
+    one = document["sections"][0]["items"][0]["id"]
+    field = item_form(browser, one, "rename").find_element("css selector", "input[data-field='title']")
+    field.send_keys("half-typ")
+    # Updates arrive while typing: the item itself is renamed by someone else, moved, and others are added.
+    server.request("POST", "/feeds/todo/actions/rename", {"id": one, "title": "one, renamed elsewhere"})
+    server.request("POST", "/feeds/todo/actions/move", {"id": one, "before": None})
+    server.request("POST", "/feeds/todo/actions/add", {"title": "three", "before": one})
+    wait_version(server, browser, 6)
+    field.send_keys("ed")
+    state = browser.execute_script("""
+        const input = document.activeElement;
+        return {value: input.value, field: input.dataset.field, item: input.closest('li') && input.closest('li').dataset.itemId};""")
+    assert state == {"value": "half-typed", "field": "title", "item": one}
+    # The bar's text field keeps its focus too.
+    bar_field = browser.find_element("css selector", "#actions form[data-action='add'] input[data-field='title']")
+    bar_field.send_keys("new ")
+    server.request("POST", "/feeds/todo/actions/toggle", {"id": one})
+    wait_version(server, browser, 7)
+    bar_field.send_keys("item")
+    assert browser.execute_script("return [document.activeElement.value, document.activeElement.closest('#actions') !== null]") == ["new item", True]
