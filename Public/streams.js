@@ -24,6 +24,7 @@ window.diffstreamStreams = (() => {
   // The messages between tabs, worker and hub are versioned by name: a page of another version never
   // talks to a worker or an elected tab of this one.
   const NAME = 'diffstream-streams-1';
+  const WELCOME_MS = 4000; // a shared worker that has not answered by then is taken as one that did not load
   const pageEnv = () => ({
     EventSource: window.EventSource, fetch: window.fetch.bind(window),
     setTimeout: window.setTimeout.bind(window), clearTimeout: window.clearTimeout.bind(window),
@@ -114,12 +115,25 @@ window.diffstreamStreams = (() => {
     function start() {
       const worker = new SharedWorker('/stream-worker.js', { name: NAME });
       let welcomed = false;
+      let abandoned = false;
       // The script could not be loaded (a proxy that does not serve it, a policy): take the next path.
-      worker.addEventListener('error', () => { if (!welcomed) fallBack(); });
+      // Not every browser reports that with an 'error' event, so a worker that has not said welcome
+      // within WELCOME_MS is given up too.
+      const giveUp = () => {
+        if (welcomed || abandoned) return;
+        abandoned = true;
+        port.onmessage = null;
+        port.close();
+        fallBack();
+      };
+      worker.addEventListener('error', giveUp);
+      const timer = setTimeout(giveUp, WELCOME_MS);
       port = worker.port;
       port.onmessage = ({ data }) => {
+        if (abandoned) return undefined;
         if (data.type !== 'welcome') return receive(data);
         welcomed = true;
+        clearTimeout(timer);
         // The worker holds `diffstream-worker-<id>` while it lives; when we get it, it is gone: start another.
         if (data.worker && locks) {
           locks.request(`diffstream-worker-${data.worker}`, () => { start(); resubscribeAll(); });
@@ -186,6 +200,7 @@ window.diffstreamStreams = (() => {
   }
 
   function fallBack() {
+    if (mode !== 'worker') return; // already fell back
     console.warn(`the shared worker did not start; the ${available.tab ? 'elected tab' : 'tab'} holds the streams`);
     mode = available.tab ? 'tab' : 'own';
     startTransport();
