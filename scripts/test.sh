@@ -6,6 +6,7 @@
 #  4. end-to-end tests against the built binary over real sockets (tests/e2e)
 #  5. browser tests in headless Chromium (tests/browser)
 #  6. the Dockerfile: hadolint, and the release binary in a minimal Debian root (scripts/check-docker-runtime.sh)
+#  7. every libFuzzer target of Fuzz/ for 10 seconds (scripts/fuzz.sh 10; debug build, its own scratch path)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -32,5 +33,8 @@ python3 -m pytest tests/browser -q -p no:cacheprovider
 step "Dockerfile checks"
 hadolint Dockerfile
 scripts/check-docker-runtime.sh .build/release/diffstream
+
+step "fuzzing (scripts/fuzz.sh 10; long runs are recorded in docs/fuzzing.md)"
+FUZZ_CONFIGURATION=debug scripts/fuzz.sh 10
 
 step "all tests passed"
