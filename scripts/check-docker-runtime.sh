@@ -93,7 +93,7 @@ fi
 show_log() { echo "--- server log ---" >&2; cat "$log" >&2; echo "------------------" >&2; }
 
 chroot "$root" /usr/local/bin/diffstream --host 127.0.0.1 --port 0 \
-    --public /usr/share/diffstream/Public 2>"$log" >/dev/null &
+    --public /usr/share/diffstream/Public --data /data 2>"$log" >/dev/null &
 pid=$!
 port=""
 deadline=$((SECONDS + 20))

@@ -26,7 +26,11 @@ class Server:
 
     def __init__(self, port=0, tls=None, extra=(), public=None, env=None, preexec_fn=None, name=None):
         binary = os.environ.get("DIFFSTREAM_BIN", str(ROOT / ".build" / "debug" / "diffstream"))
-        args = [binary, "--host", "127.0.0.1", "--port", str(port), "--public", str(public or ROOT / "Public"), "--heartbeat", "2", *extra]
+        # In memory unless told where (`--data`): the default ./data would litter the checkout and carry
+        # feeds from one test into the next.
+        data = [] if any(str(flag).startswith("--data") for flag in extra) else ["--data", "none"]
+        args = [binary, "--host", "127.0.0.1", "--port", str(port), "--public", str(public or ROOT / "Public"), "--heartbeat", "2",
+                *data, *extra]
         if tls:
             args += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
         self.scheme = "https" if tls else "http"

@@ -1,8 +1,13 @@
-// A third-party SSE client (Debian's node-eventsource): prints each event as one JSON line.
-// Usage: node eventsource_client.js URL
+// A third-party SSE client: Debian's node-eventsource (package `node-eventsource`, module `eventsource`
+// 2.x, whose export is the EventSource constructor itself). Prints one JSON line per thing that happens:
+//   {"type":"open"} | {"type":"error","readyState":N} | {"type":"snapshot"|"batch"|"deleted","id":lastEventId,"data":{...}}
+// Usage: NODE_PATH=/usr/share/nodejs node eventsource_client.js URL
 const EventSource = require('eventsource');
 const source = new EventSource(process.argv[2]);
-const print = (type) => (event) => console.log(JSON.stringify({ type, id: event.lastEventId, data: JSON.parse(event.data) }));
-source.addEventListener('snapshot', print('snapshot'));
-source.addEventListener('batch', print('batch'));
-source.onerror = () => console.log(JSON.stringify({ type: 'error' }));
+const print = (line) => process.stdout.write(JSON.stringify(line) + '\n');
+for (const type of ['snapshot', 'batch', 'deleted']) {
+  source.addEventListener(type, (event) => print({ type, id: event.lastEventId, data: JSON.parse(event.data) }));
+}
+source.onopen = () => print({ type: 'open' });
+source.onerror = () => print({ type: 'error', readyState: source.readyState });
+process.on('SIGTERM', () => { source.close(); process.exit(0); });
