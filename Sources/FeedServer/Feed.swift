@@ -38,7 +38,9 @@ public actor Feed {
     private var writers: [CheckedContinuation<Void, Never>] = []
     /// The resync snapshot event of one version (of one history: a recreated feed starts again at 1),
     /// encoded once and shared by every lagging subscriber.
-    private var resyncPayload: (history: String, version: Int, payload: EventPayload)?
+    /// The current snapshot as an event (after a `retry:` field), encoded once per version and shared
+    /// by every subscriber that needs it: new ones, and lagging ones being caught up.
+    private var snapshotPayload: (history: String, version: Int, payload: EventPayload)?
     static let retryMilliseconds = 2000
 
     /// A feed that does not exist yet; the first ``publish(_:viewState:)`` creates it.
@@ -199,13 +201,13 @@ public actor Feed {
             stream.close()
             return
         }
-        var initial = ServerSentEvent.retry(milliseconds: Self.retryMilliseconds)
         if let missed = missedBatches(since: lastEventID) {
+            var initial = ServerSentEvent.retry(milliseconds: Self.retryMilliseconds)
             for payload in missed { initial += payload.bytes }
+            stream.send(EventPayload(initial))
         } else {
-            initial += FeedEvents.snapshotEvent(feed: name, id: EventID(history: history, version: version), snapshot: snapshot)
+            stream.send(currentSnapshotPayload())
         }
-        stream.send(EventPayload(initial))
         subscribers[stream.id] = stream
         metrics.setSubscribers(name, subscribers.count)
         let id = stream.id
@@ -229,10 +231,16 @@ public actor Feed {
     private func resync(_ stream: EventStream) {
         guard subscribers[stream.id] != nil else { return }
         metrics.recordResync()
-        if resyncPayload?.version != version || resyncPayload?.history != history {
-            resyncPayload = (history, version, EventPayload(FeedEvents.snapshotEvent(feed: name, id: EventID(history: history, version: version), snapshot: snapshot)))
-        }
-        if let payload = resyncPayload?.payload { stream.resume(with: payload) }
+        stream.resume(with: currentSnapshotPayload())
+    }
+
+    /// The snapshot event of the current version, encoded on first use.
+    private func currentSnapshotPayload() -> EventPayload {
+        if let cached = snapshotPayload, cached.version == version, cached.history == history { return cached.payload }
+        let event = FeedEvents.snapshotEvent(feed: name, id: EventID(history: history, version: version), snapshot: snapshot)
+        let payload = EventPayload(ServerSentEvent.retry(milliseconds: Self.retryMilliseconds) + event)
+        snapshotPayload = (history, version, payload)
+        return payload
     }
 
     private func unsubscribe(_ id: Int) {
@@ -250,6 +258,7 @@ public actor Feed {
         try await store?.commit(.delete(name: name))
         account?.releaseFeed(bytes: storedBytes)
         version = 0
+        snapshotPayload = nil
         snapshot = WireSnapshot()
         snapshotBytes = 0
         replay = []
