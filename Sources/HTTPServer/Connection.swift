@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CSystemShims
+import Synchronization
 
 /// The socket executor of one client connection: it reads and writes the socket, keeps the epoll
 /// interest and the output queue, and carries out what its ``ConnectionMachine`` decides. Every
@@ -128,8 +129,9 @@ final class Connection: EventHandler, @unchecked Sendable {
 
     // MARK: Actions
 
-    /// Carries out the machine's actions, in order.
-    func perform(_ actions: [ConnectionMachine.Action]) {
+    /// Carries out the machine's actions, in order. `opening` is the handler's stream start and the
+    /// request it answers, for an `.openStream` among them (only a response can open a stream).
+    func perform(_ actions: [ConnectionMachine.Action], opening: StreamOpening? = nil) {
         guard !actions.isEmpty else { return }
         let server = loop.server
         var wroteSomething = false
@@ -141,7 +143,7 @@ final class Connection: EventHandler, @unchecked Sendable {
             case .dispatch(let request, let info):
                 loop.dispatch(request, info: info, connection: self)
             case .openStream:
-                openStream()
+                if let opening { openStream(opening) }
             case .streamDrained:
                 if let stream, stream.hasResyncHandler {
                     stream.requestResync()
@@ -167,35 +169,31 @@ final class Connection: EventHandler, @unchecked Sendable {
         case .request: metrics.requests.add(1, ordering: .relaxed)
         case .badRequest: metrics.badRequests.add(1, ordering: .relaxed)
         case .timeout: metrics.timeouts.add(1, ordering: .relaxed)
-        case .eventSent: metrics.eventsSent.add(1, ordering: .relaxed)
+        case .eventSent: loop.counters.eventsSent.add(1, ordering: .relaxed)
         case .streamOverflow: metrics.streamOverflows.add(1, ordering: .relaxed)
         case .streamOpened: metrics.streamsOpen.add(1, ordering: .relaxed)
         }
     }
 
-    private func openStream() {
-        guard let start = pendingStreamStart, let request = pendingStreamRequest else { return }
-        pendingStreamStart = nil
-        pendingStreamRequest = nil
-        let stream = EventStream(id: id, request: request, loop: loop)
+    /// What a response that opens an event stream brings: the handler's start closure and the request.
+    struct StreamOpening {
+        var start: @Sendable (EventStream) -> Void
+        var path: String
+    }
+
+    private func openStream(_ opening: StreamOpening) {
+        let stream = EventStream(id: id, path: opening.path, loop: loop)
         self.stream = stream
         if isClosed {
             stream.terminate()  // gone while it opened: its owner learns at once
         }
-        start(stream)
+        opening.start(stream)
     }
-
-    // The response being handed to the machine, kept for `.openStream`.
-    private var pendingStreamStart: (@Sendable (EventStream) -> Void)?
-    private var pendingStreamRequest: HTTPRequest?
 
     /// The handler's response, prepared off the loop (loop thread).
     func respond(_ response: PreparedResponse, request: HTTPRequest) {
-        pendingStreamStart = response.stream
-        pendingStreamRequest = request
-        perform(machine.respond(response, now: EventLoop.now(), date: loop.dateHeader()))
-        pendingStreamStart = nil
-        pendingStreamRequest = nil
+        let opening = response.stream.map { StreamOpening(start: $0, path: request.path) }
+        perform(machine.respond(response, now: EventLoop.now(), date: loop.dateHeader()), opening: opening)
     }
 
     /// Answers at once without reading a request (a cap).
@@ -205,7 +203,27 @@ final class Connection: EventHandler, @unchecked Sendable {
 
     // MARK: Event streams
 
-    func enqueueEvent(_ payload: EventPayload) { perform(machine.send(payload, now: EventLoop.now())) }
+    /// Queues one event of a fan-out: the common case (the bytes go straight to the socket) builds no
+    /// action list and, when nothing is waiting, no output queue either.
+    func enqueueEvent(_ payload: EventPayload, now: Double) {
+        switch machine.sendEvent(payload, now: now) {
+        case .write(let bytes):
+            loop.counters.eventsSent.add(1, ordering: .relaxed)
+            if outputHead == output.count && !flushing && interest & Epoll.out == 0 {
+                writeDirectly(bytes, now: now)
+            } else {
+                output.append(bytes)
+                if interest & Epoll.out == 0 && !flushing { flush() }
+                updateInterest()
+            }
+        case .overflowed(let actions):
+            perform(actions)
+        case .dropped:
+            break
+        }
+    }
+
+    func enqueueEvent(_ payload: EventPayload) { enqueueEvent(payload, now: EventLoop.now()) }
     func resumeStream(with payload: EventPayload) { perform(machine.resume(with: payload, now: EventLoop.now())) }
     func endStream() { perform(machine.endStream(now: EventLoop.now())) }
     func tick(now: Double) { perform(machine.tick(now: now, date: loop.dateHeader())) }
@@ -231,7 +249,7 @@ final class Connection: EventHandler, @unchecked Sendable {
             }
             switch result {
             case .bytes(let count):
-                loop.server.metrics.bytesSent.add(count, ordering: .relaxed)
+                loop.counters.bytesSent.add(count, ordering: .relaxed)
                 outputOffset += count
                 if outputOffset == chunk.count {
                     output[outputHead] = []
@@ -239,7 +257,7 @@ final class Connection: EventHandler, @unchecked Sendable {
                     outputOffset = 0
                 }
                 if outputHead == output.count {
-                    output.removeAll(keepingCapacity: output.capacity <= 16)
+                    output = []  // an idle connection keeps no queue (most subscribers are idle most of the time)
                     outputHead = 0
                 }
                 perform(machine.wrote(count, now: EventLoop.now()))
@@ -250,6 +268,36 @@ final class Connection: EventHandler, @unchecked Sendable {
                 perform(machine.peerClosed())
                 return
             }
+        }
+    }
+
+    /// Writes an event's bytes with nothing queued before them; queues what the socket does not take.
+    private func writeDirectly(_ bytes: [UInt8], now: Double) {
+        let result: Socket.IOResult
+        do {
+            result = try bytes.withUnsafeBytes { buffer throws(SystemError) in try transport.write(buffer) }
+        } catch {
+            loop.server.logger.debug("connection \(id): \(error)")
+            perform(machine.peerClosed(reason: "write error"))
+            return
+        }
+        switch result {
+        case .bytes(let count):
+            loop.counters.bytesSent.add(count, ordering: .relaxed)
+            if count < bytes.count {
+                output = [bytes]
+                outputHead = 0
+                outputOffset = count
+            }
+            perform(machine.wrote(count, now: now))
+            if count < bytes.count { updateInterest() }
+        case .wouldBlock:
+            output = [bytes]
+            outputHead = 0
+            outputOffset = 0
+            updateInterest()
+        case .closed:
+            perform(machine.peerClosed())
         }
     }
 
@@ -264,7 +312,7 @@ final class Connection: EventHandler, @unchecked Sendable {
         loop.connectionClosed(self)
         if let stream {
             loop.server.metrics.streamsOpen.subtract(1, ordering: .relaxed)
-            loop.server.logger.info("sse disconnect #\(id) \(stream.request.path) (\(reason))")
+            loop.server.logger.info("sse disconnect #\(id) \(stream.path) (\(reason))")
             stream.terminate()
         }
     }

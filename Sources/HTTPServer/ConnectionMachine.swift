@@ -71,7 +71,10 @@ struct ConnectionMachine: Sendable {
         return payload
     }()
 
-    let settings: Settings
+    /// The settings, shared by reference: every connection of a server has the same ones, and an idle
+    /// subscriber should not carry its own copy.
+    private let sharedSettings: SharedSettings
+    var settings: Settings { sharedSettings.value }
     let id: Int
     let remote: String
     private(set) var phase: Phase
@@ -88,11 +91,21 @@ struct ConnectionMachine: Sendable {
     private var bodyStartedAt: Double?
     private var lastWriteProgress: Double
 
+    /// Settings shared by every connection of a server (one allocation, not one copy each).
+    final class SharedSettings: Sendable {
+        let value: Settings
+        init(_ value: Settings) { self.value = value }
+    }
+
     init(id: Int, remote: String, settings: Settings, tls: Bool, now: Double) {
+        self.init(id: id, remote: remote, settings: SharedSettings(settings), tls: tls, now: now)
+    }
+
+    init(id: Int, remote: String, settings: SharedSettings, tls: Bool, now: Double) {
         self.id = id
         self.remote = remote
-        self.settings = settings
-        self.parser = HTTPRequestParser(limits: settings.limits)
+        self.sharedSettings = settings
+        self.parser = HTTPRequestParser(limits: settings.value.limits)
         self.phase = tls ? .handshaking : .awaitingRequest
         self.phaseSince = now
         self.lastWriteProgress = now
@@ -177,18 +190,39 @@ struct ConnectionMachine: Sendable {
 
     /// An event for the open stream.
     mutating func send(_ payload: EventPayload, now: Double) -> [Action] {
-        guard phase == .streaming, var writer else { return [] }
+        switch sendEvent(payload, now: now) {
+        case .write(let bytes): [.count(.eventSent), .write(bytes)]
+        case .overflowed(let actions): actions
+        case .dropped: []
+        }
+    }
+
+    /// What ``sendEvent(_:now:)`` decided.
+    enum SendOutcome: Equatable, Sendable {
+        /// Count one event sent and queue these bytes (already counted in ``queued``).
+        case write([UInt8])
+        /// The subscriber fell behind: perform these actions (count, log); the stream is paused.
+        case overflowed([Action])
+        /// No stream, or paused: nothing to do.
+        case dropped
+    }
+
+    /// ``send(_:now:)`` for the hot path of a fan-out: the same decision, without an action list for
+    /// the common case (one event to each of thousands of subscribers).
+    mutating func sendEvent(_ payload: EventPayload, now: Double) -> SendOutcome {
+        guard phase == .streaming, var writer else { return .dropped }
         let decision = writer.event(payload, queued: queued, now: now)
         self.writer = writer
         switch decision {
         case .write(let bytes):
-            var actions: [Action] = [.count(.eventSent)]
-            write(bytes, now: now, into: &actions)
-            return actions
+            guard !bytes.isEmpty else { return .dropped }
+            if queued == 0 { lastWriteProgress = now }
+            queued += bytes.count
+            return .write(bytes)
         case .overflowed:
-            return [.count(.streamOverflow), .log(.warning, "sse #\(id) fell behind (\(queued) bytes queued): events paused until it drains")]
+            return .overflowed([.count(.streamOverflow), .log(.warning, "sse #\(id) fell behind (\(queued) bytes queued): events paused until it drains")])
         case .paused:
-            return []
+            return .dropped
         }
     }
 
@@ -321,6 +355,7 @@ struct ConnectionMachine: Sendable {
         if response.stream != nil {
             phase = .streaming
             phaseSince = now
+            parser.releaseBuffer()  // nothing more is read from a subscriber: its request bytes can go
             let writer = SSEStreamWriter(gzip: info.gzip, heartbeat: settings.heartbeat, bufferLimit: settings.streamBufferLimit, now: now)
             self.writer = writer
             actions.append(.log(.info, "sse connect #\(id) \(info.path) from \(remote)\(info.lastEventID.map { " last-event-id=\($0)" } ?? "")\(info.gzip ? " gzip" : "")"))

@@ -10,8 +10,9 @@ import Synchronization
 public final class EventStream: Sendable {
     /// Unique per server.
     public let id: Int
-    /// The request that opened the stream.
-    public let request: HTTPRequest
+    /// The path of the request that opened the stream (the rest of the request is not kept: an idle
+    /// subscriber should cost as little memory as possible).
+    public let path: String
     /// The loop that owns the stream's connection.
     let loop: LoopCore
     private let callbacks = Mutex<Callbacks>(Callbacks())
@@ -22,27 +23,27 @@ public final class EventStream: Sendable {
         var onResync: (@Sendable (EventStream) -> Void)?
     }
 
-    init(id: Int, request: HTTPRequest, loop: LoopCore) {
+    init(id: Int, path: String, loop: LoopCore) {
         self.id = id
-        self.request = request
+        self.path = path
         self.loop = loop
     }
 
     /// Queues an event (deflated here, off the loop, when compression is on).
     public func send(_ payload: EventPayload) {
         if loop.server.configuration.compression { payload.prepareDeflated() }
-        loop.loop.execute { [loop, id] in loop.stream(id)?.enqueueEvent(payload) }
+        loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.enqueueEvent(payload) } }
     }
 
     /// Ends the stream after what is queued has been written.
     public func close() {
-        loop.loop.execute { [loop, id] in loop.stream(id)?.endStream() }
+        loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.endStream() } }
     }
 
     /// Clears an overflow and queues `payload` (a fresh state) as the next event.
     public func resume(with payload: EventPayload) {
         if loop.server.configuration.compression { payload.prepareDeflated() }
-        loop.loop.execute { [loop, id] in loop.stream(id)?.resumeStream(with: payload) }
+        loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.resumeStream(with: payload) } }
     }
 
     /// Registers work to do when the stream ends for any reason; runs at once if it already has.

@@ -85,6 +85,14 @@ public struct HTTPRequestParser: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
+    /// Frees the buffer's memory, dropping any bytes not yet parsed (for a connection that will parse
+    /// nothing more, such as an open event stream).
+    public mutating func releaseBuffer() {
+        buffer = []
+        start = 0
+        scanned = 0
+    }
+
     /// Parses as far as the buffered bytes allow.
     public mutating func next() -> Event {
         while true {

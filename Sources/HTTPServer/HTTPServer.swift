@@ -95,9 +95,7 @@ public final class HTTPServer: Sendable {
         for stream in streams { byLoop[stream.loop.index].append(stream.id) }
         for (index, ids) in byLoop.enumerated() where !ids.isEmpty {
             let loop = core.loops[index]
-            loop.loop.execute { [loop] in
-                for id in ids { loop.stream(id)?.enqueueEvent(payload) }
-            }
+            loop.loop.execute { [loop] in loop.fanOut(payload, to: ids) }
         }
     }
 
@@ -114,7 +112,7 @@ public final class HTTPServer: Sendable {
 /// read after that; `loops` is filled in `init`; everything else is immutable, atomic or locked.
 final class ServerCore: @unchecked Sendable {
     let configuration: HTTPServer.Configuration
-    let machineSettings: ConnectionMachine.Settings
+    let machineSettings: ConnectionMachine.SharedSettings
     private(set) var handler: HTTPServer.Handler = { _ in HTTPResponse(status: .serviceUnavailable) }
     let logger: Logger
     let metrics: ServerMetrics
@@ -128,9 +126,9 @@ final class ServerCore: @unchecked Sendable {
         self.configuration = configuration
         self.logger = configuration.logger
         self.metrics = ServerMetrics(loops: configuration.loops)
-        self.machineSettings = ConnectionMachine.Settings(
+        self.machineSettings = ConnectionMachine.SharedSettings(ConnectionMachine.Settings(
             limits: configuration.limits, compression: configuration.compression, minimumCompressedSize: configuration.minimumCompressedSize,
-            heartbeat: configuration.heartbeat, streamBufferLimit: configuration.streamBufferLimit)
+            heartbeat: configuration.heartbeat, streamBufferLimit: configuration.streamBufferLimit))
         self.tlsContext = try configuration.tls.map { try TLSContext(configuration: $0) }
         self.quota = SharedConnectionQuota(ConnectionQuota(maxConnections: configuration.maxConnections,
                                                            maxPerAddress: configuration.maxConnectionsPerAddress))
@@ -191,6 +189,8 @@ final class LoopCore: @unchecked Sendable {
     let index: Int
     unowned let server: ServerCore
     let loop: EventLoop
+    /// This loop's own counters (events and bytes sent, open connections).
+    let counters: ServerMetrics.LoopCounters
 
     private var listeners: [Int32] = []
     private var listenerHandlers: [ListenerHandler] = []
@@ -207,6 +207,7 @@ final class LoopCore: @unchecked Sendable {
     init(index: Int, server: ServerCore) throws {
         self.index = index
         self.server = server
+        self.counters = server.metrics.perLoop[index]
         self.loop = try EventLoop()
     }
 
@@ -218,6 +219,68 @@ final class LoopCore: @unchecked Sendable {
     func stream(_ id: Int) -> Connection? {
         guard let connection = connections[id], connection.stream != nil else { return nil }
         return connection
+    }
+
+    /// How many subscribers one turn of a fan-out writes before the loop serves its other work
+    /// (readiness, responses, accepts): a batch to 10,000 subscribers must not hold up the answer to
+    /// the request that published it, nor anyone else's, for the whole fan-out.
+    static let fanOutSlice = 256
+
+    /// Work for this loop's event streams, in the order it arrived: fan-outs (written a slice per turn)
+    /// and single-stream operations (an event, a resync, the end) that must not overtake them.
+    private enum StreamWork {
+        case fanOut(EventPayload, ids: [Int], next: Int)
+        case one(Int, (Connection) -> Void)
+    }
+    private var streamWork: [StreamWork] = []
+    private var streamWorkHead = 0
+
+    /// Writes `payload` to this loop's streams `ids`, a slice per turn, after any stream work queued
+    /// before it. Every subscriber gets its events, and the end of its stream, in the order they were
+    /// sent, while other connections are served between slices.
+    /// - Complexity: O(`fanOutSlice`) per turn of the loop.
+    func fanOut(_ payload: EventPayload, to ids: [Int]) {
+        streamWork.append(.fanOut(payload, ids: ids, next: 0))
+        if streamWork.count - streamWorkHead == 1 { drainStreamWork() }  // else a drain is already scheduled
+    }
+
+    /// Runs `operation` on stream `id` once the stream work queued before it is done (at once if none).
+    func streamOperation(_ id: Int, _ operation: @escaping (Connection) -> Void) {
+        if streamWorkHead == streamWork.count {
+            if let connection = stream(id) { operation(connection) }
+            return
+        }
+        streamWork.append(.one(id, operation))
+    }
+
+    /// One turn of stream work: at most `fanOutSlice` streams; what is left is scheduled for the next
+    /// turn (there is exactly one such scheduled drain while work is queued).
+    private func drainStreamWork() {
+        var budget = Self.fanOutSlice
+        let now = EventLoop.now()
+        while budget > 0, streamWorkHead < streamWork.count {
+            switch streamWork[streamWorkHead] {
+            case .one(let id, let operation):
+                if let connection = stream(id) { operation(connection) }
+                budget -= 1
+                streamWorkHead += 1
+            case .fanOut(let payload, let ids, let next):
+                let end = min(ids.count, next + budget)
+                for id in ids[next..<end] { stream(id)?.enqueueEvent(payload, now: now) }
+                budget -= end - next
+                if end == ids.count {
+                    streamWorkHead += 1
+                } else {
+                    streamWork[streamWorkHead] = .fanOut(payload, ids: ids, next: end)
+                }
+            }
+        }
+        if streamWorkHead == streamWork.count {
+            streamWork = []
+            streamWorkHead = 0
+        } else {
+            loop.execute { [self] in drainStreamWork() }
+        }
     }
 
     // MARK: Accepting (first loop only)
@@ -311,7 +374,7 @@ final class LoopCore: @unchecked Sendable {
         connections[connection.id] = connection
         metrics.connectionsAccepted.add(1, ordering: .relaxed)
         metrics.connectionsOpen.add(1, ordering: .relaxed)
-        metrics.loopConnections[index].value.add(1, ordering: .relaxed)
+        counters.connections.add(1, ordering: .relaxed)
         do {
             try connection.start()
         } catch {
@@ -360,7 +423,7 @@ final class LoopCore: @unchecked Sendable {
     func connectionClosed(_ connection: Connection) {
         connections[connection.id] = nil
         server.metrics.connectionsOpen.subtract(1, ordering: .relaxed)
-        server.metrics.loopConnections[index].value.subtract(1, ordering: .relaxed)
+        counters.connections.subtract(1, ordering: .relaxed)
         if connection.admitted {
             server.quota.release(address: connection.address)
         } else {

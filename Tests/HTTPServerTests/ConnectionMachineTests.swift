@@ -239,6 +239,43 @@ struct ConnectionMachineTests {
         #expect(driver.written.hasSuffix(String(repeating: "x", count: 40)), "events flow again")
     }
 
+    @Test func theFanOutPathDecidesExactlyAsSendDoes() {
+        var settings = ConnectionMachine.Settings()
+        settings.streamBufferLimit = 64
+        var slow = MachineDriver(settings: settings), fast = MachineDriver(settings: settings)
+        slow.receive("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        fast.receive("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        slow.respond(HTTPResponse { _ in })
+        fast.respond(HTTPResponse { _ in })
+        slow.flush()
+        fast.flush()
+        let event = EventPayload(String(repeating: "y", count: 40))
+        var outcomes: [ConnectionMachine.SendOutcome] = []
+        for _ in 0..<3 {  // written, overflowed, dropped
+            slow.record(slow.machine.send(event, now: 1001))
+            outcomes.append(fast.machine.sendEvent(event, now: 1001))
+        }
+        #expect(outcomes.count == 3)
+        guard outcomes.count == 3 else { return }
+        #expect(outcomes[0] == .write(event.bytes))
+        if case .overflowed(let actions) = outcomes[1] { #expect(actions.contains(.count(.streamOverflow))) } else { Issue.record("no overflow: \(outcomes[1])") }
+        #expect(outcomes[2] == .dropped)
+        #expect(fast.machine.queued == slow.machine.queued, "both count the queued bytes the same way")
+        // Once the socket took the bytes, both ask for a resync.
+        #expect(slow.machine.wrote(40, now: 1002) == fast.machine.wrote(40, now: 1002))
+    }
+
+    @Test func anOpenStreamKeepsNoRequestBytes() {
+        var driver = MachineDriver()
+        driver.receive("GET /events HTTP/1.1\r\nHost: x\r\n\r\nGET /pipelined HTTP/1.1\r\n")
+        #expect(driver.machine.parser.bufferedByteCount > 0)
+        driver.respond(HTTPResponse { _ in })
+        #expect(driver.machine.isStreaming)
+        #expect(driver.machine.parser.bufferedByteCount == 0, "nothing more is parsed on a stream: its buffer is freed")
+        driver.receive("more bytes")
+        #expect(driver.dispatched.count == 1, "a stream reads and discards")
+    }
+
     @Test func aStalledSubscriberIsDroppedByTheWriteTimeout() {
         var settings = ConnectionMachine.Settings()
         settings.limits.writeTimeout = 30

@@ -1,6 +1,7 @@
 """Several event loops (`--loops N`): connections spread over all of them, every subscriber on every loop
 gets every batch in order, TLS and gzip work on each loop, churn leaves nothing behind, and a graceful
 shutdown ends every loop."""
+import json
 import signal
 import ssl
 import subprocess
@@ -38,6 +39,33 @@ def test_subscribers_on_every_loop_each_get_every_batch_in_order(start):
             document = {**apply_ops(document, batch["ops"]), "version": batch["version"]}
         assert normalised(document) == normalised(server.get("/feeds/spread")), f"subscriber {index} did not converge"
     for client in clients:
+        client.close()
+
+
+def test_a_fan_out_wider_than_a_slice_keeps_each_subscribers_order_to_the_end(start):
+    """A loop writes a fan-out 256 subscribers per turn and serves other work in between; the batches that
+    follow it, and the end of each stream after a DELETE, must never overtake it for any subscriber."""
+    server = start("--loops", "2", "--max-connections-per-ip", "0", "--max-connections", "2000")
+    server.put("wide", snapshot(("a", ["0"])))
+    clients = [SSEClient(server.port, "/feeds/wide/events") for _ in range(1100)]
+    for client in clients:
+        client.expect_event("snapshot")
+    counts = per_loop(server.metrics(), loops=2)
+    assert min(counts) > 256, f"every loop needs more subscribers than one slice: {counts}"
+    for n in range(1, 6):  # back to back: later fan-outs queue behind the slices of earlier ones
+        server.put("wide", snapshot(("a", [str(i) for i in range(n + 1)])))
+    assert server.http("DELETE", "/feeds/wide").status == 204
+    for index, client in enumerate(clients):
+        versions = []
+        while True:
+            event = client.next_event(timeout=20)
+            assert event is not None, f"subscriber {index}: the stream stalled after versions {versions}"
+            if event.get("event") == "deleted":
+                break
+            assert event.get("event") == "batch", f"subscriber {index}: {event}"
+            versions.append(json.loads(event["data"])["version"])
+        assert versions == [2, 3, 4, 5, 6], f"subscriber {index}: batches {versions}, then deleted"
+        assert client.wait_closed(10), f"subscriber {index}: the stream did not end after event: deleted"
         client.close()
 
 
