@@ -3,7 +3,8 @@
 #  1. installs what is missing (scripts/setup.sh --test)
 #  2. builds debug and release with warnings as errors
 #  3. swift test (unit, shared vectors, property-based)
-#  4. end-to-end tests against the built binary over real sockets (tests/e2e)
+#  4. end-to-end tests against the built binary over real sockets (tests/e2e), twice: with the default
+#     number of event loops and feeds in memory, then with --loops 1 and a durable --data directory
 #  5. browser tests in headless Chromium (tests/browser)
 #  6. the Dockerfile: hadolint, and the release binary in a minimal Debian root (scripts/check-docker-runtime.sh)
 #  7. every libFuzzer target of Fuzz/ for 10 seconds (scripts/fuzz.sh 10; debug build, its own scratch path)
@@ -24,8 +25,11 @@ step "swift test"
 swift test -Xswiftc -warnings-as-errors
 
 export DIFFSTREAM_BIN="$PWD/.build/debug/diffstream"
-step "end-to-end tests"
+step "end-to-end tests (default: one event loop per core, feeds in memory unless a test asks for --data)"
 python3 -m pytest tests/e2e -q -p no:cacheprovider
+
+step "end-to-end tests again with --loops 1 and every server on a fresh --data directory"
+E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider
 
 step "browser tests"
 python3 -m pytest tests/browser -q -p no:cacheprovider
