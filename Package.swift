@@ -46,9 +46,11 @@ let package = Package(
             dependencies: ["FeedServer", "HTTPServer", "Examples", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict
         ),
-        .testTarget(name: "DiffStreamTests", dependencies: ["DiffStream", "DiffStreamJSON"], swiftSettings: strict),
-        .testTarget(name: "DiffStreamJSONTests", dependencies: ["DiffStreamJSON"], swiftSettings: strict),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: strict),
+        // Helpers shared by the test targets (a seeded generator for property-based tests).
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "DiffStreamTests", dependencies: ["DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "DiffStreamJSONTests", dependencies: ["DiffStreamJSON", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit")], swiftSettings: strict),
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore"], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer"], swiftSettings: strict),

@@ -31,6 +31,8 @@ final class Connection: EventHandler, @unchecked Sendable {
     private var flushing = false
 
     private(set) var stream: EventStream?
+    /// The deadline at which this connection sits in its loop's timer queue (nil: not queued).
+    var timerDeadline: Double?
 
     init(id: Int, fd: Int32, loop: LoopCore, transport: Transport, remote: String, address: String, admitted: Bool, now: Double) {
         self.id = id
@@ -50,6 +52,7 @@ final class Connection: EventHandler, @unchecked Sendable {
     func start() throws(SystemError) {
         interest = Epoll.`in` | Epoll.rdhup
         try loop.loop.register(fd, events: interest, handler: self)
+        scheduleTimer()
         if machine.phase == .handshaking { advanceHandshake() }
     }
 
@@ -132,6 +135,7 @@ final class Connection: EventHandler, @unchecked Sendable {
     /// Carries out the machine's actions, in order. `opening` is the handler's stream start and the
     /// request it answers, for an `.openStream` among them (only a response can open a stream).
     func perform(_ actions: [ConnectionMachine.Action], opening: StreamOpening? = nil) {
+        defer { scheduleTimer() }  // any event may have moved the machine's next deadline
         guard !actions.isEmpty else { return }
         let server = loop.server
         var wroteSomething = false
@@ -221,12 +225,22 @@ final class Connection: EventHandler, @unchecked Sendable {
         case .dropped:
             break
         }
+        scheduleTimer()
     }
 
     func enqueueEvent(_ payload: EventPayload) { enqueueEvent(payload, now: EventLoop.now()) }
     func resumeStream(with payload: EventPayload) { perform(machine.resume(with: payload, now: EventLoop.now())) }
     func endStream() { perform(machine.endStream(now: EventLoop.now())) }
     func tick(now: Double) { perform(machine.tick(now: now, date: loop.dateHeader())) }
+
+    /// Queues the connection in its loop's timers if its machine's next deadline comes before the one
+    /// it is queued at (a later deadline is found when the earlier entry comes due).
+    private func scheduleTimer() {
+        guard let deadline = machine.nextDeadline else { return }
+        if let queued = timerDeadline, queued <= deadline { return }
+        timerDeadline = deadline
+        loop.scheduleTimer(at: deadline, for: id)
+    }
     func beginShutdown() { perform(machine.beginShutdown(now: EventLoop.now())) }
     func close(reason: String) { perform(machine.close(reason: reason)) }
 

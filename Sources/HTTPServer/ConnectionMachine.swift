@@ -288,6 +288,32 @@ struct ConnectionMachine: Sendable {
         return actions
     }
 
+    /// The earliest time at which ``tick(now:date:)`` may have something to do; nil when only another
+    /// event can give it something. A tick before this time returns no actions and changes nothing, so
+    /// the executor ticks the machine only once it has come (it may be early, never late).
+    var nextDeadline: Double? {
+        let limits = settings.limits
+        var deadline = Double.infinity
+        switch phase {
+        case .handshaking:
+            deadline = phaseSince + limits.handshakeTimeout
+        case .awaitingRequest:
+            if let started = bodyStartedAt { deadline = started + limits.bodyTimeout }
+            if let started = requestStartedAt, bodyStartedAt == nil, parser.isMidRequest {
+                deadline = min(deadline, started + limits.headerTimeout)
+            }
+            if !parser.isMidRequest { deadline = min(deadline, phaseSince + limits.idleTimeout) }
+        case .draining:
+            deadline = phaseSince + settings.lingerTime
+        case .streaming:
+            if let writer, !writer.isPaused, !writer.isEnded { deadline = writer.nextHeartbeat }
+        case .processing, .closing, .closed:
+            break
+        }
+        if phase != .closed, queued > 0 { deadline = min(deadline, lastWriteProgress + limits.writeTimeout) }
+        return deadline.isFinite ? deadline : nil
+    }
+
     /// Graceful shutdown: end the stream, close if idle, else close after the response in flight.
     mutating func beginShutdown(now: Double) -> [Action] {
         isShuttingDown = true

@@ -195,6 +195,8 @@ final class LoopCore: @unchecked Sendable {
     private var listeners: [Int32] = []
     private var listenerHandlers: [ListenerHandler] = []
     private var connections: [Int: Connection] = [:]
+    /// When each connection next needs its machine ticked (timeouts, heartbeats), earliest first.
+    private var timers = DeadlineQueue()
     private var nextHandoff = 0
     private var acceptPausedUntil: Double?
     private(set) var isShuttingDown = false
@@ -456,12 +458,30 @@ final class LoopCore: @unchecked Sendable {
 
     // MARK: Timers
 
+    /// Ticks connection `id` once `deadline` has come (called by the connection).
+    func scheduleTimer(at deadline: Double, for id: Int) {
+        timers.push(deadline, id: id)
+    }
+
     private func tick(now: Double) {
         if let until = acceptPausedUntil, now >= until {
             acceptPausedUntil = nil
             for fd in listeners { loop.modify(fd, events: Epoll.`in`) }
         }
-        for connection in connections.values { connection.tick(now: now) }
+        var due: [Connection] = []
+        while let entry = timers.popDue(now: now) {
+            // Stale entries (the connection is gone, or was queued again at another deadline) are skipped.
+            guard let connection = connections[entry.id], connection.timerDeadline == entry.deadline else { continue }
+            connection.timerDeadline = nil
+            due.append(connection)
+        }
+        // Ticked after the queue is drained: one that is due again at once waits for the next tick.
+        for connection in due { connection.tick(now: now) }
+        if timers.count > 2 * connections.count + 1024 {
+            timers.rebuild(from: connections.values.compactMap { connection in
+                connection.timerDeadline.map { DeadlineQueue.Entry(deadline: $0, id: connection.id) }
+            })
+        }
         if isShuttingDown, let deadline = shutdownDeadline, connections.isEmpty || now >= deadline {
             for connection in Array(connections.values) { connection.close(reason: "shutdown") }
             shutdownDeadline = nil

@@ -1,5 +1,6 @@
 import DiffStreamJSON
 import Testing
+import TestSupport
 
 /// Seeded random inputs against oracles; every failure names its seed.
 struct JSONPropertyTests {

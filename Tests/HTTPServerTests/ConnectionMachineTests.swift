@@ -1,5 +1,6 @@
 @testable import HTTPServer
 import Testing
+import TestSupport
 
 /// Drives a ``ConnectionMachine`` like the socket executor would, with a clock the test sets.
 struct MachineDriver {
@@ -356,5 +357,90 @@ struct ResponseHeadTests {
         #expect(big.headers["Content-Length"] == String(big.body.count) && big.headers["Vary"] == "Accept-Encoding")
         let small = PreparedResponse.prepare(text("tiny"), for: info, compressAbove: 1024)
         #expect(small.headers["Content-Encoding"] == nil && small.body == Array("tiny".utf8))
+    }
+
+    // MARK: The next deadline (the loop ticks a connection only once it has come)
+
+    @Test func theNextDeadlineFollowsThePhase() {
+        var settings = ConnectionMachine.Settings()
+        settings.heartbeat = 5
+        let limits = settings.limits
+        #expect(MachineDriver(tls: true, settings: settings).machine.nextDeadline == 1000 + limits.handshakeTimeout)
+        var driver = MachineDriver(settings: settings)
+        #expect(driver.machine.nextDeadline == 1000 + limits.idleTimeout)
+        driver.now = 1003
+        driver.receive("GET /events HTTP/1.1\r\n")
+        #expect(driver.machine.nextDeadline == 1003 + limits.headerTimeout, "mid-request: the head's timeout")
+        driver.receive("Host: x\r\n\r\n")
+        #expect(driver.machine.nextDeadline == nil, "processing with nothing queued: only the handler can move it")
+        driver.respond(HTTPResponse(headers: ["Content-Type": "text/event-stream"]) { _ in })
+        #expect(driver.machine.nextDeadline == min(1008, 1003 + limits.writeTimeout), "the head is queued: a heartbeat or the write timeout")
+        driver.flush()
+        #expect(driver.machine.nextDeadline == 1008, "streaming: the next heartbeat")
+        driver.record(driver.machine.send(EventPayload("data: 1\n\n"), now: 1006))
+        driver.flush()
+        #expect(driver.machine.nextDeadline == 1011, "an event pushes the heartbeat back")
+        driver.now = 1007
+        driver.record(driver.machine.endStream(now: 1007))
+        #expect(driver.machine.phase == .draining && driver.machine.nextDeadline == 1007 + settings.lingerTime)
+        driver.record(driver.machine.peerClosed())
+        #expect(driver.machine.nextDeadline == nil)
+    }
+
+    @Test func aTickJustBeforeTheDeadlineDoesNothingAndJustAfterActs() {
+        let driver = MachineDriver()
+        guard let deadline = driver.machine.nextDeadline else {
+            Issue.record("an idle connection has a deadline")
+            return
+        }
+        var early = driver
+        early.advance(to: deadline - 0.001)
+        #expect(early.actions.isEmpty)
+        var late = driver
+        late.advance(to: deadline + 0.001)
+        #expect(late.closeReason == "idle")
+    }
+
+    /// Seeded random sequences of events: at every step, a tick before ``ConnectionMachine/nextDeadline``
+    /// (or at any time when there is none) returns no actions. This is what lets the loop skip ticks.
+    @Test(arguments: [1, 7, 99, 2024, 31337] as [UInt64])
+    func noTickBeforeTheDeadlineHasAnythingToDo(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        var settings = ConnectionMachine.Settings()
+        settings.heartbeat = 3
+        settings.streamBufferLimit = 64
+        settings.limits.headerTimeout = 2
+        settings.limits.bodyTimeout = 4
+        settings.limits.idleTimeout = 6
+        settings.limits.writeTimeout = 5
+        settings.limits.handshakeTimeout = 2
+        let pieces = ["GET /a HTTP/1.1\r\nHost: x\r\n\r\n", "GET /s HTTP/1.1\r\n", "Host: x\r\n\r\n",
+                      "PUT /b HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nab", "cdef", "GET /c HTTP/1.1\r\nConnection: close\r\n\r\n"]
+        for run in 0..<40 {
+            var driver = MachineDriver(tls: run % 5 == 0, settings: settings)
+            for _ in 0..<60 {
+                // The invariant, probed on a copy (the machine is a value).
+                var probe = driver.machine
+                let probeTime = driver.machine.nextDeadline.map { $0 - 0.01 } ?? driver.now + 1000
+                if probeTime >= driver.now {
+                    let actions = probe.tick(now: probeTime, date: MachineDriver.date)
+                    #expect(actions.isEmpty, "seed \(seed) run \(run): a tick at \(probeTime) before the deadline \(String(describing: driver.machine.nextDeadline)) acted: \(actions)")
+                }
+                switch Int.random(in: 0..<9, using: &rng) {
+                case 0: driver.record(driver.machine.handshakeDone(now: driver.now))
+                case 1, 2: driver.receive(pieces.randomElement(using: &rng)!)
+                case 3:
+                    if driver.machine.phase == .processing {
+                        let stream = Bool.random(using: &rng)
+                        driver.respond(stream ? HTTPResponse(headers: ["Content-Type": "text/event-stream"]) { _ in } : text("ok"))
+                    }
+                case 4: driver.record(driver.machine.send(EventPayload(String(repeating: "e", count: Int.random(in: 1..<50, using: &rng))), now: driver.now))
+                case 5: driver.flush()
+                case 6: driver.record(driver.machine.resume(with: EventPayload("data: s\n\n"), now: driver.now))
+                default: driver.advance(to: driver.now + Double(Int.random(in: 0..<40, using: &rng)) / 10)
+                }
+                if driver.machine.phase == .closed { break }
+            }
+        }
     }
 }

@@ -9,7 +9,8 @@
 /// - at most one request is being handled at a time, and responses go out in request order (each
 ///   carries `X-Seq: n`, its request's position; the sequence written must be 0, 1, 2, …);
 /// - the machine's count of queued bytes equals what it asked to write minus what was reported written;
-/// - a response for no dispatched request writes nothing.
+/// - a response for no dispatched request writes nothing;
+/// - a tick before the machine's `nextDeadline` (or when it has none) does nothing.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzConnection(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     var input = Input(bytes: Array(UnsafeBufferPointer(start: data, count: size)))
@@ -47,8 +48,13 @@ public func fuzzConnection(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         case 7:
             check.apply(check.machine.resume(with: EventPayload("data: snapshot\n\n"), now: now))
         case 8:
+            let deadline = check.machine.nextDeadline
             now += Double(input.next()) / 8
-            check.apply(check.machine.tick(now: now, date: date))
+            let actions = check.machine.tick(now: now, date: date)
+            if !actions.isEmpty, deadline.map({ now < $0 }) ?? true {
+                fatalError("a tick at \(now) acted before the next deadline \(String(describing: deadline)): \(actions)")
+            }
+            check.apply(actions)
         case 9:
             switch input.next() % 4 {
             case 0: check.apply(check.machine.beginShutdown(now: now))
