@@ -31,7 +31,7 @@ let package = Package(
         // SQLite from Debian (libsqlite3-dev), for the embedded feed store.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the SQLite implementation.
-        .target(name: "FeedStore", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "FeedStore", dependencies: ["CSQLite", "CZlib"], swiftSettings: strict),
         // epoll and eventfd, which the Glibc module does not export.
         .target(name: "CSystemShims"),
         // Sockets, an epoll event loop, HTTP/1.1, SSE, static files, TLS and gzip. Knows nothing of feeds.
@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "DiffStreamJSONTests", dependencies: ["DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit")], swiftSettings: strict),
-        .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore"], swiftSettings: strict),
+        .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer"], swiftSettings: strict),
     ]
 )

@@ -140,17 +140,20 @@ public actor Feed {
         let next = version + 1
         let event = FeedEvents.batchEvent(feed: name, id: EventID(history: history, version: next), batch: batch)
         let payload = EventPayload(event)
-        var nextReplay = replay
+        // The window after this batch, worked out without copying it (the copy cost O(window) per
+        // publish); `replay` itself changes only once the batch is stored.
         var nextReplayBytes = replayBytes
+        var dropped = 0
         if replayLimit > 0 {
-            nextReplay.append((next, payload))
             nextReplayBytes += event.count
-            if nextReplay.count > replayLimit + replayLimit / 4 {
-                let dropped = nextReplay.count - replayLimit
-                nextReplayBytes -= nextReplay.prefix(dropped).reduce(0) { $0 + $1.payload.bytes.count }
-                nextReplay.removeFirst(dropped)
+            if replay.count + 1 > replayLimit + replayLimit / 4 {
+                dropped = replay.count + 1 - replayLimit  // ≤ replay.count, as replayLimit ≥ 1
+                nextReplayBytes -= replay.prefix(dropped).reduce(0) { $0 + $1.payload.bytes.count }
             }
         }
+        // The store keeps the same window: it trims only when this one does (every replayLimit / 4
+        // batches), so most writes add a batch row and delete none (fewer pages per commit).
+        let firstKept = dropped < replay.count ? replay[dropped].version : next
         let charged = storedBytes, charge = encoded.count + nextReplayBytes
         if let account {
             do { try account.charge(from: charged, to: charge) } catch { throw .limit(error) }
@@ -159,7 +162,7 @@ public actor Feed {
             do {
                 try await store.commit(.put(name: name, history: history, version: next, snapshot: encoded,
                                             batch: replayLimit > 0 ? StoredBatch(version: next, bytes: event) : nil,
-                                            keepFrom: next - replayLimit + 1, viewState: viewState))
+                                            keepFrom: firstKept, viewState: viewState))
             } catch {
                 account?.refund(from: charge, to: charged)
                 throw .store(error)
@@ -169,7 +172,10 @@ public actor Feed {
         snapshotBytes = encoded.count
         version = next
         if let viewState { self.viewState = viewState }
-        replay = nextReplay
+        if replayLimit > 0 {
+            replay.append((next, payload))
+            if dropped > 0 { replay.removeFirst(dropped) }  // every replayLimit / 4 batches: amortised O(1)
+        }
         replayBytes = nextReplayBytes
         metrics.recordBatch(name)
         server?.broadcast(payload, to: Array(subscribers.values))

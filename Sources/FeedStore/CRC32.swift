@@ -1,21 +1,25 @@
+import CZlib
+
 /// CRC-32 (IEEE 802.3, the polynomial of zlib and PNG), to notice bytes that changed on disk.
 ///
-/// - Complexity: O(n) with a 256-entry table.
+/// zlib's `crc32` (several bytes per step) rather than a byte-at-a-time table loop: it runs on the
+/// store's commit thread for every snapshot and batch written, where a bytewise loop was 7% of that
+/// thread's time under 16 writers.
+/// - Complexity: O(n).
 public enum CRC32 {
-    static let table: [UInt32] = (0..<256).map { index in
-        var value = UInt32(index)
-        for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
-        return value
-    }
-
     /// The checksum of `bytes`.
     public static func checksum(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
         bytes.withUnsafeBufferPointer { buffer in
-            table.withUnsafeBufferPointer { table in
-                for byte in buffer { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+            var crc: uLong = 0
+            var start = buffer.baseAddress
+            var left = buffer.count
+            while left > 0 {  // zlib takes a 32-bit length
+                let chunk = min(left, Int(Int32.max))
+                crc = CZlib.crc32(crc, start, uInt(chunk))
+                start = start.map { $0 + chunk }
+                left -= chunk
             }
+            return UInt32(crc)
         }
-        return crc ^ 0xFFFF_FFFF
     }
 }

@@ -24,7 +24,7 @@ private let closeDescriptor = Darwin.close
 public final class SQLiteFeedStore: FeedStore, @unchecked Sendable {
     // `@unchecked Sendable`: `database` and `statements` are used by the thread calling `init` and
     // `load()` until `load()` starts the store thread, and only by that thread afterwards; `queue`,
-    // `counters`, `lastGroupSize`, `started`, `stopping` and `closed` are guarded by `condition`.
+    // `counters`, `lastGroupSize`, `lastCommitSeconds`, `started`, `stopping` and `closed` are guarded by `condition`.
 
     /// The schema version this build reads and writes (`PRAGMA user_version`).
     public static let formatVersion = 1
@@ -41,6 +41,7 @@ public final class SQLiteFeedStore: FeedStore, @unchecked Sendable {
     private var queue: [(write: FeedWrite, reply: CheckedContinuation<Result<Void, StoreError>, Never>)] = []
     private var counters = StoreMetrics()
     private var lastGroupSize = 0
+    private var lastCommitSeconds = 0.0
     private var started = false
     private var stopping = false
     private var closed = false
@@ -358,6 +359,7 @@ public final class SQLiteFeedStore: FeedStore, @unchecked Sendable {
             counters.commitSeconds += seconds
             counters.maxWritesPerCommit = max(counters.maxWritesPerCommit, group.count)
             lastGroupSize = group.count
+            lastCommitSeconds = seconds
             if results.contains(where: { if case .failure = $0 { true } else { false } }) { counters.failedCommits += 1 }
             condition.unlock()
             refreshSize()
@@ -367,11 +369,16 @@ public final class SQLiteFeedStore: FeedStore, @unchecked Sendable {
 
     /// Group commit, the gathering half (called with `condition` held): when the last commit served
     /// several writers, they are about to come back; while writes keep arriving less than
-    /// `gatherGap` apart, wait for them (at most `gatherLimit` in all), so they share this commit
-    /// instead of splitting into alternating half-groups. A lone writer never waits.
+    /// `gatherGap` apart, wait for them, so they share this commit instead of splitting into
+    /// alternating half-groups. The wait is bounded by a quarter of what the last commit took (at
+    /// most `gatherLimit`): worth it where an fsync is slow (a 4 ms fsync: a 1 ms wait that merges two
+    /// groups halves the fsyncs), not where it is fast (measured on a disk with 0.15 ms fsyncs: waiting
+    /// up to 1 ms cost 15% of the throughput at 16 writers). A lone writer never waits.
     private func gather() {
         guard lastGroupSize > 1 else { return }
-        let limit = Date(timeIntervalSinceNow: Self.gatherLimit)
+        let wait = min(Self.gatherLimit, lastCommitSeconds / 4)
+        guard wait >= Self.gatherGap else { return }
+        let limit = Date(timeIntervalSinceNow: wait)
         while !stopping && queue.count < lastGroupSize * 2 {
             let before = queue.count
             let gap = min(limit, Date(timeIntervalSinceNow: Self.gatherGap))

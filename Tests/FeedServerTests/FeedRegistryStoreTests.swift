@@ -80,6 +80,28 @@ struct FeedRegistryStoreTests {
         #expect(missed.map { String(decoding: $0.bytes, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("id: ") } } == ["id: ds1.\(history).3", "id: ds1.\(history).4"])
     }
 
+    /// The store keeps the feed's own window: it grows to a quarter past `replayLimit` and is then cut
+    /// back to it in one step (so most writes delete no batch row), and a restart resumes from it.
+    @Test func theStoredWindowIsTheFeedsWindowCutBackInSteps() async throws {
+        let store = MemoryStore()
+        let (first, _) = try await api(store)
+        var expected: [Int] = []
+        for version in 1...23 {
+            _ = await first.handle(request("PUT", "/feeds/list", snapshot(["v\(version)"])))
+            if version > 1 {
+                expected.append(version)
+                if expected.count > 4 + 4 / 4 { expected.removeFirst(expected.count - 4) }
+            }
+            let stored = try #require(try store.load().feeds.first { $0.name == "list" })
+            #expect(stored.batches.map(\.version) == expected, "after version \(version)")
+        }
+        let (_, restored) = try await api(store)
+        let feed = try #require(await restored.feed("list"))
+        let history = await feed.history
+        #expect(await feed.missedBatches(since: EventID(history: history, version: 19).description)?.count == 4)
+        #expect(await feed.missedBatches(since: EventID(history: history, version: 18).description) == nil, "older than the window: a snapshot")
+    }
+
     @Test func aWriteTheStoreRefusesIsA503AndChangesNothing() async throws {
         let store = MemoryStore()
         let (api, registry) = try await api(store)
