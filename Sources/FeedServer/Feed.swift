@@ -42,6 +42,8 @@ public actor Feed {
     /// by every subscriber that needs it: new ones, and lagging ones being caught up.
     private var snapshotPayload: (history: String, version: Int, payload: EventPayload)?
     static let retryMilliseconds = 2000
+    /// Whether the server hosts this feed (a view model): it does not count against `--max-feeds`.
+    private(set) var isHosted = false
 
     /// A feed that does not exist yet; the first ``publish(_:viewState:)`` creates it.
     init(name: String, replayLimit: Int, server: HTTPServer?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil) {
@@ -86,6 +88,14 @@ public actor Feed {
         (version, FeedEvents.snapshotJSON(feed: name, version: version, snapshot: snapshot))
     }
 
+    /// Marks the feed as hosted by the server: from now on it does not count against `--max-feeds`
+    /// (if it already exists and was counted, say restored from the store, it stops counting).
+    func markHosted() {
+        guard !isHosted else { return }
+        isHosted = true
+        if version > 0 { account?.exemptFeed() }
+    }
+
     /// Creates the feed, or replaces its snapshot. The order is: diff, make durable (the store's
     /// commit returns), update, then broadcast; so no subscriber sees a version a crash could take back.
     /// Content equal to the current one makes no version and no event (only a changed `viewState` is
@@ -107,13 +117,13 @@ public actor Feed {
         if version == 0 {
             let fresh = EventID.newHistory()
             if let account {
-                do { try account.admitFeed(bytes: encoded.count) } catch { throw .limit(error) }
+                do { try account.admitFeed(bytes: encoded.count, counted: !isHosted) } catch { throw .limit(error) }
             }
             if let store {
                 do {
                     try await store.commit(.put(name: name, history: fresh, version: 1, snapshot: encoded, batch: nil, keepFrom: 2, viewState: viewState))
                 } catch {
-                    account?.releaseFeed(bytes: encoded.count)
+                    account?.releaseFeed(bytes: encoded.count, counted: !isHosted)
                     throw .store(error)
                 }
             }
@@ -262,7 +272,7 @@ public actor Feed {
         defer { releaseWrite() }
         guard version > 0 else { return false }
         try await store?.commit(.delete(name: name))
-        account?.releaseFeed(bytes: storedBytes)
+        account?.releaseFeed(bytes: storedBytes, counted: !isHosted)
         version = 0
         snapshotPayload = nil
         snapshot = WireSnapshot()

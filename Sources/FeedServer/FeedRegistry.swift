@@ -78,8 +78,11 @@ public actor FeedRegistry {
     /// Creates the feed at version 1, or publishes the snapshot to the existing one; answers once durable.
     /// Refused, with nothing changed, when that would pass a ``StorageLimits`` limit.
     /// - Parameter viewState: the view-model state behind this snapshot, stored with it (opaque bytes).
-    public func put(_ name: String, snapshot: WireSnapshot, viewState: [UInt8]? = nil) async throws(FeedWriteError) -> (created: Bool, version: Int, operations: Int) {
+    /// - Parameter hosted: the server hosts this feed (a view model); it does not count against
+    ///   `--max-feeds` (its bytes still count).
+    public func put(_ name: String, snapshot: WireSnapshot, viewState: [UInt8]? = nil, hosted: Bool = false) async throws(FeedWriteError) -> (created: Bool, version: Int, operations: Int) {
         let feed = entry(name)
+        if hosted { await feed.markHosted() }
         return try await feed.publish(snapshot, viewState: viewState)
     }
 

@@ -45,7 +45,7 @@ public final class HostedFeeds: @unchecked Sendable {
         do throws(APIError) {
             let snapshot = try ViewModelHost<Model>.wire(model, start)
             let bytes = try ViewModelHost<Model>.storedBytes(start)
-            do { _ = try await registry.put(name, snapshot: snapshot, viewState: bytes) } catch { throw APIError(writeError: error) }
+            do { _ = try await registry.put(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw APIError(writeError: error) }
         } catch {
             lock.withLock { _ = reserved.remove(name) }
             throw HostingError(description: "'\(name)': \(error.detail)")

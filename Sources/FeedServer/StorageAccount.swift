@@ -29,9 +29,12 @@ public final class StorageAccount: Sendable {
     }
 
     /// Counts a new feed holding `bytes`, or throws and counts nothing.
-    public func admitFeed(bytes: Int) throws(StorageLimitExceeded) {
+    /// - Parameter counted: whether the feed counts against ``StorageLimits/maxFeeds``. A feed the
+    ///   server hosts itself (a view model) does not: `--max-feeds` bounds the feeds clients create.
+    ///   Its bytes count against ``StorageLimits/maxStoreBytes`` either way.
+    public func admitFeed(bytes: Int, counted: Bool = true) throws(StorageLimitExceeded) {
         try state.withLock { (state) throws(StorageLimitExceeded) in
-            guard state.feeds < limits.maxFeeds else {
+            guard !counted || state.feeds < limits.maxFeeds else {
                 state.refusals[.maxFeeds, default: 0] += 1
                 throw StorageLimitExceeded(limit: .maxFeeds, value: limits.maxFeeds, needed: state.feeds + 1)
             }
@@ -39,9 +42,15 @@ public final class StorageAccount: Sendable {
                 state.refusals[.maxStoreBytes, default: 0] += 1
                 throw StorageLimitExceeded(limit: .maxStoreBytes, value: limits.maxStoreBytes, needed: state.bytes + bytes)
             }
-            state.feeds += 1
+            if counted { state.feeds += 1 }
             state.bytes += bytes
         }
+    }
+
+    /// A counted feed (say, restored from the store) is now hosted by the server: it stops counting
+    /// against ``StorageLimits/maxFeeds``.
+    public func exemptFeed() {
+        state.withLock { $0.feeds -= 1 }
     }
 
     /// Changes what one feed holds from `old` to `new` bytes, or throws and changes nothing. Shrinking
@@ -72,10 +81,10 @@ public final class StorageAccount: Sendable {
         state.withLock { $0.bytes += old - new }
     }
 
-    /// Forgets a deleted feed that held `bytes`.
-    public func releaseFeed(bytes: Int) {
+    /// Forgets a deleted feed that held `bytes` (`counted` as it was admitted).
+    public func releaseFeed(bytes: Int, counted: Bool = true) {
         state.withLock {
-            $0.feeds -= 1
+            if counted { $0.feeds -= 1 }
             $0.bytes -= bytes
         }
     }
@@ -88,7 +97,7 @@ public final class StorageAccount: Sendable {
     /// Prometheus text exposition lines: usage, limits, refusals.
     func exposition() -> String {
         let copy = state.withLock { $0 }
-        var text = "# HELP diffstream_feeds Feeds held.\n# TYPE diffstream_feeds gauge\ndiffstream_feeds \(copy.feeds)\n"
+        var text = "# HELP diffstream_feeds Feeds counted against --max-feeds (view-model feeds are not).\n# TYPE diffstream_feeds gauge\ndiffstream_feeds \(copy.feeds)\n"
         text += "# HELP diffstream_store_bytes Encoded bytes of all snapshots and replay windows.\n# TYPE diffstream_store_bytes gauge\ndiffstream_store_bytes \(copy.bytes)\n"
         text += "# HELP diffstream_max_feeds The --max-feeds limit.\n# TYPE diffstream_max_feeds gauge\ndiffstream_max_feeds \(limits.maxFeeds)\n"
         text += "# HELP diffstream_max_feed_bytes The --max-feed-bytes limit.\n# TYPE diffstream_max_feed_bytes gauge\ndiffstream_max_feed_bytes \(limits.maxFeedBytes)\n"

@@ -12,7 +12,7 @@ import Glibc
 /// | ``maxFeedBytes`` | `--max-feed-bytes` | 8 MiB | `507`, the feed unchanged |
 /// | ``maxStoreBytes`` | `--max-store-bytes` | a quarter of the memory (``defaultMaxStoreBytes(memoryBytes:)``) | `507`, nothing changed |
 public struct StorageLimits: Sendable, Equatable {
-    /// The most feeds, view-model feeds included.
+    /// The most feeds clients may create. Feeds the server hosts itself (view models) do not count.
     public var maxFeeds: Int
     /// The largest snapshot one feed may hold, encoded.
     public var maxFeedBytes: Int

@@ -67,7 +67,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
         let snapshot = try Self.wire(model, next)
         let bytes = try Self.storedBytes(next)
         let published: (created: Bool, version: Int, operations: Int)
-        do { published = try await registry.put(name, snapshot: snapshot, viewState: bytes) } catch { throw APIError(writeError: error) }
+        do { published = try await registry.put(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw APIError(writeError: error) }
         state = next
         return ChangeResult(version: published.version, operations: published.operations)
     }

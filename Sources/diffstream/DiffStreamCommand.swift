@@ -33,7 +33,7 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Option(help: "Seconds a request body may take to arrive (then 408). [env: DIFFSTREAM_BODY_TIMEOUT] (default: 30)") var bodyTimeout: String?
     @Option(help: "Seconds a response or event stream may make no write progress before it is dropped. [env: DIFFSTREAM_WRITE_TIMEOUT] (default: 30)") var writeTimeout: String?
     @Option(help: "Largest request body in bytes. [env: DIFFSTREAM_MAX_BODY] (default: 8388608)") var maxBody: String?
-    @Option(help: "Most feeds held, view-model feeds included; more get 507. [env: DIFFSTREAM_MAX_FEEDS] (default: 10000)") var maxFeeds: String?
+    @Option(help: "Most feeds clients may create (hosted view-model feeds do not count); more get 507. [env: DIFFSTREAM_MAX_FEEDS] (default: 10000)") var maxFeeds: String?
     @Option(help: "Largest snapshot one feed may hold, in encoded bytes; larger get 507. [env: DIFFSTREAM_MAX_FEED_BYTES] (default: 8388608)") var maxFeedBytes: String?
     @Option(help: "Encoded bytes of all snapshots and replay windows together; past it writes get 507. [env: DIFFSTREAM_MAX_STORE_BYTES] (default: a quarter of the memory, at least 64 MiB)") var maxStoreBytes: String?
     @Option(help: "File holding the HS256 secret (32 bytes or more) that signed tokens (JWT) are checked with. [env: DIFFSTREAM_JWT_SECRET_FILE, or DIFFSTREAM_JWT_SECRET holding the secret itself]") var jwtSecretFile: String?

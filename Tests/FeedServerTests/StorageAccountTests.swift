@@ -13,6 +13,23 @@ struct StorageAccountTests {
         #expect(account.usage == (2, 20))
     }
 
+    @Test func hostedFeedsDoNotCountAgainstMaxFeedsButTheirBytesDo() throws {
+        let account = StorageAccount(limits: StorageLimits(maxFeeds: 1, maxFeedBytes: 100, maxStoreBytes: 50))
+        try account.admitFeed(bytes: 10, counted: false)
+        try account.admitFeed(bytes: 10)
+        #expect(account.usage == (1, 20))
+        #expect(throws: StorageLimitExceeded(limit: .maxFeeds, value: 1, needed: 2)) { try account.admitFeed(bytes: 10) }
+        try account.admitFeed(bytes: 10, counted: false)
+        #expect(throws: StorageLimitExceeded(limit: .maxStoreBytes, value: 50, needed: 51)) { try account.admitFeed(bytes: 21, counted: false) }
+        // A restored feed that turns out to be hosted stops counting.
+        account.restoreFeed(bytes: 5)
+        #expect(account.usage == (2, 35))
+        account.exemptFeed()
+        #expect(account.usage == (1, 35))
+        account.releaseFeed(bytes: 10, counted: false)
+        #expect(account.usage == (1, 25))
+    }
+
     @Test func refusesASnapshotPastMaxFeedBytes() throws {
         let account = StorageAccount(limits: StorageLimits(maxFeeds: 2, maxFeedBytes: 100, maxStoreBytes: 1000))
         try account.checkSnapshot(bytes: 100)
