@@ -251,67 +251,63 @@ final class Connection: EventHandler, @unchecked Sendable {
         defer { flushing = false }
         while outputHead < output.count, !isClosed {
             let chunk = output[outputHead]
-            let result: Socket.IOResult
-            do {
-                result = try chunk.withUnsafeBytes { buffer throws(SystemError) in
-                    try transport.write(UnsafeRawBufferPointer(rebasing: buffer[outputOffset...]))
+            var count = 0
+            if outputOffset < chunk.count {  // (an empty chunk is just passed over)
+                guard let sent = send(chunk, from: outputOffset) else { return }
+                guard sent > 0 else {
+                    updateInterest()
+                    return
                 }
-            } catch {
-                loop.server.logger.debug("connection \(id): \(error)")
-                perform(machine.peerClosed(reason: "write error"))
-                return
+                count = sent
             }
-            switch result {
-            case .bytes(let count):
-                loop.counters.bytesSent.add(count, ordering: .relaxed)
-                outputOffset += count
-                if outputOffset == chunk.count {
-                    output[outputHead] = []
-                    outputHead += 1
-                    outputOffset = 0
-                }
-                if outputHead == output.count {
-                    output = []  // an idle connection keeps no queue (most subscribers are idle most of the time)
-                    outputHead = 0
-                }
-                perform(machine.wrote(count, now: EventLoop.now()))
-            case .wouldBlock:
-                updateInterest()
-                return
-            case .closed:
-                perform(machine.peerClosed())
-                return
+            outputOffset += count
+            if outputOffset == chunk.count {
+                output[outputHead] = []
+                outputHead += 1
+                outputOffset = 0
             }
+            if outputHead == output.count {
+                output = []  // an idle connection keeps no queue (most subscribers are idle most of the time)
+                outputHead = 0
+            }
+            if count > 0 { perform(machine.wrote(count, now: EventLoop.now())) }
         }
     }
 
     /// Writes an event's bytes with nothing queued before them; queues what the socket does not take.
     private func writeDirectly(_ bytes: [UInt8], now: Double) {
+        guard let count = send(bytes, from: 0) else { return }
+        if count < bytes.count {
+            output = [bytes]
+            outputHead = 0
+            outputOffset = count
+        }
+        if count > 0 { perform(machine.wrote(count, now: now)) }
+        if count < bytes.count { updateInterest() }
+    }
+
+    /// One write of `bytes[offset...]` to the socket: the number of bytes taken (0: it would block), or
+    /// nil when the connection is gone (a write error or the peer closed; the machine has been told).
+    private func send(_ bytes: [UInt8], from offset: Int) -> Int? {
         let result: Socket.IOResult
         do {
-            result = try bytes.withUnsafeBytes { buffer throws(SystemError) in try transport.write(buffer) }
+            result = try bytes.withUnsafeBytes { buffer throws(SystemError) in
+                try transport.write(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+            }
         } catch {
             loop.server.logger.debug("connection \(id): \(error)")
             perform(machine.peerClosed(reason: "write error"))
-            return
+            return nil
         }
         switch result {
         case .bytes(let count):
             loop.counters.bytesSent.add(count, ordering: .relaxed)
-            if count < bytes.count {
-                output = [bytes]
-                outputHead = 0
-                outputOffset = count
-            }
-            perform(machine.wrote(count, now: now))
-            if count < bytes.count { updateInterest() }
+            return count
         case .wouldBlock:
-            output = [bytes]
-            outputHead = 0
-            outputOffset = 0
-            updateInterest()
+            return 0
         case .closed:
             perform(machine.peerClosed())
+            return nil
         }
     }
 
