@@ -49,7 +49,7 @@ public final class FeedMetrics: Sendable {
         text += "# HELP diffstream_resyncs_total Slow subscribers caught up with a fresh snapshot.\n# TYPE diffstream_resyncs_total counter\n"
         text += "diffstream_resyncs_total \(copy.resyncs)\n"
         if let store = store?.metrics() {
-            text += "# HELP diffstream_store_commits_total Store transactions committed (one fsync each).\n# TYPE diffstream_store_commits_total counter\n"
+            text += "# HELP diffstream_store_commits_total Store commits (one fsync each).\n# TYPE diffstream_store_commits_total counter\n"
             text += "diffstream_store_commits_total \(store.commits)\n"
             text += "# HELP diffstream_store_writes_total Writes made durable; divided by commits, the writes per commit.\n# TYPE diffstream_store_writes_total counter\n"
             text += "diffstream_store_writes_total \(store.writes)\n"
@@ -63,6 +63,10 @@ public final class FeedMetrics: Sendable {
             text += "diffstream_store_commit_seconds_sum \(store.commitSeconds)\ndiffstream_store_commit_seconds_count \(store.commits)\n"
             text += "# HELP diffstream_store_size_bytes Bytes of the store's files on disk.\n# TYPE diffstream_store_size_bytes gauge\n"
             text += "diffstream_store_size_bytes \(store.sizeBytes)\n"
+            text += "# HELP diffstream_store_compactions_total Checkpoints written to compact the store's log.\n# TYPE diffstream_store_compactions_total counter\n"
+            text += "diffstream_store_compactions_total \(store.compactions)\n"
+            text += "# HELP diffstream_store_failed_compactions_total Compactions that failed (tried again later).\n# TYPE diffstream_store_failed_compactions_total counter\n"
+            text += "diffstream_store_failed_compactions_total \(store.failedCompactions)\n"
         }
         return text
     }

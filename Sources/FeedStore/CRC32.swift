@@ -9,17 +9,24 @@ import CZlib
 public enum CRC32 {
     /// The checksum of `bytes`.
     public static func checksum(_ bytes: [UInt8]) -> UInt32 {
-        bytes.withUnsafeBufferPointer { buffer in
-            var crc: uLong = 0
-            var start = buffer.baseAddress
-            var left = buffer.count
-            while left > 0 {  // zlib takes a 32-bit length
-                let chunk = min(left, Int(Int32.max))
-                crc = CZlib.crc32(crc, start, uInt(chunk))
-                start = start.map { $0 + chunk }
-                left -= chunk
-            }
-            return UInt32(crc)
+        bytes.withUnsafeBufferPointer { checksum($0) }
+    }
+
+    /// The checksum of part of an array, without copying it.
+    public static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+        bytes.withUnsafeBufferPointer { checksum($0) }
+    }
+
+    static func checksum(_ buffer: UnsafeBufferPointer<UInt8>) -> UInt32 {
+        var crc: uLong = 0
+        var start = buffer.baseAddress
+        var left = buffer.count
+        while left > 0 {  // zlib takes a 32-bit length
+            let chunk = min(left, Int(Int32.max))
+            crc = CZlib.crc32(crc, start, uInt(chunk))
+            start = start.map { $0 + chunk }
+            left -= chunk
         }
+        return UInt32(crc)
     }
 }

@@ -53,9 +53,12 @@ public struct StoreContents: Sendable {
     public var feeds: [StoredFeed]
     /// Damaged feeds that were set aside (only when the store was opened to do so), with the reason.
     public var setAside: [(name: String, reason: String)]
-    public init(feeds: [StoredFeed], setAside: [(name: String, reason: String)] = []) {
+    /// What the server should log about the start (a torn write dropped, data migrated).
+    public var notes: [String]
+    public init(feeds: [StoredFeed], setAside: [(name: String, reason: String)] = [], notes: [String] = []) {
         self.feeds = feeds
         self.setAside = setAside
+        self.notes = notes
     }
 }
 
@@ -84,5 +87,8 @@ public struct StoreMetrics: Sendable, Equatable {
     public var commitSeconds = 0.0
     public var maxWritesPerCommit = 0
     public var sizeBytes = 0
+    /// Checkpoints written to compact the log, and attempts that failed (a full disk, say).
+    public var compactions = 0
+    public var failedCompactions = 0
     public init() {}
 }

@@ -3,11 +3,8 @@ import Dispatch
 import Foundation
 #if canImport(Glibc)
 import Glibc
-/// `close(2)`, named apart from ``SQLiteFeedStore/close()``.
-private let closeDescriptor = Glibc.close
 #elseif canImport(Darwin)
 import Darwin
-private let closeDescriptor = Darwin.close
 #endif
 
 /// The embedded store: one SQLite database in WAL mode with `synchronous=FULL`, in a directory locked
@@ -23,8 +20,8 @@ private let closeDescriptor = Darwin.close
 /// torn write, a full disk and a corrupt file.
 public final class SQLiteFeedStore: FeedStore, @unchecked Sendable {
     // `@unchecked Sendable`: `database` and `statements` are used by the thread calling `init` and
-    // `load()` until `load()` starts the store thread, and only by that thread afterwards; `queue`,
-    // `counters`, `lastGroupSize`, `lastCommitSeconds`, `started`, `stopping` and `closed` are guarded by `condition`.
+    // `load()` until `load()` starts the committer's thread, and only by that thread afterwards
+    // (`close()` touches them after stopping it); the committer guards its own state.
 
     /// The schema version this build reads and writes (`PRAGMA user_version`).
     public static let formatVersion = 1
@@ -34,81 +31,47 @@ public final class SQLiteFeedStore: FeedStore, @unchecked Sendable {
     public let directory: String
     public var databasePath: String { directory + "/" + Self.fileName }
     private let setAsideDamaged: Bool
-    private let lockDescriptor: Int32
+    private let lock: DirectoryLock?
     private var database: SQLiteDatabase
     private var statements: Statements?
-    private let condition = NSCondition()
-    private var queue: [(write: FeedWrite, reply: CheckedContinuation<Result<Void, StoreError>, Never>)] = []
-    private var counters = StoreMetrics()
-    private var lastGroupSize = 0
-    private var lastCommitSeconds = 0.0
-    private var started = false
-    private var stopping = false
-    private var closed = false
-    private let stopped = DispatchSemaphore(value: 0)
+    private let committer: GroupCommitter
 
     /// Opens (creating if needed) and locks `directory`.
     /// - Parameter setAsideDamaged: on damaged data, set the damaged feeds (or file) aside and go on,
     ///   instead of refusing to start.
     /// - Throws: ``StoreError/directory(path:reason:)``, ``StoreError/locked(path:)``,
     ///   ``StoreError/damaged(path:reason:)``.
-    public init(directory: String, setAsideDamaged: Bool = false) throws(StoreError) {
+    public convenience init(directory: String, setAsideDamaged: Bool = false) throws(StoreError) {
+        try self.init(directory: directory, setAsideDamaged: setAsideDamaged, lock: try DirectoryLock(directory: directory))
+    }
+
+    /// With `lock` nil, the caller holds the directory's lock already (``LogFeedStore`` migrating a
+    /// database of an earlier version).
+    init(directory: String, setAsideDamaged: Bool, lock: DirectoryLock?) throws(StoreError) {
         self.directory = directory
         self.setAsideDamaged = setAsideDamaged
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw .directory(path: directory, reason: "cannot create it (\((error as NSError).localizedDescription))")
-        }
-        let lockPath = directory + "/diffstream.lock"
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw .directory(path: directory, reason: "open(\(lockPath)): \(String(cString: strerror(errno)))") }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            _ = closeDescriptor(descriptor)
-            if code == EWOULDBLOCK { throw .locked(path: directory) }
-            throw .directory(path: directory, reason: "flock(\(lockPath)): \(String(cString: strerror(code)))")
-        }
-        lockDescriptor = descriptor
-        guard access(directory, W_OK) == 0 else {
-            _ = closeDescriptor(descriptor)
-            throw .directory(path: directory, reason: "access(W_OK): \(String(cString: strerror(errno)))")
-        }
+        self.lock = lock
+        committer = GroupCommitter(path: directory + "/" + Self.fileName)
         do {
             database = try SQLiteDatabase(path: directory + "/" + Self.fileName)
         } catch {
-            _ = closeDescriptor(descriptor)
             throw .directory(path: directory + "/" + Self.fileName, reason: error.description)
         }
-    }
-
-    deinit {
-        if !closed { _ = closeDescriptor(lockDescriptor) }
     }
 
     /// Finishes the writes already queued, stops the store thread, closes the database and releases the
     /// directory's lock. Commits after this fail.
     public func close() {
-        condition.lock()
-        guard !closed else { condition.unlock(); return }
-        closed = true
-        stopping = true
-        let running = started
-        condition.signal()
-        condition.unlock()
-        if running { stopped.wait() }
+        committer.stop()
         statements = nil
         database.close()
-        _ = closeDescriptor(lockDescriptor)
+        lock?.release()
     }
 
     // MARK: Loading
 
     public func load() throws(StoreError) -> StoreContents {
-        condition.lock()
-        let already = started
-        condition.unlock()
-        guard !already else {
+        guard !committer.isRunning else {
             throw .io(path: databasePath, reason: "load() was called after the store had started committing; call it once, before the first commit")
         }
         var contents: StoreContents
@@ -130,12 +93,11 @@ public final class SQLiteFeedStore: FeedStore, @unchecked Sendable {
             throw .io(path: databasePath, reason: error.description)
         }
         refreshSize()
-        condition.lock()
-        started = true
-        condition.unlock()
-        let thread = Thread { [self] in run() }
-        thread.name = "diffstream-store"
-        thread.start()
+        committer.start(threadName: "diffstream-store") { [self] writes in
+            let results = commitGroup(writes)
+            refreshSize()
+            return results
+        }
         return contents
     }
 
@@ -317,80 +279,10 @@ public final class SQLiteFeedStore: FeedStore, @unchecked Sendable {
     // MARK: Writing
 
     public func commit(_ write: FeedWrite) async throws(StoreError) {
-        let result = await withCheckedContinuation { (reply: CheckedContinuation<Result<Void, StoreError>, Never>) in
-            condition.lock()
-            guard started && !closed else {
-                condition.unlock()
-                reply.resume(returning: .failure(.io(path: databasePath, reason: "the store is not open")))
-                return
-            }
-            queue.append((write, reply))
-            condition.signal()
-            condition.unlock()
-        }
-        try result.get()
+        try await committer.submit(write)
     }
 
-    public func metrics() -> StoreMetrics {
-        condition.lock()
-        defer { condition.unlock() }
-        return counters
-    }
-
-    private func run() {
-        while true {
-            condition.lock()
-            while queue.isEmpty && !stopping { condition.wait() }
-            if queue.isEmpty {
-                condition.unlock()
-                stopped.signal()
-                return
-            }
-            gather()
-            let group = queue
-            queue.removeAll(keepingCapacity: true)
-            condition.unlock()
-            let started = Self.clock()
-            let results = commitGroup(group.map(\.write))
-            let seconds = Self.clock() - started
-            condition.lock()
-            counters.commits += 1
-            counters.writes += group.count
-            counters.commitSeconds += seconds
-            counters.maxWritesPerCommit = max(counters.maxWritesPerCommit, group.count)
-            lastGroupSize = group.count
-            lastCommitSeconds = seconds
-            if results.contains(where: { if case .failure = $0 { true } else { false } }) { counters.failedCommits += 1 }
-            condition.unlock()
-            refreshSize()
-            for (entry, result) in zip(group, results) { entry.reply.resume(returning: result) }
-        }
-    }
-
-    /// Group commit, the gathering half (called with `condition` held): when the last commit served
-    /// several writers, they are about to come back; while writes keep arriving less than
-    /// `gatherGap` apart, wait for them, so they share this commit instead of splitting into
-    /// alternating half-groups. The wait is bounded by a quarter of what the last commit took (at
-    /// most `gatherLimit`): worth it where an fsync is slow (a 4 ms fsync: a 1 ms wait that merges two
-    /// groups halves the fsyncs), not where it is fast (measured on a disk with 0.15 ms fsyncs: waiting
-    /// up to 1 ms cost 15% of the throughput at 16 writers). A lone writer never waits.
-    private func gather() {
-        guard lastGroupSize > 1 else { return }
-        let wait = min(Self.gatherLimit, lastCommitSeconds / 4)
-        guard wait >= Self.gatherGap else { return }
-        let limit = Date(timeIntervalSinceNow: wait)
-        while !stopping && queue.count < lastGroupSize * 2 {
-            let before = queue.count
-            let gap = min(limit, Date(timeIntervalSinceNow: Self.gatherGap))
-            _ = condition.wait(until: gap)
-            if queue.count == before || Date() >= limit { break }
-        }
-    }
-
-    /// Group commit: the longest pause between two arriving writes that still waits for the next one,
-    /// and the longest a commit waits in all.
-    static let gatherGap = 0.000_2
-    static let gatherLimit = 0.001
+    public func metrics() -> StoreMetrics { committer.metrics() }
 
     /// One transaction for all; if it fails and there were several, one transaction each.
     private func commitGroup(_ writes: [FeedWrite]) -> [Result<Void, StoreError>] {
@@ -439,15 +331,7 @@ public final class SQLiteFeedStore: FeedStore, @unchecked Sendable {
             var info = stat()
             if stat(databasePath + suffix, &info) == 0 { total += Int(info.st_size) }
         }
-        condition.lock()
-        counters.sizeBytes = total
-        condition.unlock()
-    }
-
-    static func clock() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+        committer.updateMetrics { $0.sizeBytes = total }
     }
 
     /// The prepared statements of the write path.

@@ -1,0 +1,297 @@
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The embedded store: an append-only log of our own, with length- and CRC-framed records, and
+/// checkpoints that compact it; in a directory locked against a second process.
+///
+/// Files (``LogFormat`` gives their bytes): `feeds-<n>.log` holds the records of every commit since
+/// checkpoint `feeds-<n>.checkpoint`, which holds every feed as it stood when log `n - 1` ended. At
+/// start the newest checkpoint is read and the logs from its generation on are replayed.
+///
+/// Writing: one thread (a ``GroupCommitter``) takes every write queued, appends their records as one
+/// group with one `pwrite` and makes it durable with one `fdatasync`, then answers the writers. A put
+/// stores its snapshot as a byte delta from the one before when that is much smaller (one item of a
+/// large feed changed), and whole at least every ``StoreState/maxDeltas`` puts. The store keeps every
+/// feed in memory too (``StoreState``), so it can write checkpoints without reading anything back.
+///
+/// Compacting: once the log outgrows the live data (and at least ``minimumLogBytes``), the thread
+/// starts log `n + 1`, and a second thread writes checkpoint `n + 1` from a copy of the state (a
+/// temporary file, `fdatasync`, `rename`, a directory `fsync`), then removes the older files. Writes go
+/// on meanwhile. So the directory holds about one checkpoint, its log and, while compacting, a second
+/// checkpoint: a small multiple of the live data.
+///
+/// See `docs/architecture.md` for why a log of our own, and for what happens on a torn write, a full
+/// disk and a corrupt file.
+public final class LogFeedStore: FeedStore, @unchecked Sendable {
+    // `@unchecked Sendable`: `state`, `log` and `nextRotation` belong to the thread calling `init` and
+    // `load()` until `load()` starts the committer's thread, and to that thread afterwards (`close()`
+    // touches `log` after stopping it); `compacting`, `compactionFailed` and `sizeOfOtherFiles` are
+    // guarded by `compactionLock`; the committer guards its own state.
+
+    /// The log is compacted once it is larger than the live data and than this.
+    public static let minimumLogBytes = 1 << 20
+
+    public let directory: String
+    let setAsideDamaged: Bool
+    private let lock: DirectoryLock
+    private let committer: GroupCommitter
+    var state = StoreState()
+    var log: OpenLog?
+    /// The log size at which the next compaction may start (moved on when one fails).
+    var nextRotation = minimumLogBytes
+    private let compactionLock = NSLock()
+    /// The bytes of every file in the directory but the open log.
+    private var sizeOfOtherFiles = 0
+    private var compacting = false
+    private var compactionFailed = false
+    private let compactionDone = DispatchSemaphore(value: 0)
+
+    /// The log being appended to.
+    struct OpenLog {
+        var descriptor: Int32
+        var generation: Int
+        var path: String
+        /// Where the next group goes: the end of the last durable group.
+        var end: Int
+    }
+
+    /// Opens (creating if needed) and locks `directory`.
+    /// - Parameter setAsideDamaged: on damaged data, set the damaged feeds (or files) aside and go on,
+    ///   instead of refusing to start.
+    /// - Throws: ``StoreError/directory(path:reason:)``, ``StoreError/locked(path:)``.
+    public init(directory: String, setAsideDamaged: Bool = false) throws(StoreError) {
+        self.directory = directory
+        self.setAsideDamaged = setAsideDamaged
+        lock = try DirectoryLock(directory: directory)
+        committer = GroupCommitter(path: directory)
+    }
+
+    /// Finishes the writes already queued and any compaction under way, closes the log and releases the
+    /// directory's lock. Commits after this fail.
+    public func close() {
+        committer.stop()
+        compactionLock.lock()
+        let running = compacting
+        compactionLock.unlock()
+        if running { compactionDone.wait() }
+        if let log { StoreFiles.close(log.descriptor) }
+        log = nil
+        lock.release()
+    }
+
+    func path(_ generation: Int, _ kind: LogFormat.FileKind) -> String {
+        directory + "/" + Self.fileName(generation, kind)
+    }
+
+    static func fileName(_ generation: Int, _ kind: LogFormat.FileKind) -> String {
+        let digits = String(generation)
+        return "feeds-" + String(repeating: "0", count: max(0, 10 - digits.count)) + digits + (kind == .log ? ".log" : ".checkpoint")
+    }
+
+    /// The generation and kind of a store file's name, or nil for any other name.
+    static func parse(_ name: String) -> (generation: Int, kind: LogFormat.FileKind)? {
+        guard name.hasPrefix("feeds-") else { return nil }
+        let kind: LogFormat.FileKind
+        let stem: Substring
+        if name.hasSuffix(".log") { kind = .log; stem = name.dropFirst(6).dropLast(4) }
+        else if name.hasSuffix(".checkpoint") { kind = .checkpoint; stem = name.dropFirst(6).dropLast(11) }
+        else { return nil }
+        guard !stem.isEmpty, stem.allSatisfy(\.isASCII), let generation = Int(stem), generation >= 1 else { return nil }
+        return (generation, kind)
+    }
+
+    // MARK: Writing
+
+    public func commit(_ write: FeedWrite) async throws(StoreError) {
+        try await committer.submit(write)
+    }
+
+    public func metrics() -> StoreMetrics { committer.metrics() }
+
+    /// Called by ``load()`` once the state is read and the log open: starts committing.
+    func startCommitting() {
+        if let log {
+            let others = otherFilesSize(except: log.generation)
+            compactionLock.lock()
+            sizeOfOtherFiles = others
+            compactionLock.unlock()
+        }
+        updateSize()
+        committer.start(threadName: "diffstream-store") { [self] writes in commitGroup(writes) }
+    }
+
+    /// One group for all; if it fails and there were several, one group each (so one write that does
+    /// not fit on a nearly full disk does not fail the others).
+    private func commitGroup(_ writes: [FeedWrite]) -> [Result<Void, StoreError>] {
+        let results: [Result<Void, StoreError>]
+        switch append(writes) {
+        case .success: results = writes.map { _ in .success(()) }
+        case .failure(let error) where writes.count == 1: results = [.failure(error)]
+        case .failure: results = writes.map { append([$0]) }
+        }
+        compactIfDue()
+        updateSize()
+        return results
+    }
+
+    /// Appends the writes' records as one group and makes it durable; the state changes only then
+    /// (in place: a copy of it per commit would copy every window it touches).
+    private func append(_ writes: [FeedWrite]) -> Result<Void, StoreError> {
+        guard var log else { return .failure(.io(path: directory, reason: "the store was not loaded")) }
+        var group = LogFormat.GroupEncoder()
+        var records: [StoreRecord] = []
+        records.reserveCapacity(writes.count)
+        var seen = Set<String>()
+        for write in writes {
+            // A feed's second write in one group is stored whole: its delta would need the first applied.
+            let record = seen.insert(write.feed).inserted ? state.record(for: write) : StoreState().record(for: write)
+            records.append(record)
+            group.append(record)
+        }
+        let bytes = group.finish()
+        do {
+            try StoreFiles.write(log.descriptor, bytes, at: log.end, path: log.path)
+            try StoreFiles.sync(log.descriptor, path: log.path)
+        } catch {
+            // Nothing of this group counts: cut it off (a later group overwrites it in any case, as
+            // groups are written at `end`), so a restart never reads it as acknowledged.
+            try? StoreFiles.truncate(log.descriptor, to: log.end, path: log.path)
+            return .failure(error.storeError(directory: directory))
+        }
+        log.end += bytes.count
+        self.log = log
+        for record in records {
+            // Cannot fail: each record was made from this state (a delta only from the stored version).
+            try? state.apply(record)
+        }
+        return .success(())
+    }
+
+    private func updateSize() {
+        compactionLock.lock()
+        let total = sizeOfOtherFiles + (log?.end ?? 0)
+        compactionLock.unlock()
+        committer.updateMetrics { $0.sizeBytes = total }
+    }
+
+    // MARK: Compacting
+
+    /// After a commit: when the log has outgrown the live data, start the next log and write a
+    /// checkpoint of the state on a second thread.
+    private func compactIfDue() {
+        guard let current = log, current.end >= max(nextRotation, state.liveBytes) else { return }
+        compactionLock.lock()
+        let busy = compacting
+        let failed = compactionFailed
+        compactionFailed = false
+        compactionLock.unlock()
+        if failed { nextRotation = current.end + Self.minimumLogBytes }
+        guard !busy, !failed else { return }
+        let generation = current.generation + 1
+        do {
+            log = try createLog(generation)
+        } catch {
+            nextRotation = current.end + Self.minimumLogBytes  // try again after as much more log
+            return
+        }
+        StoreFiles.close(current.descriptor)
+        nextRotation = Self.minimumLogBytes
+        let feeds = state.storedFeeds
+        compactionLock.lock()
+        compacting = true
+        sizeOfOtherFiles += current.end
+        compactionLock.unlock()
+        let thread = Thread { [self] in
+            let succeeded = (try? writeCheckpoint(feeds, generation: generation)) != nil
+            if succeeded { removeFiles(before: generation) }
+            let others = otherFilesSize(except: generation)
+            compactionLock.lock()
+            compacting = false
+            compactionFailed = !succeeded
+            sizeOfOtherFiles = others
+            compactionLock.unlock()
+            committer.updateMetrics {
+                if succeeded { $0.compactions += 1 } else { $0.failedCompactions += 1 }
+            }
+            compactionDone.signal()
+        }
+        thread.name = "diffstream-compact"
+        thread.start()
+    }
+
+    /// A new, empty log, durable with its name before anything is written to it.
+    func createLog(_ generation: Int) throws(FileError) -> OpenLog {
+        let path = path(generation, .log)
+        let descriptor = try StoreFiles.open(path, O_RDWR | O_CREAT | O_TRUNC)
+        do {
+            let header = LogFormat.header(kind: .log, generation: generation)
+            try StoreFiles.write(descriptor, header, at: 0, path: path)
+            try StoreFiles.sync(descriptor, path: path)
+            try StoreFiles.syncDirectory(directory)
+            return OpenLog(descriptor: descriptor, generation: generation, path: path, end: header.count)
+        } catch {
+            StoreFiles.close(descriptor)
+            try? StoreFiles.remove(path)
+            throw error
+        }
+    }
+
+    /// Writes checkpoint `generation`: a temporary file made durable, then renamed into place.
+    func writeCheckpoint(_ feeds: [StoredFeed], generation: Int) throws(FileError) {
+        let final = path(generation, .checkpoint), temporary = final + ".tmp"
+        let descriptor = try StoreFiles.open(temporary, O_RDWR | O_CREAT | O_TRUNC)
+        do {
+            var offset = 0
+            var buffer = LogFormat.header(kind: .checkpoint, generation: generation)
+            for feed in feeds {
+                var group = LogFormat.GroupEncoder(capacity: feed.snapshot.count + 256)
+                group.append(.feed(feed))
+                buffer.append(contentsOf: group.finish())
+                if buffer.count >= 1 << 20 {
+                    try StoreFiles.write(descriptor, buffer, at: offset, path: temporary)
+                    offset += buffer.count
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+            var end = LogFormat.GroupEncoder()
+            end.append(.end(feeds: feeds.count))
+            buffer.append(contentsOf: end.finish())
+            try StoreFiles.write(descriptor, buffer, at: offset, path: temporary)
+            try StoreFiles.sync(descriptor, path: temporary)
+            StoreFiles.close(descriptor)
+        } catch {
+            StoreFiles.close(descriptor)
+            try? StoreFiles.remove(temporary)
+            throw error
+        }
+        do {
+            try StoreFiles.rename(temporary, to: final)
+            try StoreFiles.syncDirectory(directory)
+        } catch {
+            try? StoreFiles.remove(temporary)
+            throw error
+        }
+    }
+
+    /// Removes the logs and checkpoints older than checkpoint `generation` (it holds all they held).
+    func removeFiles(before generation: Int) {
+        guard let names = try? StoreFiles.list(directory) else { return }
+        for name in names {
+            if let file = Self.parse(name), file.generation < generation {
+                try? StoreFiles.remove(directory + "/" + name)
+            }
+        }
+        try? StoreFiles.syncDirectory(directory)
+    }
+
+    /// The bytes of the directory's files other than log `generation`.
+    func otherFilesSize(except generation: Int) -> Int {
+        let open = Self.fileName(generation, .log)
+        return ((try? StoreFiles.list(directory)) ?? []).filter { $0 != open }.reduce(0) { $0 + (StoreFiles.size(directory + "/" + $1) ?? 0) }
+    }
+}

@@ -1,0 +1,233 @@
+/// The bytes of the log store's files (``LogFeedStore``).
+///
+/// A file starts with a 32-byte header: the magic `DiffStrm`, the format version (UInt16), the file's
+/// kind (UInt16: 1 a log, 2 a checkpoint), 4 reserved bytes, its generation (UInt64), 4 reserved bytes
+/// and the CRC-32 of the 28 bytes before. Then come groups, one per commit (or per feed in a
+/// checkpoint): a 16-byte group header (the marker `DSG1`, the body's length, the body's CRC-32, and the
+/// CRC-32 of those 12 bytes), then the body: records, each its length (UInt32), its CRC-32 and its
+/// bytes (``StoreRecord``). All integers are little-endian.
+///
+/// A group is written with one `pwrite` and made durable with one `fdatasync`, so it is all or
+/// nothing: a crash can only tear the last group of the newest log, which was never acknowledged.
+/// The record CRCs inside a group name the feeds whose bytes changed when a group in the middle is
+/// damaged.
+enum LogFormat {
+    static let formatVersion: UInt16 = 1
+    static let magic = Array("DiffStrm".utf8)
+    static let headerSize = 32
+    static let groupHeaderSize = 16
+    static let groupMarker: UInt32 = 0x3147_5344  // "DSG1" in file order
+
+    enum FileKind: UInt16 {
+        case log = 1, checkpoint = 2
+    }
+
+    /// The header of a new file.
+    static func header(kind: FileKind, generation: Int) -> [UInt8] {
+        var writer = ByteWriter(capacity: headerSize)
+        writer.bytes.append(contentsOf: magic)
+        writer.u16(formatVersion)
+        writer.u16(kind.rawValue)
+        writer.u32(0)
+        writer.u64(UInt64(generation))
+        writer.u32(0)
+        writer.u32(CRC32.checksum(writer.bytes))
+        return writer.bytes
+    }
+
+    /// Why a file's header is not one this build reads.
+    struct HeaderProblem: Error {
+        var reason: String
+    }
+
+    /// Checks a file's header; returns its generation.
+    static func readHeader(_ bytes: [UInt8], kind: FileKind) throws(HeaderProblem) -> Int {
+        guard bytes.count >= headerSize else { throw HeaderProblem(reason: "it is \(bytes.count) bytes long, shorter than a header") }
+        guard Array(bytes[0..<8]) == magic else { throw HeaderProblem(reason: "it does not start with 'DiffStrm': not a file of this store") }
+        var reader = ByteReader(bytes, from: 8, to: headerSize)
+        do {
+            let version = try reader.u16()
+            let fileKind = try reader.u16()
+            _ = try reader.u32()
+            let generation = try reader.u64()
+            _ = try reader.u32()
+            let crc = try reader.u32()
+            guard crc == CRC32.checksum(bytes[0..<28]) else { throw HeaderProblem(reason: "its header fails its CRC-32") }
+            guard version == formatVersion else {
+                throw HeaderProblem(reason: "its format version is \(version), and this build reads version \(formatVersion)")
+            }
+            guard fileKind == kind.rawValue else { throw HeaderProblem(reason: "its header says kind \(fileKind), not \(kind)") }
+            return Int(truncatingIfNeeded: generation)
+        } catch let problem as HeaderProblem {
+            throw problem
+        } catch {
+            throw HeaderProblem(reason: "its header is cut short")
+        }
+    }
+
+    /// Builds one group: records appended, then ``finish()``.
+    struct GroupEncoder {
+        private var writer: ByteWriter
+        private(set) var records = 0
+
+        init(capacity: Int = 4096) {
+            writer = ByteWriter(capacity: capacity)
+            writer.bytes.append(contentsOf: repeatElement(0, count: groupHeaderSize))
+        }
+
+        var isEmpty: Bool { records == 0 }
+        var count: Int { writer.bytes.count }
+
+        mutating func append(_ record: StoreRecord) {
+            let start = writer.bytes.count
+            writer.u32(0)
+            writer.u32(0)
+            record.encode(into: &writer)
+            writer.patch32(UInt32(writer.bytes.count - start - 8), at: start)
+            writer.patch32(CRC32.checksum(writer.bytes[(start + 8)...]), at: start + 4)
+            records += 1
+        }
+
+        /// The group's bytes, its header filled in.
+        func finish() -> [UInt8] {
+            var done = writer
+            done.patch32(groupMarker, at: 0)
+            done.patch32(UInt32(done.bytes.count - groupHeaderSize), at: 4)
+            done.patch32(CRC32.checksum(done.bytes[groupHeaderSize...]), at: 8)
+            done.patch32(CRC32.checksum(done.bytes[0..<12]), at: 12)
+            return done.bytes
+        }
+    }
+
+    /// A group in the middle of a file whose bytes changed.
+    struct DamagedGroup: Equatable {
+        var offset: Int
+        /// The feeds of records whose bytes changed, where the record still says which feed it is for;
+        /// empty when that cannot be told (then nobody knows which feeds the group held).
+        var feeds: [String]
+        /// The group's records that are still intact (their own CRC-32 holds).
+        var intact: [StoreRecord] = []
+        var reason: String
+    }
+
+    /// One entry of a file, in order.
+    enum Entry: Equatable {
+        case record(StoreRecord)
+        case damaged(DamagedGroup)
+    }
+
+    /// What a file holds: the records of its intact groups and its damaged groups, in order, where the
+    /// intact part ends, and what is wrong after it.
+    struct Scan {
+        var generation: Int
+        var entries: [Entry] = []
+        /// The offset just after the last intact group: where the next group is written.
+        var end: Int
+        /// Bytes after `end` that hold no intact group: a write a crash cut short (or bytes appended).
+        var tornTail = 0
+    }
+
+    /// Reads a whole file.
+    /// - Complexity: O(n); a damaged group costs a forward search for the next intact one.
+    static func scan(_ bytes: [UInt8], kind: FileKind) throws(HeaderProblem) -> Scan {
+        var scan = Scan(generation: try readHeader(bytes, kind: kind), end: headerSize)
+        var offset = headerSize
+        while offset < bytes.count {
+            if let next = intactGroup(bytes, at: offset) {
+                do {
+                    scan.entries += try records(bytes, body: (offset + groupHeaderSize)..<next).map(Entry.record)
+                } catch {
+                    scan.entries.append(.damaged(DamagedGroup(offset: offset, feeds: [], reason: "the group at offset \(offset): \(error.reason)")))
+                }
+                offset = next
+                scan.end = next
+                continue
+            }
+            // Not an intact group: a torn tail when no intact group follows, else damage in the middle.
+            guard let resume = nextIntactGroup(bytes, after: offset) else {
+                scan.tornTail = bytes.count - offset
+                break
+            }
+            scan.entries.append(.damaged(describeDamage(bytes, at: offset, upTo: resume)))
+            offset = resume
+        }
+        return scan
+    }
+
+    /// The end of the intact group at `offset`, or nil.
+    private static func intactGroup(_ bytes: [UInt8], at offset: Int) -> Int? {
+        guard bytes.count - offset >= groupHeaderSize else { return nil }
+        var reader = ByteReader(bytes, from: offset, to: offset + groupHeaderSize)
+        guard let marker = try? reader.u32(), marker == groupMarker,
+              let length = try? reader.u32(), let bodyCRC = try? reader.u32(), let headerCRC = try? reader.u32(),
+              headerCRC == CRC32.checksum(bytes[offset..<(offset + 12)]) else { return nil }
+        let end = offset + groupHeaderSize + Int(length)
+        guard end <= bytes.count, bodyCRC == CRC32.checksum(bytes[(offset + groupHeaderSize)..<end]) else { return nil }
+        return end
+    }
+
+    private static func nextIntactGroup(_ bytes: [UInt8], after offset: Int) -> Int? {
+        let first = UInt8(groupMarker & 0xFF)
+        var position = offset + 1
+        while position + groupHeaderSize <= bytes.count {
+            if bytes[position] == first, intactGroup(bytes, at: position) != nil { return position }
+            position += 1
+        }
+        return nil
+    }
+
+    private static func records(_ bytes: [UInt8], body: Range<Int>) throws(StoreRecord.Malformed) -> [StoreRecord] {
+        var found: [StoreRecord] = []
+        var offset = body.lowerBound
+        while offset < body.upperBound {
+            var reader = ByteReader(bytes, from: offset, to: body.upperBound)
+            guard let length = try? reader.u32(), let crc = try? reader.u32(), Int(length) <= reader.remaining else {
+                throw StoreRecord.Malformed(reason: "a record's length runs past its group")
+            }
+            let start = offset + 8, end = offset + 8 + Int(length)
+            guard crc == CRC32.checksum(bytes[start..<end]) else { throw StoreRecord.Malformed(reason: "a record fails its CRC-32") }
+            var recordReader = ByteReader(bytes, from: start, to: end)
+            found.append(try StoreRecord.decode(&recordReader))
+            offset = end
+        }
+        return found
+    }
+
+    /// What can be said of a damaged group: which feeds' records no longer match their CRC.
+    private static func describeDamage(_ bytes: [UInt8], at offset: Int, upTo resume: Int) -> DamagedGroup {
+        var reader = ByteReader(bytes, from: offset, to: resume)
+        guard let marker = try? reader.u32(), marker == groupMarker, let length = try? reader.u32(), (try? reader.u32()) != nil,
+              let headerCRC = try? reader.u32(), headerCRC == CRC32.checksum(bytes[offset..<(offset + 12)]),
+              offset + groupHeaderSize + Int(length) == resume else {
+            return DamagedGroup(offset: offset, feeds: [], reason: "\(resume - offset) bytes at offset \(offset) are not an intact group")
+        }
+        var feeds: [String] = []
+        var intact: [StoreRecord] = []
+        var position = offset + groupHeaderSize
+        while position + 8 <= resume {
+            var header = ByteReader(bytes, from: position, to: resume)
+            guard let length = try? header.u32(), let crc = try? header.u32(), Int(length) <= header.remaining else { break }
+            let start = position + 8, end = start + Int(length)
+            if crc != CRC32.checksum(bytes[start..<end]) {
+                var name = ByteReader(bytes, from: start + 1, to: end)
+                if let count = try? name.u16(), let raw = try? name.take(Int(count)), let text = String(validating: raw, as: UTF8.self), !text.isEmpty {
+                    feeds.append(text)
+                } else {
+                    return DamagedGroup(offset: offset, feeds: [], reason: "a record at offset \(position) is damaged and its feed cannot be told")
+                }
+            } else {
+                var record = ByteReader(bytes, from: start, to: end)
+                guard let decoded = try? StoreRecord.decode(&record) else {
+                    return DamagedGroup(offset: offset, feeds: [], reason: "a record at offset \(position) does not decode")
+                }
+                intact.append(decoded)
+            }
+            position = end
+        }
+        let reason = "records of the group at offset \(offset) fail their CRC-32"
+        guard position == resume, !feeds.isEmpty else {
+            return DamagedGroup(offset: offset, feeds: [], reason: "the group at offset \(offset) fails its CRC-32 and its records cannot be told apart")
+        }
+        return DamagedGroup(offset: offset, feeds: feeds, intact: intact, reason: reason)
+    }
+}

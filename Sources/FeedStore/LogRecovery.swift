@@ -1,0 +1,226 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reading the files back at start (``LogFeedStore/load()``): the newest checkpoint, then the logs
+/// from its generation on; a torn tail cut off; damage refused, or set aside when asked to.
+extension LogFeedStore {
+    /// Damage found while loading.
+    struct Damage {
+        var path: String
+        var reason: String
+        /// The feeds it is known to touch; empty when that cannot be told.
+        var feeds: [String]
+    }
+
+    /// Reads everything back, once, before serving, and starts committing.
+    /// - Throws: ``StoreError/damaged(path:reason:)`` when the data cannot be trusted and the store was
+    ///   not opened to set damage aside; ``StoreError/directory(path:reason:)`` when the directory's
+    ///   files cannot be read or written.
+    public func load() throws(StoreError) -> StoreContents {
+        guard log == nil else {
+            throw .io(path: directory, reason: "load() was called after the store had started committing; call it once, before the first commit")
+        }
+        let names: [String]
+        do { names = try StoreFiles.list(directory) } catch { throw .directory(path: directory, reason: error.description) }
+        for name in names where name.hasSuffix(".checkpoint.tmp") {  // a compaction cut short: the logs still hold it all
+            try? StoreFiles.remove(directory + "/" + name)
+        }
+        let files = names.compactMap(Self.parse)
+        if files.isEmpty {
+            if names.contains(SQLiteFeedStore.fileName) { return try migrate() }
+            do { log = try createLog(1) } catch { throw .directory(path: directory, reason: error.description) }
+            startCommitting()
+            return StoreContents(feeds: [])
+        }
+        var notes: [String] = []
+        var damage: [Damage] = []
+        var setAside: [String: String] = [:]
+        var historiesInDoubt = false
+
+        func note(_ found: Damage) {
+            damage.append(found)
+            if found.feeds.isEmpty { historiesInDoubt = true }
+            for feed in found.feeds where setAside[feed] == nil {
+                setAside[feed] = "\(found.reason) in \(found.path)"
+                state.remove(feed)
+            }
+        }
+        func replay(_ entries: [LogFormat.Entry], from path: String) {
+            for entry in entries {
+                switch entry {
+                case .record(let record):
+                    if let feed = record.feed, setAside[feed] != nil { continue }
+                    do { try state.apply(record) } catch { note(Damage(path: path, reason: error.reason, feeds: [error.feed])) }
+                case .damaged(let group):
+                    note(Damage(path: path, reason: group.reason, feeds: group.feeds))
+                    for record in group.intact where setAside[record.feed ?? ""] == nil {
+                        do { try state.apply(record) } catch { note(Damage(path: path, reason: error.reason, feeds: [error.feed])) }
+                    }
+                }
+            }
+        }
+
+        // The newest checkpoint, whole.
+        let checkpoints = files.filter { $0.kind == .checkpoint }.map(\.generation)
+        let base = checkpoints.max() ?? 0
+        if base > 0 {
+            let path = path(base, .checkpoint)
+            let bytes = try read(path)
+            do {
+                let scan = try LogFormat.scan(bytes, kind: .checkpoint)
+                replay(scan.entries, from: path)
+                let ends = scan.entries.compactMap { entry -> Int? in if case .record(.end(let count)) = entry { count } else { nil } }
+                let feeds = scan.entries.reduce(0) { count, entry in
+                    switch entry {
+                    case .record(.feed): count + 1
+                    case .damaged(let group): count + max(1, group.feeds.count)
+                    default: count
+                    }
+                }
+                if ends.count != 1 || ends.first != feeds {
+                    note(Damage(path: path, reason: "the checkpoint is incomplete (\(feeds) feeds, end record \(ends.map(String.init).joined(separator: ", ")))", feeds: []))
+                } else if scan.tornTail > 0 {
+                    notes.append("ignored \(scan.tornTail) bytes after the end of \(path)")
+                }
+            } catch {
+                note(Damage(path: path, reason: error.reason, feeds: []))
+            }
+        }
+
+        // The logs from the checkpoint's generation on, consecutive.
+        let logs = files.filter { $0.kind == .log && $0.generation >= max(base, 1) }.map(\.generation).sorted()
+        var expected = base > 0 ? base : 1
+        for generation in logs {
+            if generation != expected {
+                note(Damage(path: path(expected, .log), reason: "it is missing (the files go on with generation \(generation))", feeds: []))
+            }
+            expected = generation + 1
+        }
+        if logs.isEmpty {
+            note(Damage(path: path(max(base, 1), .log), reason: "it is missing: the writes after checkpoint \(base) are not there", feeds: []))
+        }
+        var lastScan: (generation: Int, end: Int, tornTail: Int)?
+        for (index, generation) in logs.enumerated() {
+            let path = path(generation, .log)
+            let isLast = index == logs.count - 1
+            let bytes = try read(path)
+            do {
+                let scan = try LogFormat.scan(bytes, kind: .log)
+                replay(scan.entries, from: path)
+                if isLast {
+                    lastScan = (generation, scan.end, scan.tornTail)
+                } else if scan.tornTail > 0 {
+                    note(Damage(path: path, reason: "its last \(scan.tornTail) bytes are not an intact group, though a newer log follows it", feeds: []))
+                }
+            } catch {
+                // A log whose header never became durable (a crash while starting it) holds no write.
+                if isLast && bytes.count <= LogFormat.headerSize && (bytes.isEmpty || bytes.starts(with: LogFormat.magic.prefix(bytes.count))) {
+                    lastScan = (generation, 0, bytes.count)
+                } else {
+                    note(Damage(path: path, reason: error.reason, feeds: []))
+                }
+            }
+        }
+
+        if !damage.isEmpty && !setAsideDamaged {
+            let reasons = damage.map { found in
+                (found.feeds.isEmpty ? "" : found.feeds.map { "feed '\($0)'" }.joined(separator: ", ") + ": ") + found.reason
+                    + (found.path == damage[0].path ? "" : " (in \(found.path))")
+            }
+            throw .damaged(path: damage[0].path, reason: reasons.joined(separator: "; ")
+                + "; start with --set-aside-damaged to keep what can be read and set the rest aside")
+        }
+        var contents = StoreContents(feeds: [], notes: notes)
+        if damage.isEmpty, let last = lastScan {
+            try reopen(last, notes: &contents.notes)
+        } else {
+            // Set aside: what could be read becomes a new checkpoint; the damaged files are kept aside.
+            if historiesInDoubt {
+                state.restartHistories(Self.newHistory)
+                contents.setAside.append(("*", "damage hid which feeds it touched: every feed starts a new history, so clients resync"))
+            }
+            contents.setAside += setAside.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            try rewrite(after: damage, generation: max(base, logs.last ?? 0) + 1, notes: &contents.notes)
+        }
+        contents.feeds = state.storedFeeds
+        startCommitting()
+        return contents
+    }
+
+    private func read(_ path: String) throws(StoreError) -> [UInt8] {
+        do { return try StoreFiles.read(path) } catch { throw .directory(path: path, reason: error.description) }
+    }
+
+    /// Opens the newest log to append to, cutting off a torn tail.
+    private func reopen(_ last: (generation: Int, end: Int, tornTail: Int), notes: inout [String]) throws(StoreError) {
+        let path = path(last.generation, .log)
+        if last.end == 0 {  // its header never became durable
+            do { log = try createLog(last.generation) } catch { throw .directory(path: path, reason: error.description) }
+            return
+        }
+        do {
+            let descriptor = try StoreFiles.open(path, O_RDWR)
+            if last.tornTail > 0 {
+                try StoreFiles.truncate(descriptor, to: last.end, path: path)
+                try StoreFiles.sync(descriptor, path: path)
+                notes.append("dropped \(last.tornTail) bytes at the end of \(path): a write cut short, never acknowledged")
+            }
+            log = OpenLog(descriptor: descriptor, generation: last.generation, path: path, end: last.end)
+        } catch {
+            throw .directory(path: path, reason: error.description)
+        }
+    }
+
+    /// After damage was set aside: writes what was read as checkpoint `generation`, starts its log, and
+    /// renames the damaged files aside (`<name>.damaged-<seconds>`); the other old files go.
+    private func rewrite(after damage: [Damage], generation: Int, notes: inout [String]) throws(StoreError) {
+        do {
+            try writeCheckpoint(state.storedFeeds, generation: generation)
+            log = try createLog(generation)
+        } catch {
+            throw .directory(path: directory, reason: "writing what could be read to a new checkpoint: \(error.description)")
+        }
+        let stamp = Int(Date().timeIntervalSince1970)
+        for path in Set(damage.map(\.path)) where StoreFiles.size(path) != nil {
+            do {
+                try StoreFiles.rename(path, to: path + ".damaged-\(stamp)")
+                notes.append("moved the damaged file \(path) to \(path).damaged-\(stamp)")
+            } catch {
+                throw .directory(path: path, reason: error.description)
+            }
+        }
+        removeFiles(before: generation)
+    }
+
+    /// A database of the SQLite store of earlier versions: read it, write it as checkpoint 1, and
+    /// keep the old file renamed (`feeds.sqlite3.migrated-<seconds>`).
+    private func migrate() throws(StoreError) -> StoreContents {
+        let old = try SQLiteFeedStore(directory: directory, setAsideDamaged: setAsideDamaged, lock: nil)
+        let contents = try old.load()
+        old.close()
+        for feed in contents.feeds { try? state.apply(.feed(feed)) }
+        do {
+            try writeCheckpoint(state.storedFeeds, generation: 1)
+            log = try createLog(1)
+        } catch {
+            throw .directory(path: directory, reason: "migrating \(SQLiteFeedStore.fileName): \(error.description)")
+        }
+        let stamp = Int(Date().timeIntervalSince1970)
+        for suffix in ["", "-wal", "-shm"] where StoreFiles.size(old.databasePath + suffix) != nil {
+            try? StoreFiles.rename(old.databasePath + suffix, to: old.databasePath + ".migrated-\(stamp)" + suffix)
+        }
+        startCommitting()
+        return StoreContents(feeds: state.storedFeeds, setAside: contents.setAside,
+                             notes: ["migrated \(contents.feeds.count) feeds from \(old.databasePath) (kept as \(SQLiteFeedStore.fileName).migrated-\(stamp))"])
+    }
+
+    /// A new history id: 16 hexadecimal digits, as the feeds make them.
+    static func newHistory() -> String {
+        let digits = String(UInt64.random(in: 1...UInt64.max), radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}

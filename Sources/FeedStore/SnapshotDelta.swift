@@ -1,0 +1,51 @@
+/// A change from one encoded snapshot to the next, as bytes: the new one keeps `prefix` bytes from the
+/// start of the old one and `suffix` from its end, with `middle` between. The store writes this
+/// instead of the whole snapshot when it is much smaller (one item changed in a large feed), without
+/// knowing anything of the encoding.
+struct SnapshotDelta: Equatable {
+    var prefix: Int
+    var suffix: Int
+    var middle: [UInt8]
+
+    struct Mismatch: Error {}
+
+    /// The delta from `old` to `new`: the longest common prefix, then the longest common suffix of
+    /// what is left.
+    /// - Complexity: O(n) in the length of the shorter of the two.
+    init(from old: [UInt8], to new: [UInt8]) {
+        let limit = min(old.count, new.count)
+        var prefix = 0
+        old.withUnsafeBufferPointer { a in
+            new.withUnsafeBufferPointer { b in
+                while prefix < limit && a[prefix] == b[prefix] { prefix += 1 }
+            }
+        }
+        var suffix = 0
+        old.withUnsafeBufferPointer { a in
+            new.withUnsafeBufferPointer { b in
+                while suffix < limit - prefix && a[a.count - 1 - suffix] == b[b.count - 1 - suffix] { suffix += 1 }
+            }
+        }
+        self.prefix = prefix
+        self.suffix = suffix
+        self.middle = Array(new[prefix..<(new.count - suffix)])
+    }
+
+    init(prefix: Int, suffix: Int, middle: [UInt8]) {
+        self.prefix = prefix
+        self.suffix = suffix
+        self.middle = middle
+    }
+
+    /// The new snapshot. Throws when `old` is not the snapshot this delta was made from (too short).
+    /// - Complexity: O(n) in the length of the result.
+    func apply(to old: [UInt8]) throws(Mismatch) -> [UInt8] {
+        guard prefix >= 0, suffix >= 0, prefix + suffix <= old.count else { throw Mismatch() }
+        var result: [UInt8] = []
+        result.reserveCapacity(prefix + middle.count + suffix)
+        result.append(contentsOf: old[0..<prefix])
+        result.append(contentsOf: middle)
+        result.append(contentsOf: old[(old.count - suffix)...])
+        return result
+    }
+}

@@ -1,0 +1,137 @@
+import Testing
+import TestSupport
+@testable import FeedStore
+
+/// Bytes in, records out: groups, a torn tail cut at every byte, and damage in the middle.
+struct LogFormatTests {
+    static let records: [StoreRecord] = [
+        .put(.init(name: "news", history: "00000000000000aa", version: 1, snapshot: .full(Array("snapshot one".utf8)), batch: nil, keepFrom: 2, viewState: nil)),
+        .put(.init(name: "news", history: "00000000000000aa", version: 2, snapshot: .delta(SnapshotDelta(prefix: 9, suffix: 0, middle: Array("two".utf8))),
+                   batch: StoredBatch(version: 2, bytes: Array("event 2".utf8)), keepFrom: 1, viewState: Array("{\"x\":1}".utf8))),
+        .viewState(name: "ünïcode feed", bytes: [0, 1, 2]),
+        .delete(name: "gone"),
+        .feed(StoredFeed(name: "whole", history: "00000000000000bb", version: 7, snapshot: [9, 9],
+                         batches: [StoredBatch(version: 6, bytes: [6]), StoredBatch(version: 7, bytes: [7])], viewState: [1])),
+        .end(feeds: 1),
+    ]
+
+    /// A log file of one group per record.
+    func file(_ records: [StoreRecord] = Self.records) -> (bytes: [UInt8], groupStarts: [Int]) {
+        var bytes = LogFormat.header(kind: .log, generation: 3)
+        var starts: [Int] = []
+        for record in records {
+            var group = LogFormat.GroupEncoder()
+            group.append(record)
+            starts.append(bytes.count)
+            bytes += group.finish()
+        }
+        return (bytes, starts)
+    }
+
+    func recordsOf(_ scan: LogFormat.Scan) -> [StoreRecord] {
+        scan.entries.compactMap { if case .record(let record) = $0 { record } else { nil } }
+    }
+
+    @Test func everyRecordKindRoundTrips() throws {
+        let scan = try LogFormat.scan(file().bytes, kind: .log)
+        #expect(scan.generation == 3 && scan.tornTail == 0)
+        #expect(recordsOf(scan) == Self.records)
+    }
+
+    @Test func severalRecordsInOneGroupComeBackInOrder() throws {
+        var group = LogFormat.GroupEncoder()
+        for record in Self.records { group.append(record) }
+        let bytes = LogFormat.header(kind: .checkpoint, generation: 1) + group.finish()
+        #expect(recordsOf(try LogFormat.scan(bytes, kind: .checkpoint)) == Self.records)
+    }
+
+    /// A crash can leave any prefix of the last group: the earlier groups are all there, no damage.
+    @Test func aTornLastGroupIsATornTailAtEveryCut() throws {
+        let (bytes, starts) = file()
+        let last = starts[starts.count - 1]
+        for cut in last..<bytes.count {
+            let scan = try LogFormat.scan(Array(bytes.prefix(cut)), kind: .log)
+            #expect(recordsOf(scan) == Array(Self.records.dropLast()), "cut at \(cut)")
+            #expect(scan.end == last && scan.tornTail == cut - last, "cut at \(cut)")
+            #expect(!scan.entries.contains { if case .damaged = $0 { true } else { false } })
+        }
+    }
+
+    @Test(arguments: [3, 17, 99] as [UInt64])
+    func garbageAfterTheLastGroupIsATornTail(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        let (bytes, _) = file()
+        let garbage = (0..<Int.random(in: 1...3000, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let scan = try LogFormat.scan(bytes + garbage, kind: .log)
+        #expect(recordsOf(scan) == Self.records && scan.end == bytes.count && scan.tornTail == garbage.count)
+    }
+
+    @Test func aChangedByteInARecordInTheMiddleNamesItsFeedAndKeepsTheRest() throws {
+        var group = LogFormat.GroupEncoder()
+        group.append(Self.records[0])
+        group.append(.viewState(name: "other", bytes: Array("state".utf8)))
+        var bytes = LogFormat.header(kind: .log, generation: 1)
+        let start = bytes.count
+        bytes += group.finish()
+        let (tail, _) = file([.delete(name: "after")])
+        bytes += tail.dropFirst(LogFormat.headerSize)
+        let marker = try #require(bytes.firstRange(of: Array("snapshot one".utf8)))
+        bytes[marker.lowerBound] ^= 0xFF
+        let scan = try LogFormat.scan(bytes, kind: .log)
+        #expect(scan.entries.count == 2)
+        guard case .damaged(let damaged) = scan.entries[0] else { Issue.record("\(scan.entries)"); return }
+        #expect(damaged.offset == start && damaged.feeds == ["news"])
+        #expect(damaged.intact == [.viewState(name: "other", bytes: Array("state".utf8))])
+        #expect(scan.entries[1] == .record(.delete(name: "after")) && scan.tornTail == 0)
+    }
+
+    @Test func aChangedGroupHeaderInTheMiddleCannotTellItsFeeds() throws {
+        var (bytes, starts) = file()
+        bytes[starts[1] + 5] ^= 0x40  // the length
+        let scan = try LogFormat.scan(bytes, kind: .log)
+        let damaged = scan.entries.compactMap { if case .damaged(let group) = $0 { group } else { nil } }
+        #expect(damaged.count == 1 && damaged[0].feeds.isEmpty && damaged[0].offset == starts[1])
+        #expect(recordsOf(scan) == [Self.records[0]] + Self.records.dropFirst(2))
+    }
+
+    @Test func headersThatAreNotOursAreRefusedWithTheReason() throws {
+        let good = LogFormat.header(kind: .log, generation: 1)
+        var future = good
+        future[8] = 9  // format version 9
+        future.replaceSubrange(28..<32, with: withUnsafeBytes(of: CRC32.checksum(future[0..<28]).littleEndian, Array.init))
+        let cases: [([UInt8], LogFormat.FileKind, String)] = [
+            (Array(good.prefix(10)), .log, "shorter than a header"),
+            (Array("SQLite format 3\0".utf8) + good.dropFirst(16), .log, "not a file of this store"),
+            (future, .log, "format version is 9"),
+            (good, .checkpoint, "kind"),
+        ]
+        for (bytes, kind, reason) in cases {
+            #expect { try LogFormat.scan(bytes, kind: kind) } throws: { ($0 as? LogFormat.HeaderProblem)?.reason.contains(reason) == true }
+        }
+    }
+}
+
+struct SnapshotDeltaTests {
+    /// Against the oracle (the new bytes themselves) on seeded random edits.
+    @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
+    func applyingTheDeltaGivesTheNewBytes(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        for _ in 0..<200 {
+            let old = (0..<Int.random(in: 0...300, using: &rng)).map { _ in UInt8.random(in: 0...3, using: &rng) }
+            var new = old
+            let at = Int.random(in: 0...new.count, using: &rng)
+            let removed = Int.random(in: 0...(new.count - at), using: &rng)
+            new.replaceSubrange(at..<(at + removed), with: (0..<Int.random(in: 0...20, using: &rng)).map { _ in UInt8.random(in: 0...3, using: &rng) })
+            let delta = SnapshotDelta(from: old, to: new)
+            #expect(try delta.apply(to: old) == new)
+            #expect(delta.prefix + delta.suffix <= min(old.count, new.count))
+            #expect(delta.middle.count <= new.count - delta.prefix - delta.suffix)
+        }
+    }
+
+    @Test func aDeltaDoesNotFitAShorterSnapshot() {
+        let delta = SnapshotDelta(from: Array("abcdef".utf8), to: Array("abXdef".utf8))
+        #expect(delta == SnapshotDelta(prefix: 2, suffix: 3, middle: Array("X".utf8)))
+        #expect(throws: SnapshotDelta.Mismatch.self) { try delta.apply(to: Array("abc".utf8)) }
+    }
+}
