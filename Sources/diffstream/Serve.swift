@@ -36,7 +36,7 @@ extension DiffStreamCommand {
             logger.info("\(store.contents.feeds.count - skipped.count) feeds restored in \(Int(Date().timeIntervalSince(restoring) * 1000)) ms")
             guard skipped.isEmpty || settings.setAsideDamaged else {
                 let list = skipped.map { "'\($0.name)': \($0.reason)" }.joined(separator: "; ")
-                throw ConfigurationError(message: "the data in '\(store.store.databasePath)' cannot be trusted: \(list); start with --set-aside-damaged to skip those feeds")
+                throw ConfigurationError(message: "the data in '\(store.store.directory)' cannot be trusted: \(list); start with --set-aside-damaged to skip those feeds")
             }
             for entry in store.contents.setAside + skipped { logger.warning("set aside damaged data: \(entry.name): \(entry.reason)") }
         }
@@ -81,16 +81,17 @@ extension DiffStreamCommand {
 extension DiffStreamCommand {
     /// Opens, locks and loads the data directory (nil for `--data none`); any problem stops the start
     /// with a message naming the path.
-    func openStore(_ settings: Settings, logger: Logger) throws -> (store: SQLiteFeedStore, contents: StoreContents)? {
+    func openStore(_ settings: Settings, logger: Logger) throws -> (store: LogFeedStore, contents: StoreContents)? {
         guard let directory = settings.dataDirectory else {
             logger.info("--data none: feeds are kept in memory only")
             return nil
         }
         do {
             let started = Date()
-            let store = try SQLiteFeedStore(directory: directory, setAsideDamaged: settings.setAsideDamaged)
+            let store = try LogFeedStore(directory: directory, setAsideDamaged: settings.setAsideDamaged)
             let contents = try store.load()
-            logger.info("store \(store.databasePath): \(contents.feeds.count) feeds loaded in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+            for note in contents.notes { logger.warning("store: \(note)") }
+            logger.info("store \(store.directory): \(contents.feeds.count) feeds loaded in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
             return (store, contents)
         } catch {
             throw ConfigurationError(message: error.description)

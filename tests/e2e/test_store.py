@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import random
+import re
 import subprocess
 import threading
 
@@ -15,7 +16,11 @@ from e2e_helpers import SSEClient, apply_ops, normalised, run_binary
 
 CRASH_CYCLES = int(os.environ.get("STORE_CRASH_CYCLES", "20"))
 CRASH_SEED = int(os.environ.get("STORE_CRASH_SEED", random.randrange(1 << 30)))
-DB = "feeds.sqlite3"
+
+
+def newest_log(data):
+    """The log the store appends to: the newest feeds-<generation>.log."""
+    return sorted(data.glob("feeds-*.log"))[-1]
 
 
 def doc(rng, size=8, tag=""):
@@ -204,11 +209,13 @@ def test_a_torn_tail_of_the_log_loses_nothing_acknowledged(start, tmp_path):
         last = doc(rng)
         reply = first.put("torn", last)
     first.kill()
-    with open(data / f"{DB}-wal", "ab") as wal:
-        wal.write(os.urandom(2000))  # half a frame, as a write cut by the crash leaves it
+    with open(newest_log(data), "ab") as log:
+        log.write(os.urandom(2000))  # the part of a group a write cut by the crash leaves
     second = start("--data", data)
+    second.wait_log(r"dropped 2000 bytes at the end of .*feeds-\d+\.log")
     document = second.get("/feeds/torn")
     assert document["version"] == reply["version"] and normalised(document) == normalised(last)
+    assert second.put("torn", doc(rng))["version"] == reply["version"] + 1  # appends after the cut
 
 
 def test_corrupt_bytes_in_the_middle_stop_the_start_unless_set_aside(start, tmp_path):
@@ -216,19 +223,25 @@ def test_corrupt_bytes_in_the_middle_stop_the_start_unless_set_aside(start, tmp_
     first = start("--data", data)
     first.put("good", doc(random.Random(1)))
     first.put("bad", {"sections": [{"id": "s", "items": [{"id": "marker-0123456789", "kind": "k"}]}]})
-    assert first.stop() == 0  # a clean stop checkpoints the log into the main file
-    raw = bytearray((data / DB).read_bytes())
+    first.put("good", doc(random.Random(2)))  # a later group: the damage is in the middle
+    assert first.stop() == 0
+    log = newest_log(data)
+    raw = bytearray(log.read_bytes())
     offset = raw.find(b"marker-0123456789")
     assert offset > 0
     raw[offset:offset + 6] = b"XXXXXX"
-    (data / DB).write_bytes(bytes(raw))
+    log.write_bytes(bytes(raw))
     refused = run_binary("--port", "0", "--public", tmp_path, "--data", data)
     assert refused.returncode == 2, refused.stderr
-    assert str(data / DB) in refused.stderr and "'bad'" in refused.stderr and "--set-aside-damaged" in refused.stderr
+    assert str(log) in refused.stderr and "'bad'" in refused.stderr and "--set-aside-damaged" in refused.stderr
     second = start("--data", data, "--set-aside-damaged")
     second.wait_log(r"set aside damaged data: bad: ")
     assert second.http("GET", "/feeds/bad").status == 404
-    assert second.get("/feeds/good")["version"] == 1
+    assert second.get("/feeds/good")["version"] == 2
+    assert any(path.name.startswith(log.name + ".damaged-") for path in data.iterdir())  # kept aside, not deleted
+    assert second.stop() == 0
+    third = start("--data", data)  # set aside once, for good
+    assert third.http("GET", "/feeds/bad").status == 404 and third.get("/feeds/good")["version"] == 2
 
 
 def test_a_second_instance_and_an_unusable_directory_are_refused(start, tmp_path):
@@ -240,6 +253,32 @@ def test_a_second_instance_and_an_unusable_directory_are_refused(start, tmp_path
     blocker.write_text("not a directory")
     third = run_binary("--port", "0", "--public", tmp_path, "--data", blocker / "data")
     assert third.returncode == 2 and str(blocker / "data") in third.stderr
+
+
+def test_a_database_of_the_sqlite_store_is_migrated(start, tmp_path):
+    """Data directories written by earlier versions (one SQLite database) are read and converted once."""
+    sqlite3 = pytest.importorskip("sqlite3")
+    data = tmp_path / "data"
+    data.mkdir()
+    snapshot = {"sections": [{"id": "s", "items": [{"id": "a", "kind": "k", "model": {"n": 1}}]}]}
+    encoded = json.dumps(snapshot, separators=(",", ":")).encode()
+    crc = __import__("zlib").crc32
+    with sqlite3.connect(data / "feeds.sqlite3") as database:
+        database.executescript("""
+            CREATE TABLE feeds (name TEXT PRIMARY KEY, history TEXT NOT NULL, version INTEGER NOT NULL,
+                snapshot BLOB NOT NULL, snapshot_crc INTEGER NOT NULL, view_state BLOB, view_crc INTEGER);
+            CREATE TABLE batches (feed TEXT NOT NULL, version INTEGER NOT NULL, bytes BLOB NOT NULL,
+                crc INTEGER NOT NULL, PRIMARY KEY (feed, version)) WITHOUT ROWID;
+            CREATE TABLE damaged_feeds (name TEXT NOT NULL, reason TEXT NOT NULL, set_aside_at INTEGER NOT NULL,
+                history TEXT, version INTEGER, snapshot BLOB, view_state BLOB);
+            PRAGMA user_version=1;""")
+        database.execute("INSERT INTO feeds VALUES ('old', '00000000000000aa', 3, ?, ?, NULL, NULL)", (encoded, crc(encoded)))
+    server = start("--data", data)
+    server.wait_log(r"migrated 1 feeds from .*feeds\.sqlite3")
+    document = server.get("/feeds/old")
+    assert document["version"] == 3 and normalised(document) == normalised(snapshot)
+    assert first_event(server, "old")[0]["id"] == "ds1.00000000000000aa.3"  # same history: ids stay valid
+    assert not (data / "feeds.sqlite3").exists() and any(p.name.startswith("feeds.sqlite3.migrated-") for p in data.iterdir())
 
 
 def test_the_size_on_disk_stays_bounded_under_many_puts(start, tmp_path):
@@ -305,3 +344,28 @@ def test_a_full_disk_answers_503_then_recovers_without_a_restart(start, small_di
     assert document["version"] == 2 and len(document["sections"][0]["items"]) == 3000
     assert again.http("GET", "/feeds/g").status == 404
     assert again.stop() == 0
+
+
+def test_a_backup_taken_while_writes_go_on_is_consistent_and_starts(start, tmp_path):
+    data = tmp_path / "data"
+    server = start("--data", data)
+    big = {"sections": [{"id": "s", "items": [{"id": f"i{i}", "kind": "k", "model": {"t": "z" * 200}} for i in range(100)]}]}
+    server.put("steady", big)
+    acked = []
+    writer = Writer(server.port, "storm", random.Random(8), None, lambda: acked.append(writer.acked))
+    writer.start()
+    while len(acked) < 50:
+        threading.Event().wait(0.01)
+    before = acked[-1][0]
+    result = run_binary("backup", "--data", data, tmp_path / "backup")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"backed up \d+ feeds from .* \(\d+ files", result.stdout), result.stdout
+    after = acked[-1][0]
+    server.stop()
+    writer.join(timeout=10)
+    again = start("--data", tmp_path / "backup")
+    version = again.get("/feeds/storm")["version"]
+    assert before <= version <= after + 1  # a moment during the copy (the write in flight may be in it)
+    assert normalised(again.get("/feeds/steady")) == normalised(big)
+    refused = run_binary("backup", "--data", data, tmp_path / "backup")
+    assert refused.returncode == 2 and "already holds store files" in refused.stderr
