@@ -40,21 +40,32 @@ public enum ServerSentEvent {
     /// client joins back with `\n`. `event` and `id` must not contain CR or LF (they are removed), and
     /// `id` must not contain NUL (the client would ignore it).
     public static func encode(event: String?, id: String?, data: some Collection<UInt8>, retry: Int? = nil) -> [UInt8] {
+        encode(event: event, id: id, data: Array(data), retry: retry)
+    }
+
+    /// ``encode(event:id:data:retry:)`` for bytes in an array: the form the feeds use, specialised,
+    /// copying the runs between line breaks whole (a generic loop over a collection from another
+    /// module went byte by byte through witness tables, 7% of a publish's CPU).
+    /// - Complexity: O(n) in the size of `data`.
+    public static func encode(event: String?, id: String?, data: [UInt8], retry: Int? = nil) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(data.count + 64)
         if let retry { bytes.append(contentsOf: "retry: \(retry)\n".utf8) }
         if let event { bytes.append(contentsOf: "event: \(sanitized(event))\n".utf8) }
         if let id { bytes.append(contentsOf: "id: \(sanitized(id).filter { $0 != "\0" })\n".utf8) }
         bytes.append(contentsOf: "data: ".utf8)
-        var previousWasCR = false
-        for byte in data {
-            if byte == 0x0A && previousWasCR { previousWasCR = false; continue }
-            previousWasCR = byte == 0x0D
-            if byte == 0x0A || byte == 0x0D {
+        data.withUnsafeBufferPointer { data in
+            var start = 0, index = 0
+            while index < data.count {
+                let byte = data[index]
+                guard byte == 0x0A || byte == 0x0D else { index += 1; continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: data[start..<index]))
                 bytes.append(contentsOf: "\ndata: ".utf8)
-            } else {
-                bytes.append(byte)
+                // CR LF is one line break (WHATWG HTML §9.2.6).
+                index += byte == 0x0D && index + 1 < data.count && data[index + 1] == 0x0A ? 2 : 1
+                start = index
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: data[start..<data.count]))
         }
         bytes.append(contentsOf: "\n\n".utf8)
         return bytes

@@ -1,5 +1,6 @@
 import HTTPServer
 import Testing
+import TestSupport
 
 struct ServerSentEventTests {
     @Test(arguments: [
@@ -12,6 +13,36 @@ struct ServerSentEventTests {
     func eventFraming(name: String, data: String, expected: String) {
         let bytes = ServerSentEvent.encode(event: "batch", id: "7", data: Array(data.utf8))
         #expect(String(decoding: bytes, as: UTF8.self) == expected)
+    }
+
+    /// Seeded data full of line breaks, against a client's reading (WHATWG HTML §9.2.6): the lines of
+    /// the event, each `data:` value joined with LF, give back the data with every CRLF, CR and LF as LF.
+    @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
+    func dataComesBackAsAClientReadsIt(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        let alphabet: [UInt8] = [0x61, 0x0D, 0x0A, 0x7B, 0xC3, 0xA9]
+        for _ in 0..<200 {
+            let data = (0..<Int.random(in: 0...40, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }
+            let bytes = ServerSentEvent.encode(event: "batch", id: "7", data: data)
+            #expect(bytes == ServerSentEvent.encode(event: "batch", id: "7", data: data[...]), "the generic form agrees")
+            #expect(bytes.suffix(2) == [0x0A, 0x0A])
+            let lines = bytes.dropLast(2).split(separator: 0x0A, omittingEmptySubsequences: false)
+            #expect(!lines.contains { $0.contains(0x0D) }, "no CR left to split a line")
+            let values = lines.filter { $0.starts(with: Array("data: ".utf8)) }.map { Array($0.dropFirst(6)) }
+            #expect(lines.count == values.count + 2, "event, id, then only data lines")
+            var expected: [UInt8] = []
+            var index = 0
+            while index < data.count {
+                if data[index] == 0x0D {
+                    expected.append(0x0A)
+                    index += index + 1 < data.count && data[index + 1] == 0x0A ? 2 : 1
+                } else {
+                    expected.append(data[index])
+                    index += 1
+                }
+            }
+            #expect(Array(values.joined(separator: [0x0A])) == expected, "\(data)")
+        }
     }
 
     @Test func fieldsCannotInjectLines() {
