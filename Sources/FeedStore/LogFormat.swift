@@ -9,6 +9,8 @@
 ///
 /// A group is written with one `pwrite` and made durable with one `fdatasync`, so it is all or
 /// nothing: a crash can only tear the last group of the newest log, which was never acknowledged.
+/// A log is preallocated with zero bytes ahead of its groups (so a commit's `fdatasync` has no file
+/// size to write); zero bytes after the last group are free space, not a torn tail.
 /// The record CRCs inside a group name the feeds whose bytes changed when a group in the middle is
 /// damaged.
 enum LogFormat {
@@ -123,8 +125,11 @@ enum LogFormat {
         var entries: [Entry] = []
         /// The offset just after the last intact group: where the next group is written.
         var end: Int
-        /// Bytes after `end` that hold no intact group: a write a crash cut short (or bytes appended).
+        /// Bytes after `end` that hold no intact group, up to the last nonzero one: a write a crash cut
+        /// short (or bytes appended).
         var tornTail = 0
+        /// The zero bytes after those: space preallocated for the next groups.
+        var freeSpace = 0
     }
 
     /// Reads a whole file.
@@ -145,7 +150,10 @@ enum LogFormat {
             }
             // Not an intact group: a torn tail when no intact group follows, else damage in the middle.
             guard let resume = nextIntactGroup(bytes, after: offset) else {
-                scan.tornTail = bytes.count - offset
+                // The torn part ends at its last nonzero byte; the zeros after it are free space.
+                let used = (bytes[offset...].lastIndex { $0 != 0 } ?? offset - 1) + 1
+                scan.tornTail = used - offset
+                scan.freeSpace = bytes.count - used
                 break
             }
             scan.entries.append(.damaged(describeDamage(bytes, at: offset, upTo: resume)))

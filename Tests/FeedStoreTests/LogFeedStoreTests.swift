@@ -174,10 +174,13 @@ struct LogFeedStoreTests {
         for version in 1...6 { try await put(store, "f", version: version) }
         store.close()
         let log = directory + "/" + (try files(".log")).last!
-        let handle = try #require(FileHandle(forWritingAtPath: log))
-        handle.seekToEndOfFile()
-        handle.write(Data(repeating: 0xA7, count: 3000))
-        handle.closeFile()
+        // A write cut short lands where the next group goes: after the last group, in the zeros the log
+        // has preallocated (it may run past them).
+        var bytes = try #require(FileManager.default.contents(atPath: log))
+        let end = try LogFormat.scan([UInt8](bytes), kind: .log).end
+        #expect(bytes.count > end && bytes[end...].allSatisfy { $0 == 0 }, "the log has free space after its groups")
+        bytes.replaceSubrange(end..<min(bytes.count, end + 3000), with: Data(repeating: 0xA7, count: 3000))
+        try bytes.write(to: URL(fileURLWithPath: log))
         let (reopened, contents) = try open()
         #expect(contents.feeds.first?.version == 6 && contents.feeds.first?.batches.count == 5)
         #expect(contents.notes.contains { $0.contains("dropped 3000 bytes") })

@@ -52,9 +52,24 @@ struct LogFormatTests {
         for cut in last..<bytes.count {
             let scan = try LogFormat.scan(Array(bytes.prefix(cut)), kind: .log)
             #expect(recordsOf(scan) == Array(Self.records.dropLast()), "cut at \(cut)")
-            #expect(scan.end == last && scan.tornTail == cut - last, "cut at \(cut)")
+            // Zero bytes at the cut are free space, whatever comes before them is torn (the marker is not 0).
+            #expect(scan.end == last && (scan.tornTail > 0) == (cut > last) && scan.tornTail + scan.freeSpace == cut - last, "cut at \(cut)")
             #expect(!scan.entries.contains { if case .damaged = $0 { true } else { false } })
         }
+    }
+
+    /// Logs are preallocated: zeros after the last group are free space, and a group cut short in them
+    /// is a torn tail as long as its nonzero bytes.
+    @Test func zerosAfterTheLastGroupAreFreeSpaceAndATornGroupInThemIsATornTail() throws {
+        let (bytes, starts) = file()
+        let last = starts[starts.count - 1]
+        let clean = try LogFormat.scan(bytes + [UInt8](repeating: 0, count: 5000), kind: .log)
+        #expect(recordsOf(clean) == Self.records && clean.end == bytes.count && clean.tornTail == 0 && clean.freeSpace == 5000)
+        let torn = Array(bytes.prefix(last + 20)) + [UInt8](repeating: 0, count: 5000)
+        let scan = try LogFormat.scan(torn, kind: .log)
+        let used = try #require(bytes[..<(last + 20)].lastIndex { $0 != 0 }) + 1
+        #expect(recordsOf(scan) == Array(Self.records.dropLast()) && scan.end == last)
+        #expect(scan.tornTail == used - last && scan.freeSpace == torn.count - used)
     }
 
     @Test(arguments: [3, 17, 99] as [UInt64])

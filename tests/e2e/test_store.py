@@ -7,6 +7,7 @@ import json
 import os
 import random
 import re
+import struct
 import subprocess
 import threading
 
@@ -21,6 +22,17 @@ CRASH_SEED = int(os.environ.get("STORE_CRASH_SEED", random.randrange(1 << 30)))
 def newest_log(data):
     """The log the store appends to: the newest feeds-<generation>.log."""
     return sorted(data.glob("feeds-*.log"))[-1]
+
+
+def end_of_groups(raw):
+    """Where the next group of a log goes: after the 32-byte file header, groups follow one another,
+    each a 16-byte header (marker "DSG1", the body's length, two CRCs) and its body; the zero bytes after
+    the last are space the store preallocated (docs/architecture.md)."""
+    offset = 32
+    while raw[offset:offset + 4] == b"DSG1":
+        offset += 16 + struct.unpack_from("<I", raw, offset + 4)[0]
+    assert not any(raw[offset:]), "only zero bytes after the last group"
+    return offset
 
 
 def doc(rng, size=8, tag=""):
@@ -209,8 +221,13 @@ def test_a_torn_tail_of_the_log_loses_nothing_acknowledged(start, tmp_path):
         last = doc(rng)
         reply = first.put("torn", last)
     first.kill()
-    with open(newest_log(data), "ab") as log:
-        log.write(os.urandom(2000))  # the part of a group a write cut by the crash leaves
+    # The part of a group a write cut by the crash leaves: where the next group goes (nonzero bytes, so
+    # all 2000 count as torn rather than free space).
+    log = newest_log(data)
+    raw = bytearray(log.read_bytes())
+    end = end_of_groups(raw)
+    raw[end:end + 2000] = bytes(rng.randrange(1, 256) for _ in range(2000))
+    log.write_bytes(bytes(raw))
     second = start("--data", data)
     second.wait_log(r"dropped 2000 bytes at the end of .*feeds-\d+\.log")
     document = second.get("/feeds/torn")
