@@ -161,32 +161,43 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
             records.append(record)
             group.append(record)
         }
-        var bytes = group.finish()
-        let groupEnd = log.end + bytes.count
-        if groupEnd > log.allocated {
-            // The same write preallocates the next stretch: zeros after the group, to a whole step.
-            let allocated = (groupEnd / Self.preallocationBytes + 1) * Self.preallocationBytes
-            bytes.append(contentsOf: repeatElement(0, count: allocated - groupEnd))
+        let bytes = group.finish()
+        // The same write preallocates the next stretch when the group passes the file's end: zeros
+        // after it, to a whole step. On a nearly full disk that may not fit where the group alone
+        // would, so a failed write is tried once more without them.
+        let preallocating = log.end + bytes.count > log.allocated
+        var result = writeGroup(bytes, preallocating: preallocating, to: &log)
+        if case .failure = result, preallocating {
+            result = writeGroup(bytes, preallocating: false, to: &log)
+        }
+        self.log = log
+        if case .failure(let error) = result { return .failure(error) }
+        for record in records {
+            // Cannot fail: each record was made from this state (a delta only from the stored version).
+            try? state.apply(record)
+        }
+        return .success(())
+    }
+
+    /// Writes a group at the log's end and makes it durable; on failure, cuts the file back to where
+    /// the group began (so a restart never reads it as acknowledged) and leaves `end` where it was.
+    private func writeGroup(_ group: [UInt8], preallocating: Bool, to log: inout OpenLog) -> Result<Void, StoreError> {
+        var bytes = group
+        if preallocating {
+            let groupEnd = log.end + group.count
+            bytes.append(contentsOf: repeatElement(0, count: (groupEnd / Self.preallocationBytes + 1) * Self.preallocationBytes - groupEnd))
         }
         do {
             try StoreFiles.write(log.descriptor, bytes, at: log.end, path: log.path)
             try StoreFiles.sync(log.descriptor, path: log.path)
         } catch {
-            // Nothing of this group counts: cut it off (a later group overwrites it in any case, as
-            // groups are written at `end`), so a restart never reads it as acknowledged. The
-            // preallocated space goes too (a full disk gets it back).
+            // The preallocated space goes too (a full disk gets it back).
             try? StoreFiles.truncate(log.descriptor, to: log.end, path: log.path)
             log.allocated = log.end
-            self.log = log
             return .failure(error.storeError(directory: directory))
         }
         log.allocated = max(log.allocated, log.end + bytes.count)
-        log.end = groupEnd
-        self.log = log
-        for record in records {
-            // Cannot fail: each record was made from this state (a delta only from the stored version).
-            try? state.apply(record)
-        }
+        log.end += group.count
         return .success(())
     }
 
