@@ -7,10 +7,11 @@
 #     number of event loops and feeds in memory, then with --loops 1 and a durable --data directory
 #  5. browser tests in headless Chromium (tests/browser)
 #  6. the Dockerfile: hadolint, and the release binary in a minimal Debian root (scripts/check-docker-runtime.sh)
-#  7. every libFuzzer target of Fuzz/ for 10 seconds (scripts/fuzz.sh 10; debug build, its own scratch path)
+#  7. every libFuzzer target of Fuzz/ for 10 seconds, all at once (scripts/fuzz.sh 10; debug build, its
+#     own scratch path)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s (at %d s)\n' "$*" "$SECONDS"; }
 
 step "setup"
 scripts/setup.sh --test
@@ -38,7 +39,7 @@ step "Dockerfile checks"
 hadolint Dockerfile
 scripts/check-docker-runtime.sh .build/release/diffstream
 
-step "fuzzing (scripts/fuzz.sh 10; long runs are recorded in docs/fuzzing.md)"
-FUZZ_CONFIGURATION=debug scripts/fuzz.sh 10
+step "fuzzing (scripts/fuzz.sh 10, the targets at once; long runs are recorded in docs/fuzzing.md)"
+FUZZ_CONFIGURATION=debug FUZZ_PARALLEL=1 scripts/fuzz.sh 10
 
 step "all tests passed"
