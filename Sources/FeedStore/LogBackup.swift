@@ -9,10 +9,11 @@ extension LogFeedStore {
     /// Copies a consistent backup of the store in `directory`, which a running server may be writing,
     /// into `destination` (created; it must not hold store files already).
     ///
-    /// Consistent because checkpoints never change once in place and logs only grow by whole groups:
-    /// the newest checkpoint is copied, then its logs in order, so each later file is a later moment.
-    /// The newest log may end inside a group being written; that part is a torn tail, cut off when the
-    /// copy is opened to check it. When a compaction removes a file before it is copied, the copy
+    /// Consistent because checkpoints never change once in place and logs only gain whole groups, each
+    /// written after the last: the newest checkpoint is copied, then its logs in order, so each later
+    /// file is a later moment. The newest log may end inside a group being written; that part is a
+    /// torn tail, cut off when the copy is opened to check it. Its preallocated zeros are copied too
+    /// (free space, at most 256 KiB a log). When a compaction removes a file before it is copied, the copy
     /// starts again. The copy is then loaded once, which checks every CRC.
     /// - Returns: the files and bytes copied, and the feeds in the backup.
     /// - Throws: ``StoreError`` naming the path that failed.

@@ -66,6 +66,9 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
         var end: Int
         /// The file's size: zero bytes from `end` up to here are preallocated for the next groups.
         var allocated: Int
+        /// After preallocating did not fit on the disk, the log grows without it until `end` passes
+        /// this (so a nearly full disk is not filled to the brim and given back on every commit).
+        var preallocateFrom = 0
     }
 
     /// Opens (creating if needed) and locks `directory`.
@@ -164,10 +167,11 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
         let bytes = group.finish()
         // The same write preallocates the next stretch when the group passes the file's end: zeros
         // after it, to a whole step. On a nearly full disk that may not fit where the group alone
-        // would, so a failed write is tried once more without them.
-        let preallocating = log.end + bytes.count > log.allocated
+        // would, so a write that found the disk full is tried once more without them.
+        let preallocating = log.end + bytes.count > log.allocated && log.end >= log.preallocateFrom
         var result = writeGroup(bytes, preallocating: preallocating, to: &log)
-        if case .failure = result, preallocating {
+        if case .failure(.full) = result, preallocating {
+            log.preallocateFrom = log.end + Self.preallocationBytes
             result = writeGroup(bytes, preallocating: false, to: &log)
         }
         self.log = log

@@ -40,7 +40,8 @@ struct SnapshotDelta: Equatable {
     /// The new snapshot. Throws when `old` is not the snapshot this delta was made from (too short).
     /// - Complexity: O(n) in the length of the result.
     func apply(to old: [UInt8]) throws(Mismatch) -> [UInt8] {
-        guard prefix >= 0, suffix >= 0, prefix + suffix <= old.count else { throw Mismatch() }
+        // Compared one at a time: the sum of two values read from a file may overflow.
+        guard prefix >= 0, suffix >= 0, prefix <= old.count, suffix <= old.count - prefix else { throw Mismatch() }
         var result: [UInt8] = []
         result.reserveCapacity(prefix + middle.count + suffix)
         result.append(contentsOf: old[0..<prefix])

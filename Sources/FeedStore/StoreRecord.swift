@@ -105,7 +105,9 @@ enum StoreRecord: Equatable {
             let code = try reader.u8()
             guard let kind = Kind(rawValue: code) else { throw Malformed(reason: "unknown record kind \(code)") }
             if kind == .end {
-                let record = StoreRecord.end(feeds: try reader.int())
+                let count = try reader.int()
+                guard count >= 0 else { throw Malformed(reason: "an end record counts \(count) feeds") }
+                let record = StoreRecord.end(feeds: count)
                 try finished(reader)
                 return record
             }
@@ -114,12 +116,14 @@ enum StoreRecord: Equatable {
             switch kind {
             case .put:
                 let history = try text(reader.data(), what: "history")
-                let version = try reader.int()
+                let version = try positive(reader.int(), what: "version")
                 let keepFrom = try reader.int()
                 let flags = try reader.u8()
                 let snapshot: Snapshot
                 if flags & 1 != 0 {
-                    snapshot = .delta(SnapshotDelta(prefix: try reader.int(), suffix: try reader.int(), middle: try reader.data()))
+                    let prefix = try reader.int(), suffix = try reader.int()
+                    guard prefix >= 0, suffix >= 0 else { throw Malformed(reason: "a snapshot change keeps \(prefix) and \(suffix) bytes") }
+                    snapshot = .delta(SnapshotDelta(prefix: prefix, suffix: suffix, middle: try reader.data()))
                 } else {
                     snapshot = .full(try reader.data())
                 }
@@ -132,14 +136,14 @@ enum StoreRecord: Equatable {
                 record = .delete(name: name)
             case .feed:
                 let history = try text(reader.data(), what: "history")
-                let version = try reader.int()
+                let version = try positive(reader.int(), what: "version")
                 let snapshot = try reader.data()
                 let state = try reader.u8() != 0 ? try reader.data() : nil
                 let count = Int(try reader.u32())
                 guard count <= reader.remaining / 12 else { throw Malformed(reason: "a window of \(count) batches does not fit the record") }
                 var batches: [StoredBatch] = []
                 batches.reserveCapacity(count)
-                for _ in 0..<count { batches.append(StoredBatch(version: try reader.int(), bytes: try reader.data())) }
+                for _ in 0..<count { batches.append(StoredBatch(version: try positive(reader.int(), what: "batch version"), bytes: try reader.data())) }
                 record = .feed(StoredFeed(name: name, history: history, version: version, snapshot: snapshot, batches: batches, viewState: state))
             case .end:
                 throw Malformed(reason: "an end record with a name")  // returned above, before the name
@@ -155,6 +159,13 @@ enum StoreRecord: Equatable {
 
     private static func finished(_ reader: ByteReader) throws(Malformed) {
         guard reader.remaining == 0 else { throw Malformed(reason: "\(reader.remaining) bytes left over after the record") }
+    }
+
+    /// Versions start at 1: anything else was never written by a store (and `version - 1` must not
+    /// overflow when the record is replayed).
+    private static func positive(_ value: Int, what: String) throws(Malformed) -> Int {
+        guard value >= 1 else { throw Malformed(reason: "the \(what) is \(value)") }
+        return value
     }
 
     private static func text(_ bytes: [UInt8], what: String) throws(Malformed) -> String {

@@ -61,7 +61,8 @@ struct StoreState {
             // Taken out of the dictionary, so the window below is changed in place, not copied.
             var current = feeds.removeValue(forKey: put.name)
             liveBytes -= current?.bytes ?? 0
-            let continues = current.map { $0.feed.history == put.history && $0.feed.version == put.version - 1 } ?? false
+            // `&-`: a decoded put's version is at least 1, but a record made in memory need not be.
+            let continues = current.map { $0.feed.history == put.history && $0.feed.version == put.version &- 1 } ?? false
             let snapshot: [UInt8]
             var deltas = 0, deltaBytes = 0
             switch put.snapshot {
@@ -70,7 +71,7 @@ struct StoreState {
             case .delta(let delta):
                 guard let current, continues, let applied = try? delta.apply(to: current.feed.snapshot) else {
                     if let current { restore(current) }
-                    throw Broken(feed: put.name, reason: "version \(put.version) is stored as a change from version \(put.version - 1), which is not there or does not fit it")
+                    throw Broken(feed: put.name, reason: "version \(put.version) is stored as a change from version \(put.version &- 1), which is not there or does not fit it")
                 }
                 snapshot = applied
                 deltas = current.deltas + 1

@@ -161,7 +161,7 @@ struct LogFeedStoreTests {
         let onDisk = try FileManager.default.contentsOfDirectory(atPath: directory).reduce(0) { total, name in
             total + ((try? FileManager.default.attributesOfItem(atPath: directory + "/" + name)[.size] as? Int) ?? 0)
         }
-        #expect(onDisk <= 3 * 20_100 + LogFeedStore.minimumLogBytes + 40_000, "\(onDisk) bytes for 8 MB written")
+        #expect(onDisk <= 3 * 20_100 + LogFeedStore.minimumLogBytes + LogFeedStore.preallocationBytes + 40_000, "\(onDisk) bytes for 8 MB written")
         #expect(try files(".checkpoint").count == 1 && files(".log").count == 1)
         let (reopened, contents) = try open()
         defer { reopened.close() }

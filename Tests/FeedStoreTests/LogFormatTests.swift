@@ -76,9 +76,27 @@ struct LogFormatTests {
     func garbageAfterTheLastGroupIsATornTail(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         let (bytes, _) = file()
-        let garbage = (0..<Int.random(in: 1...3000, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        // Ending in a nonzero byte: zeros at the end would be free space, not part of the torn tail.
+        let garbage = (0..<Int.random(in: 0...3000, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) } + [UInt8.random(in: 1...255, using: &rng)]
         let scan = try LogFormat.scan(bytes + garbage, kind: .log)
         #expect(recordsOf(scan) == Self.records && scan.end == bytes.count && scan.tornTail == garbage.count)
+    }
+
+    /// Records whose CRC holds but whose numbers no store writes (a version below 1, a negative count)
+    /// are damage, named with the field, not values to do arithmetic with at replay.
+    @Test(arguments: [
+        (StoreRecord.put(.init(name: "f", history: "h", version: Int.min, snapshot: .full([1]), batch: nil, keepFrom: 0, viewState: nil)), "version"),
+        (.put(.init(name: "f", history: "h", version: 0, snapshot: .full([1]), batch: nil, keepFrom: 0, viewState: nil)), "version"),
+        (.put(.init(name: "f", history: "h", version: 2, snapshot: .delta(SnapshotDelta(prefix: -5, suffix: 0, middle: [])), batch: nil, keepFrom: 0, viewState: nil)), "change keeps"),
+        (.feed(StoredFeed(name: "f", history: "h", version: -1, snapshot: [], batches: [], viewState: nil)), "version"),
+        (.feed(StoredFeed(name: "f", history: "h", version: 3, snapshot: [], batches: [StoredBatch(version: 0, bytes: [])], viewState: nil)), "batch version"),
+        (.end(feeds: -2), "counts -2 feeds"),
+    ])
+    func numbersNoStoreWritesAreDamage(record: StoreRecord, field: String) throws {
+        let scan = try LogFormat.scan(file([record, .delete(name: "after")]).bytes, kind: .log)
+        guard case .damaged(let damaged) = scan.entries.first else { Issue.record("\(scan.entries)"); return }
+        #expect(damaged.reason.contains(field), "\(damaged.reason)")
+        #expect(scan.entries.last == .record(.delete(name: "after")))
     }
 
     @Test func aChangedByteInARecordInTheMiddleNamesItsFeedAndKeepsTheRest() throws {
@@ -142,6 +160,12 @@ struct SnapshotDeltaTests {
             #expect(delta.prefix + delta.suffix <= min(old.count, new.count))
             #expect(delta.middle.count <= new.count - delta.prefix - delta.suffix)
         }
+    }
+
+    /// Counts read from a file (their CRC right, their values not) are refused, not added up.
+    @Test(arguments: [(Int.max, Int.max), (1, Int.max), (Int.max, 0), (-1, 0), (0, Int.min)])
+    func countsThatWouldOverflowAreAMismatch(prefix: Int, suffix: Int) {
+        #expect(throws: SnapshotDelta.Mismatch.self) { try SnapshotDelta(prefix: prefix, suffix: suffix, middle: [1]).apply(to: [1, 2, 3]) }
     }
 
     @Test func aDeltaDoesNotFitAShorterSnapshot() {
