@@ -38,8 +38,9 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
 
     /// A log grows by this many zero bytes at a time, written with the group that needs them. Writing
     /// into space the file already has leaves `fdatasync` no file size to write: measured on ext4 on a
-    /// virtio disk, an append of 4 kB and `fdatasync` took 146 µs growing the file and 95 µs inside
-    /// written space (docs/benchmarks.md). PostgreSQL preallocates its WAL segments for the same reason.
+    /// virtio disk, a 4.4 kB write and `fdatasync` took 167 µs growing the file and 103 µs inside
+    /// written space (`Benchmarks/fsync-prealloc.py`, docs/benchmarks.md). PostgreSQL preallocates its
+    /// WAL segments for the same reason.
     static let preallocationBytes = 256 << 10
 
     public let directory: String
