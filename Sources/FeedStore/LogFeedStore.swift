@@ -165,7 +165,7 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
             records.append(record)
             group.append(record)
         }
-        let bytes = group.finish()
+        let bytes = group.finish(at: log.end, generation: log.generation)
         // The same write preallocates the next stretch when the group passes the file's end: zeros
         // after it, to a whole step. On a nearly full disk that may not fit where the group alone
         // would, so a write that found the disk full is tried once more without them.
@@ -287,7 +287,7 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
             for feed in feeds {
                 var group = LogFormat.GroupEncoder(capacity: feed.snapshot.count + 256)
                 group.append(.feed(feed))
-                buffer.append(contentsOf: group.finish())
+                buffer.append(contentsOf: group.finish(at: offset + buffer.count, generation: generation))
                 if buffer.count >= 1 << 20 {
                     try StoreFiles.write(descriptor, buffer, at: offset, path: temporary)
                     offset += buffer.count
@@ -296,7 +296,7 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
             }
             var end = LogFormat.GroupEncoder()
             end.append(.end(feeds: feeds.count))
-            buffer.append(contentsOf: end.finish())
+            buffer.append(contentsOf: end.finish(at: offset + buffer.count, generation: generation))
             try StoreFiles.write(descriptor, buffer, at: offset, path: temporary)
             try StoreFiles.sync(descriptor, path: temporary)
             StoreFiles.close(descriptor)

@@ -4,8 +4,14 @@
 /// kind (UInt16: 1 a log, 2 a checkpoint), 4 reserved bytes, its generation (UInt64), 4 reserved bytes
 /// and the CRC-32 of the 28 bytes before. Then come groups, one per commit (or per feed in a
 /// checkpoint): a 16-byte group header (the marker `DSG1`, the body's length, the body's CRC-32, and the
-/// CRC-32 of those 12 bytes), then the body: records, each its length (UInt32), its CRC-32 and its
-/// bytes (``StoreRecord``). All integers are little-endian.
+/// header's CRC-32), then the body: records, each its length (UInt32), its CRC-32 and its bytes
+/// (``StoreRecord``). All integers are little-endian.
+///
+/// The header's CRC-32 covers its first 12 bytes, then (format 2) the group's offset in the file and
+/// the file's generation, as two UInt64s that are not stored: a group is intact only where it was
+/// written. So bytes shaped as a group inside a record (a client's snapshot can hold any bytes) never
+/// read as one when a crash tears the group around them, nor does a group copied from another file.
+/// Format 1 (without the offset and generation) is still read; its last log is not appended to.
 ///
 /// A group is written with one `pwrite` and made durable with one `fdatasync`, so it is all or
 /// nothing: a crash can only tear the last group of the newest log, which was never acknowledged.
@@ -14,7 +20,9 @@
 /// The record CRCs inside a group name the feeds whose bytes changed when a group in the middle is
 /// damaged.
 enum LogFormat {
-    static let formatVersion: UInt16 = 1
+    static let formatVersion: UInt16 = 2
+    /// The versions this build reads.
+    static let readableVersions: ClosedRange<UInt16> = 1...2
     static let magic = Array("DiffStrm".utf8)
     static let headerSize = 32
     static let groupHeaderSize = 16
@@ -25,10 +33,10 @@ enum LogFormat {
     }
 
     /// The header of a new file.
-    static func header(kind: FileKind, generation: Int) -> [UInt8] {
+    static func header(kind: FileKind, generation: Int, version: UInt16 = formatVersion) -> [UInt8] {
         var writer = ByteWriter(capacity: headerSize)
         writer.bytes.append(contentsOf: magic)
-        writer.u16(formatVersion)
+        writer.u16(version)
         writer.u16(kind.rawValue)
         writer.u32(0)
         writer.u64(UInt64(generation))
@@ -42,8 +50,8 @@ enum LogFormat {
         var reason: String
     }
 
-    /// Checks a file's header; returns its generation.
-    static func readHeader(_ bytes: [UInt8], kind: FileKind) throws(HeaderProblem) -> Int {
+    /// Checks a file's header; returns its generation and format version.
+    static func readHeader(_ bytes: [UInt8], kind: FileKind) throws(HeaderProblem) -> (generation: Int, version: UInt16) {
         guard bytes.count >= headerSize else { throw HeaderProblem(reason: "it is \(bytes.count) bytes long, shorter than a header") }
         guard Array(bytes[0..<8]) == magic else { throw HeaderProblem(reason: "it does not start with 'DiffStrm': not a file of this store") }
         var reader = ByteReader(bytes, from: 8, to: headerSize)
@@ -55,11 +63,11 @@ enum LogFormat {
             _ = try reader.u32()
             let crc = try reader.u32()
             guard crc == CRC32.checksum(bytes[0..<28]) else { throw HeaderProblem(reason: "its header fails its CRC-32") }
-            guard version == formatVersion else {
-                throw HeaderProblem(reason: "its format version is \(version), and this build reads version \(formatVersion)")
+            guard readableVersions.contains(version) else {
+                throw HeaderProblem(reason: "its format version is \(version), and this build reads versions \(readableVersions.lowerBound) to \(readableVersions.upperBound)")
             }
             guard fileKind == kind.rawValue else { throw HeaderProblem(reason: "its header says kind \(fileKind), not \(kind)") }
-            return Int(truncatingIfNeeded: generation)
+            return (Int(truncatingIfNeeded: generation), version)
         } catch let problem as HeaderProblem {
             throw problem
         } catch {
@@ -90,15 +98,26 @@ enum LogFormat {
             records += 1
         }
 
-        /// The group's bytes, its header filled in.
-        func finish() -> [UInt8] {
+        /// The group's bytes, its header filled in for the place it is written: `offset` in the file of
+        /// generation `generation` (in a file of format `version`).
+        func finish(at offset: Int, generation: Int, version: UInt16 = formatVersion) -> [UInt8] {
             var done = writer
             done.patch32(groupMarker, at: 0)
             done.patch32(UInt32(done.bytes.count - groupHeaderSize), at: 4)
             done.patch32(CRC32.checksum(done.bytes[groupHeaderSize...]), at: 8)
-            done.patch32(CRC32.checksum(done.bytes[0..<12]), at: 12)
+            done.patch32(headerCRC(done.bytes, at: 0, placedAt: offset, generation: generation, version: version), at: 12)
             return done.bytes
         }
+    }
+
+    /// The CRC-32 a group header at `start` of `bytes` carries, for a group at `offset` in its file.
+    static func headerCRC(_ bytes: [UInt8], at start: Int, placedAt offset: Int, generation: Int, version: UInt16) -> UInt32 {
+        guard version >= 2 else { return CRC32.checksum(bytes[start..<(start + 12)]) }
+        var covered = ByteWriter(capacity: 28)
+        covered.bytes.append(contentsOf: bytes[start..<(start + 12)])
+        covered.u64(UInt64(bitPattern: Int64(offset)))
+        covered.u64(UInt64(bitPattern: Int64(generation)))
+        return CRC32.checksum(covered.bytes)
     }
 
     /// A group in the middle of a file whose bytes changed.
@@ -122,6 +141,7 @@ enum LogFormat {
     /// intact part ends, and what is wrong after it.
     struct Scan {
         var generation: Int
+        var version: UInt16
         var entries: [Entry] = []
         /// The offset just after the last intact group: where the next group is written.
         var end: Int
@@ -135,10 +155,12 @@ enum LogFormat {
     /// Reads a whole file.
     /// - Complexity: O(n); a damaged group costs a forward search for the next intact one.
     static func scan(_ bytes: [UInt8], kind: FileKind) throws(HeaderProblem) -> Scan {
-        var scan = Scan(generation: try readHeader(bytes, kind: kind), end: headerSize)
+        let (generation, version) = try readHeader(bytes, kind: kind)
+        var scan = Scan(generation: generation, version: version, end: headerSize)
+        let file = File(bytes: bytes, generation: generation, version: version)
         var offset = headerSize
         while offset < bytes.count {
-            if let next = intactGroup(bytes, at: offset) {
+            if let next = file.intactGroup(at: offset) {
                 do {
                     scan.entries += try records(bytes, body: (offset + groupHeaderSize)..<next).map(Entry.record)
                 } catch {
@@ -149,39 +171,52 @@ enum LogFormat {
                 continue
             }
             // Not an intact group: a torn tail when no intact group follows, else damage in the middle.
-            guard let resume = nextIntactGroup(bytes, after: offset) else {
+            guard let resume = file.nextIntactGroup(after: offset) else {
                 // The torn part ends at its last nonzero byte; the zeros after it are free space.
                 let used = (bytes[offset...].lastIndex { $0 != 0 } ?? offset - 1) + 1
                 scan.tornTail = used - offset
                 scan.freeSpace = bytes.count - used
                 break
             }
-            scan.entries.append(.damaged(describeDamage(bytes, at: offset, upTo: resume)))
+            scan.entries.append(.damaged(file.describeDamage(at: offset, upTo: resume)))
             offset = resume
         }
         return scan
     }
 
-    /// The end of the intact group at `offset`, or nil.
-    private static func intactGroup(_ bytes: [UInt8], at offset: Int) -> Int? {
-        guard bytes.count - offset >= groupHeaderSize else { return nil }
-        var reader = ByteReader(bytes, from: offset, to: offset + groupHeaderSize)
-        guard let marker = try? reader.u32(), marker == groupMarker,
-              let length = try? reader.u32(), let bodyCRC = try? reader.u32(), let headerCRC = try? reader.u32(),
-              headerCRC == CRC32.checksum(bytes[offset..<(offset + 12)]) else { return nil }
-        let end = offset + groupHeaderSize + Int(length)
-        guard end <= bytes.count, bodyCRC == CRC32.checksum(bytes[(offset + groupHeaderSize)..<end]) else { return nil }
-        return end
-    }
+    /// A file's bytes with what its group headers' CRCs cover besides themselves.
+    struct File {
+        var bytes: [UInt8]
+        var generation: Int
+        var version: UInt16
 
-    private static func nextIntactGroup(_ bytes: [UInt8], after offset: Int) -> Int? {
-        let first = UInt8(groupMarker & 0xFF)
-        var position = offset + 1
-        while position + groupHeaderSize <= bytes.count {
-            if bytes[position] == first, intactGroup(bytes, at: position) != nil { return position }
-            position += 1
+        /// Whether a group header at `offset` holds its CRC for this place in this file.
+        func headerHolds(at offset: Int) -> Bool {
+            var reader = ByteReader(bytes, from: offset + 12, to: offset + groupHeaderSize)
+            guard let crc = try? reader.u32() else { return false }
+            return crc == headerCRC(bytes, at: offset, placedAt: offset, generation: generation, version: version)
         }
-        return nil
+
+        /// The end of the intact group at `offset`, or nil.
+        func intactGroup(at offset: Int) -> Int? {
+            guard bytes.count - offset >= groupHeaderSize else { return nil }
+            var reader = ByteReader(bytes, from: offset, to: offset + groupHeaderSize)
+            guard let marker = try? reader.u32(), marker == groupMarker,
+                  let length = try? reader.u32(), let bodyCRC = try? reader.u32(), headerHolds(at: offset) else { return nil }
+            let end = offset + groupHeaderSize + Int(length)
+            guard end <= bytes.count, bodyCRC == CRC32.checksum(bytes[(offset + groupHeaderSize)..<end]) else { return nil }
+            return end
+        }
+
+        func nextIntactGroup(after offset: Int) -> Int? {
+            let first = UInt8(groupMarker & 0xFF)
+            var position = offset + 1
+            while position + groupHeaderSize <= bytes.count {
+                if bytes[position] == first, intactGroup(at: position) != nil { return position }
+                position += 1
+            }
+            return nil
+        }
     }
 
     private static func records(_ bytes: [UInt8], body: Range<Int>) throws(StoreRecord.Malformed) -> [StoreRecord] {
@@ -201,17 +236,20 @@ enum LogFormat {
         return found
     }
 
+}
+
+extension LogFormat.File {
     /// What can be said of a damaged group: which feeds' records no longer match their CRC.
-    private static func describeDamage(_ bytes: [UInt8], at offset: Int, upTo resume: Int) -> DamagedGroup {
+    func describeDamage(at offset: Int, upTo resume: Int) -> LogFormat.DamagedGroup {
+        typealias DamagedGroup = LogFormat.DamagedGroup
         var reader = ByteReader(bytes, from: offset, to: resume)
-        guard let marker = try? reader.u32(), marker == groupMarker, let length = try? reader.u32(), (try? reader.u32()) != nil,
-              let headerCRC = try? reader.u32(), headerCRC == CRC32.checksum(bytes[offset..<(offset + 12)]),
-              offset + groupHeaderSize + Int(length) == resume else {
+        guard let marker = try? reader.u32(), marker == LogFormat.groupMarker, let length = try? reader.u32(), (try? reader.u32()) != nil,
+              headerHolds(at: offset), offset + LogFormat.groupHeaderSize + Int(length) == resume else {
             return DamagedGroup(offset: offset, feeds: [], reason: "\(resume - offset) bytes at offset \(offset) are not an intact group")
         }
         var feeds: [String] = []
         var intact: [StoreRecord] = []
-        var position = offset + groupHeaderSize
+        var position = offset + LogFormat.groupHeaderSize
         while position + 8 <= resume {
             var header = ByteReader(bytes, from: position, to: resume)
             guard let length = try? header.u32(), let crc = try? header.u32(), Int(length) <= header.remaining else { break }

@@ -103,7 +103,7 @@ extension LogFeedStore {
         if logs.isEmpty {
             note(Damage(path: path(max(base, 1), .log), reason: "it is missing: the writes after checkpoint \(base) are not there", feeds: []))
         }
-        var lastScan: (generation: Int, end: Int, tornTail: Int, size: Int)?
+        var lastScan: (generation: Int, version: UInt16, end: Int, tornTail: Int, size: Int)?
         for (index, generation) in logs.enumerated() {
             let path = path(generation, .log)
             let isLast = index == logs.count - 1
@@ -112,14 +112,14 @@ extension LogFeedStore {
                 let scan = try LogFormat.scan(bytes, kind: .log)
                 replay(scan.entries, from: path)
                 if isLast {
-                    lastScan = (generation, scan.end, scan.tornTail, bytes.count)
+                    lastScan = (generation, scan.version, scan.end, scan.tornTail, bytes.count)
                 } else if scan.tornTail > 0 {
                     note(Damage(path: path, reason: "its last \(scan.tornTail) bytes are not an intact group, though a newer log follows it", feeds: []))
                 }
             } catch {
                 // A log whose header never became durable (a crash while starting it) holds no write.
                 if isLast && bytes.count <= LogFormat.headerSize && (bytes.isEmpty || bytes.starts(with: LogFormat.magic.prefix(bytes.count))) {
-                    lastScan = (generation, 0, bytes.count, bytes.count)
+                    lastScan = (generation, LogFormat.formatVersion, 0, bytes.count, bytes.count)
                 } else {
                     note(Damage(path: path, reason: error.reason, feeds: []))
                 }
@@ -156,7 +156,8 @@ extension LogFeedStore {
     }
 
     /// Opens the newest log to append to, cutting off a torn tail.
-    private func reopen(_ last: (generation: Int, end: Int, tornTail: Int, size: Int), notes: inout [String]) throws(StoreError) {
+    /// A log of an older format is not appended to: the writes go on in a new log of this format.
+    private func reopen(_ last: (generation: Int, version: UInt16, end: Int, tornTail: Int, size: Int), notes: inout [String]) throws(StoreError) {
         let path = path(last.generation, .log)
         if last.end == 0 {  // its header never became durable
             do { log = try createLog(last.generation) } catch { throw .directory(path: path, reason: error.description) }
@@ -168,6 +169,11 @@ extension LogFeedStore {
                 try StoreFiles.truncate(descriptor, to: last.end, path: path)
                 try StoreFiles.sync(descriptor, path: path)
                 notes.append("dropped \(last.tornTail) bytes at the end of \(path): a write cut short, never acknowledged")
+            }
+            if last.version < LogFormat.formatVersion {
+                StoreFiles.close(descriptor)
+                log = try createLog(last.generation + 1)
+                return
             }
             log = OpenLog(descriptor: descriptor, generation: last.generation, path: path, end: last.end,
                           allocated: last.tornTail > 0 ? last.end : last.size)

@@ -74,7 +74,7 @@ struct StoreStateTests {
             try state.apply(record)
             var group = LogFormat.GroupEncoder()
             group.append(record)
-            log += group.finish()
+            log += group.finish(at: log.count, generation: 1)
         }
         let expected = WriteScript.oracle(writes)
         #expect(state.storedFeeds == expected)
@@ -167,6 +167,29 @@ struct LogFeedStoreTests {
         defer { reopened.close() }
         #expect(contents.feeds.first?.version == 400 && contents.feeds.first?.snapshot == Array("400 \(big) 400".utf8))
         #expect(contents.feeds.first?.batches.map(\.version).last == 400)
+    }
+
+    /// A log of format 1 (group headers without their place) is read, and not appended to: the writes go
+    /// on in the next log, of format 2, and both read back.
+    @Test func aLogOfFormat1IsReadAndTheWritesGoOnInANewLog() async throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var bytes = LogFormat.header(kind: .log, generation: 1, version: 1)
+        var group = LogFormat.GroupEncoder()
+        group.append(.put(.init(name: "old", history: "00000000000000aa", version: 1, snapshot: .full(Array("snapshot 1".utf8)),
+                                batch: nil, keepFrom: 2, viewState: nil)))
+        bytes += group.finish(at: bytes.count, generation: 1, version: 1)
+        try Data(bytes).write(to: URL(fileURLWithPath: directory + "/" + LogFeedStore.fileName(1, .log)))
+        let (store, contents) = try open()
+        #expect(contents.feeds.map(\.name) == ["old"] && contents.feeds.first?.snapshot == Array("snapshot 1".utf8))
+        try await put(store, "old", version: 2)
+        store.close()
+        #expect(try files(".log") == [LogFeedStore.fileName(1, .log), LogFeedStore.fileName(2, .log)])
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: directory + "/" + LogFeedStore.fileName(1, .log)))) == bytes, "format 1 left as it was")
+        let newLog = try Array(Data(contentsOf: URL(fileURLWithPath: directory + "/" + LogFeedStore.fileName(2, .log))))
+        #expect(try LogFormat.readHeader(newLog, kind: .log).version == LogFormat.formatVersion)
+        let (again, later) = try open()
+        defer { again.close() }
+        #expect(later.feeds.first?.version == 2 && later.feeds.first?.snapshot == Array("snapshot 2".utf8) && later.notes.isEmpty)
     }
 
     @Test func aTornTailIsCutOffAndNothingCommittedIsLost() async throws {

@@ -23,7 +23,7 @@ struct LogFormatTests {
             var group = LogFormat.GroupEncoder()
             group.append(record)
             starts.append(bytes.count)
-            bytes += group.finish()
+            bytes += group.finish(at: bytes.count, generation: 3)
         }
         return (bytes, starts)
     }
@@ -41,7 +41,7 @@ struct LogFormatTests {
     @Test func severalRecordsInOneGroupComeBackInOrder() throws {
         var group = LogFormat.GroupEncoder()
         for record in Self.records { group.append(record) }
-        let bytes = LogFormat.header(kind: .checkpoint, generation: 1) + group.finish()
+        let bytes = LogFormat.header(kind: .checkpoint, generation: 1) + group.finish(at: LogFormat.headerSize, generation: 1)
         #expect(recordsOf(try LogFormat.scan(bytes, kind: .checkpoint)) == Self.records)
     }
 
@@ -99,15 +99,54 @@ struct LogFormatTests {
         #expect(scan.entries.last == .record(.delete(name: "after")))
     }
 
+    /// A group's header CRC covers where it was written: the same bytes at another offset, or in a file
+    /// of another generation, are not a group.
+    @Test func aGroupReadsAsOneOnlyWhereItWasWritten() throws {
+        let (bytes, starts) = file()
+        let copied = bytes + bytes[starts[3]..<starts[4]]
+        let scan = try LogFormat.scan(copied, kind: .log)
+        #expect(recordsOf(scan) == Self.records && scan.tornTail == starts[4] - starts[3])
+        let elsewhere = LogFormat.header(kind: .log, generation: 4) + bytes.dropFirst(LogFormat.headerSize)
+        let moved = try LogFormat.scan(elsewhere, kind: .log)
+        #expect(moved.entries.isEmpty && moved.end == LogFormat.headerSize && moved.tornTail + moved.freeSpace == bytes.count - LogFormat.headerSize)
+    }
+
+    /// A client's bytes shaped as a group (here a delete of another feed) inside a record, in a last
+    /// group whose first bytes a crash lost: in format 2 a torn tail, as it is; in format 1 they read
+    /// as an intact group after damage, so a restart refused to start, or set aside and applied it.
+    @Test(arguments: [LogFormat.formatVersion, 1])
+    func bytesShapedAsAGroupInATornGroupAreATornTail(version: UInt16) throws {
+        var bytes = LogFormat.header(kind: .log, generation: 2, version: version)
+        var first = LogFormat.GroupEncoder()
+        first.append(Self.records[0])
+        bytes += first.finish(at: bytes.count, generation: 2, version: version)
+        let start = bytes.count
+        var forged = LogFormat.GroupEncoder()
+        forged.append(.delete(name: "victim"))
+        // Placed for offset 0: the attacker cannot know where in the log its bytes will land.
+        let inner = forged.finish(at: 0, generation: 2, version: version)
+        var last = LogFormat.GroupEncoder()
+        last.append(.viewState(name: "f", bytes: inner))
+        bytes += last.finish(at: start, generation: 2, version: version)
+        for index in start..<(start + 16) { bytes[index] = 0 }  // the group's first bytes never made it
+        let scan = try LogFormat.scan(bytes, kind: .log)
+        if version >= 2 {
+            #expect(recordsOf(scan) == [Self.records[0]] && scan.end == start && scan.tornTail == bytes.count - start)
+        } else {
+            #expect(scan.entries.contains(.record(.delete(name: "victim"))), "format 1 read the forged group")
+        }
+    }
+
     @Test func aChangedByteInARecordInTheMiddleNamesItsFeedAndKeepsTheRest() throws {
         var group = LogFormat.GroupEncoder()
         group.append(Self.records[0])
         group.append(.viewState(name: "other", bytes: Array("state".utf8)))
         var bytes = LogFormat.header(kind: .log, generation: 1)
         let start = bytes.count
-        bytes += group.finish()
-        let (tail, _) = file([.delete(name: "after")])
-        bytes += tail.dropFirst(LogFormat.headerSize)
+        bytes += group.finish(at: start, generation: 1)
+        var after = LogFormat.GroupEncoder()
+        after.append(.delete(name: "after"))
+        bytes += after.finish(at: bytes.count, generation: 1)
         let marker = try #require(bytes.firstRange(of: Array("snapshot one".utf8)))
         bytes[marker.lowerBound] ^= 0xFF
         let scan = try LogFormat.scan(bytes, kind: .log)

@@ -5,7 +5,8 @@ import FuzzSupport
 /// replays). The first input byte picks the form of the rest (modulo 3): any bytes after a valid log
 /// header; any bytes as a whole file; or records framed here with valid lengths and CRC-32s (each a
 /// 2-byte length and that many bytes, a zero length closing a group), so the bytes inside records are
-/// fuzzed too, not only the framing a CRC would reject. Scanning never crashes, and:
+/// fuzzed too, not only the framing a CRC would reject. Divided by 3, its lowest bit picks the format
+/// of the header made here (0: the current one, 1: format 1). Scanning never crashes, and:
 /// - the file is accounted for: `end`, the torn tail and the free space add up to its size; free space
 ///   is zero bytes, and a torn tail ends in a nonzero one;
 /// - what a restart does to the file changes nothing read: the file cut at `end` (a torn tail dropped),
@@ -18,10 +19,12 @@ public func fuzzLogScan(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let input = Array(UnsafeRawBufferPointer(start: start, count: count))
     guard let mode = input.first else { return 0 }
     let rest = input.dropFirst()
+    let version: UInt16 = (mode / 3) % 2 == 0 ? LogFormat.formatVersion : 1
+    let header = LogFormat.header(kind: .log, generation: 1, version: version)
     let bytes = switch mode % 3 {
-    case 0: LogFormat.header(kind: .log, generation: 1) + rest
+    case 0: header + rest
     case 1: Array(rest)
-    default: LogFormat.header(kind: .log, generation: 1) + framed(Array(rest))
+    default: header + framed(Array(rest), after: header.count, generation: 1, version: version)
     }
     guard let scan = try? LogFormat.scan(bytes, kind: .log) else { return 0 }
 
@@ -50,7 +53,7 @@ public func fuzzLogScan(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     for record in records {
         var group = LogFormat.GroupEncoder()
         group.append(record)
-        rewritten += group.finish()
+        rewritten += group.finish(at: rewritten.count, generation: 1)
     }
     let reread = try? LogFormat.scan(rewritten, kind: .log)
     FuzzSupport.check(reread?.entries == records.map(LogFormat.Entry.record) && reread?.tornTail == 0 && reread?.freeSpace == 0,
@@ -63,11 +66,11 @@ public func fuzzLogScan(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     for feed in feeds {
         var group = LogFormat.GroupEncoder()
         group.append(.feed(feed))
-        checkpoint += group.finish()
+        checkpoint += group.finish(at: checkpoint.count, generation: 2)
     }
     var end = LogFormat.GroupEncoder()
     end.append(.end(feeds: feeds.count))
-    checkpoint += end.finish()
+    checkpoint += end.finish(at: checkpoint.count, generation: 2)
     var restored = StoreState()
     for entry in (try? LogFormat.scan(checkpoint, kind: .checkpoint))?.entries ?? [] {
         guard case .record(let record) = entry else { FuzzSupport.check(false, "a checkpoint written here reads as damaged"); continue }
@@ -77,9 +80,9 @@ public func fuzzLogScan(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     return 0
 }
 
-/// Groups of records with valid framing: each record a 2-byte length (big-endian) and its bytes, a zero
-/// length ending a group.
-private func framed(_ input: [UInt8]) -> [UInt8] {
+/// Groups of records with valid framing for a file of `generation` and `version` whose groups start at
+/// offset `after`: each record a 2-byte length (big-endian) and its bytes, a zero length ending a group.
+private func framed(_ input: [UInt8], after: Int, generation: Int, version: UInt16) -> [UInt8] {
     var file: [UInt8] = []
     var body = ByteWriter()
     func closeGroup() {
@@ -88,7 +91,8 @@ private func framed(_ input: [UInt8]) -> [UInt8] {
         header.u32(LogFormat.groupMarker)
         header.u32(UInt32(body.bytes.count))
         header.u32(CRC32.checksum(body.bytes))
-        header.u32(CRC32.checksum(header.bytes))
+        header.u32(0)
+        header.patch32(LogFormat.headerCRC(header.bytes, at: 0, placedAt: after + file.count, generation: generation, version: version), at: 12)
         file += header.bytes + body.bytes
         body = ByteWriter()
     }
