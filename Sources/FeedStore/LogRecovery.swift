@@ -103,7 +103,7 @@ extension LogFeedStore {
         if logs.isEmpty {
             note(Damage(path: path(max(base, 1), .log), reason: "it is missing: the writes after checkpoint \(base) are not there", feeds: []))
         }
-        var lastScan: (generation: Int, version: UInt16, end: Int, tornTail: Int, size: Int)?
+        var lastScan: NewestLog?
         for (index, generation) in logs.enumerated() {
             let path = path(generation, .log)
             let isLast = index == logs.count - 1
@@ -112,14 +112,14 @@ extension LogFeedStore {
                 let scan = try LogFormat.scan(bytes, kind: .log)
                 replay(scan.entries, from: path)
                 if isLast {
-                    lastScan = (generation, scan.version, scan.end, scan.tornTail, bytes.count)
+                    lastScan = NewestLog(generation: generation, version: scan.version, end: scan.end, tornTail: scan.tornTail, size: bytes.count)
                 } else if scan.tornTail > 0 {
                     note(Damage(path: path, reason: "its last \(scan.tornTail) bytes are not an intact group, though a newer log follows it", feeds: []))
                 }
             } catch {
                 // A log whose header never became durable (a crash while starting it) holds no write.
                 if isLast && bytes.count <= LogFormat.headerSize && (bytes.isEmpty || bytes.starts(with: LogFormat.magic.prefix(bytes.count))) {
-                    lastScan = (generation, LogFormat.formatVersion, 0, bytes.count, bytes.count)
+                    lastScan = NewestLog(generation: generation, version: LogFormat.formatVersion, end: 0, tornTail: bytes.count, size: bytes.count)
                 } else {
                     note(Damage(path: path, reason: error.reason, feeds: []))
                 }
@@ -155,9 +155,19 @@ extension LogFeedStore {
         do { return try StoreFiles.read(path) } catch { throw .directory(path: path, reason: error.description) }
     }
 
+    /// What the start read of the newest log: where its groups end, what follows them, its size.
+    private struct NewestLog {
+        var generation: Int
+        var version: UInt16
+        /// 0 when its header never became durable.
+        var end: Int
+        var tornTail: Int
+        var size: Int
+    }
+
     /// Opens the newest log to append to, cutting off a torn tail.
     /// A log of an older format is not appended to: the writes go on in a new log of this format.
-    private func reopen(_ last: (generation: Int, version: UInt16, end: Int, tornTail: Int, size: Int), notes: inout [String]) throws(StoreError) {
+    private func reopen(_ last: NewestLog, notes: inout [String]) throws(StoreError) {
         let path = path(last.generation, .log)
         if last.end == 0 {  // its header never became durable
             do { log = try createLog(last.generation) } catch { throw .directory(path: path, reason: error.description) }
