@@ -1,4 +1,3 @@
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -10,30 +9,36 @@ import Darwin
 final class DirectoryLock {
     static let fileName = "diffstream.lock"
     let directory: String
+    private let files: any StoreFiles
     private var descriptor: Int32?
 
     /// - Throws: ``StoreError/directory(path:reason:)`` when it cannot be created, opened or written;
     ///   ``StoreError/locked(path:)`` when another process holds it.
-    init(directory: String) throws(StoreError) {
+    init(directory: String, files: any StoreFiles = SystemStoreFiles()) throws(StoreError) {
         self.directory = directory
+        self.files = files
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            if try files.createDirectory(directory) {
+                // Its name, in its parent, is durable before anything in it is (POSIX: a directory's fsync).
+                let parent = directory.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+                try files.syncDirectory(parent.isEmpty ? (directory.hasPrefix("/") ? "/" : ".") : parent)
+            }
         } catch {
-            throw .directory(path: directory, reason: "cannot create it (\((error as NSError).localizedDescription))")
+            throw .directory(path: directory, reason: "cannot create it (\(error.description))")
         }
-        let lockPath = directory + "/" + Self.fileName
         let descriptor: Int32
-        do { descriptor = try StoreFiles.open(lockPath, O_RDWR | O_CREAT) } catch { throw .directory(path: directory, reason: error.description) }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            StoreFiles.close(descriptor)
-            if code == EWOULDBLOCK { throw .locked(path: directory) }
-            throw .directory(path: directory, reason: "flock(\(lockPath)): \(String(cString: strerror(code)))")
+        do {
+            descriptor = try files.lock(directory + "/" + Self.fileName)
+        } catch where error.code == EWOULDBLOCK {
+            throw .locked(path: directory)
+        } catch {
+            throw .directory(path: directory, reason: error.description)
         }
-        guard access(directory, W_OK) == 0 else {
-            let code = errno
-            StoreFiles.close(descriptor)
-            throw .directory(path: directory, reason: "access(W_OK): \(String(cString: strerror(code)))")
+        do {
+            try files.checkWritable(directory)
+        } catch {
+            files.close(descriptor)
+            throw .directory(path: directory, reason: error.description)
         }
         self.descriptor = descriptor
     }
@@ -42,7 +47,7 @@ final class DirectoryLock {
 
     /// Lets another process take the directory.
     func release() {
-        if let descriptor { StoreFiles.close(descriptor) }
+        if let descriptor { files.close(descriptor) }
         descriptor = nil
     }
 }

@@ -1,4 +1,3 @@
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -18,22 +17,26 @@ extension LogFeedStore {
     /// - Returns: the files and bytes copied, and the feeds in the backup.
     /// - Throws: ``StoreError`` naming the path that failed.
     public static func backup(from directory: String, to destination: String) throws(StoreError) -> (files: Int, bytes: Int, feeds: Int) {
+        try backup(from: directory, to: destination, files: SystemStoreFiles())
+    }
+
+    static func backup(from directory: String, to destination: String, files: any StoreFiles) throws(StoreError) -> (files: Int, bytes: Int, feeds: Int) {
         do {
-            try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+            try files.createDirectory(destination)
         } catch {
-            throw .directory(path: destination, reason: "cannot create it (\((error as NSError).localizedDescription))")
+            throw .directory(path: destination, reason: "cannot create it (\(error.description))")
         }
         func names(_ path: String) throws(StoreError) -> [String] {
-            do { return try StoreFiles.list(path) } catch { throw .directory(path: path, reason: error.description) }
+            do { return try files.list(path) } catch { throw .directory(path: path, reason: error.description) }
         }
         guard try names(destination).allSatisfy({ parse($0) == nil && $0 != SQLiteFeedStore.fileName }) else {
             throw .directory(path: destination, reason: "it already holds store files; back up into a new or empty directory")
         }
         for _ in 0..<20 {
-            let files = try names(directory).compactMap(parse)
-            let base = files.filter { $0.kind == .checkpoint }.map(\.generation).max() ?? 0
+            let found = try names(directory).compactMap(parse)
+            let base = found.filter { $0.kind == .checkpoint }.map(\.generation).max() ?? 0
             let wanted = (base > 0 ? [(base, LogFormat.FileKind.checkpoint)] : [])
-                + files.filter { $0.kind == .log && $0.generation >= max(base, 1) }.map(\.generation).sorted().map { ($0, LogFormat.FileKind.log) }
+                + found.filter { $0.kind == .log && $0.generation >= max(base, 1) }.map(\.generation).sorted().map { ($0, LogFormat.FileKind.log) }
             guard !wanted.isEmpty else { throw .directory(path: directory, reason: "it holds no store files (feeds-*.log)") }
             var bytes = 0
             var complete = true
@@ -41,7 +44,7 @@ extension LogFeedStore {
                 let name = fileName(generation, kind)
                 let contents: [UInt8]
                 do {
-                    contents = try StoreFiles.read(directory + "/" + name)
+                    contents = try files.read(directory + "/" + name)
                 } catch where error.code == ENOENT {
                     complete = false  // a compaction removed it: start again from the new checkpoint
                     break
@@ -49,21 +52,21 @@ extension LogFeedStore {
                     throw .io(path: directory + "/" + name, reason: error.description)
                 }
                 do {
-                    let descriptor = try StoreFiles.open(destination + "/" + name, O_WRONLY | O_CREAT | O_TRUNC)
-                    defer { StoreFiles.close(descriptor) }
-                    try StoreFiles.write(descriptor, contents, at: 0, path: destination + "/" + name)
-                    try StoreFiles.sync(descriptor, path: destination + "/" + name)
+                    let descriptor = try files.open(destination + "/" + name, O_WRONLY | O_CREAT | O_TRUNC)
+                    defer { files.close(descriptor) }
+                    try files.write(descriptor, contents, at: 0, path: destination + "/" + name)
+                    try files.sync(descriptor, path: destination + "/" + name)
                 } catch {
                     throw error.storeError(directory: destination)
                 }
                 bytes += contents.count
             }
             if !complete {
-                for name in try names(destination) where parse(name) != nil { try? StoreFiles.remove(destination + "/" + name) }
+                for name in try names(destination) where parse(name) != nil { try? files.remove(destination + "/" + name) }
                 continue
             }
-            do { try StoreFiles.syncDirectory(destination) } catch { throw .directory(path: destination, reason: error.description) }
-            let check = try LogFeedStore(directory: destination)
+            do { try files.syncDirectory(destination) } catch { throw .directory(path: destination, reason: error.description) }
+            let check = try LogFeedStore(directory: destination, files: files)
             defer { check.close() }
             let contents = try check.load()
             return (wanted.count, bytes, contents.feeds.count)

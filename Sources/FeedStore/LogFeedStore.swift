@@ -45,12 +45,15 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
 
     public let directory: String
     let setAsideDamaged: Bool
+    /// Every file call goes through here (the system's, or a simulated disk in the tests).
+    let files: any StoreFiles
+    let tuning: Tuning
     private let lock: DirectoryLock
     private let committer: GroupCommitter
     var state = StoreState()
     var log: OpenLog?
     /// The log size at which the next compaction may start (moved on when one fails).
-    var nextRotation = minimumLogBytes
+    var nextRotation: Int
     private let compactionLock = NSLock()
     /// The bytes of every file in the directory but the open log.
     private var sizeOfOtherFiles = 0
@@ -76,10 +79,36 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
     /// - Parameter setAsideDamaged: on damaged data, set the damaged feeds (or files) aside and go on,
     ///   instead of refusing to start.
     /// - Throws: ``StoreError/directory(path:reason:)``, ``StoreError/locked(path:)``.
-    public init(directory: String, setAsideDamaged: Bool = false) throws(StoreError) {
+    public convenience init(directory: String, setAsideDamaged: Bool = false) throws(StoreError) {
+        try self.init(directory: directory, setAsideDamaged: setAsideDamaged, files: SystemStoreFiles())
+    }
+
+    /// Where checkpoints are written.
+    enum Compaction {
+        /// On a second thread, while writes go on (the server).
+        case concurrent
+        /// By the committing thread, before it answers the write that made it due: one schedule of
+        /// file calls for a given sequence of writes (the power-cut tests enumerate crash points in it).
+        case inline
+    }
+
+    /// How the store sizes and schedules its work: the server's defaults, or small steps on a
+    /// simulated disk, where a few dozen writes then cross every kind of file change.
+    struct Tuning {
+        /// The log is compacted once it is larger than the live data and than this.
+        var compactAfterBytes = LogFeedStore.minimumLogBytes
+        /// The log grows by this many zero bytes at a time.
+        var preallocationBytes = LogFeedStore.preallocationBytes
+        var compaction = Compaction.concurrent
+    }
+
+    init(directory: String, setAsideDamaged: Bool = false, files: any StoreFiles, tuning: Tuning = Tuning()) throws(StoreError) {
         self.directory = directory
         self.setAsideDamaged = setAsideDamaged
-        lock = try DirectoryLock(directory: directory)
+        self.files = files
+        self.tuning = tuning
+        nextRotation = tuning.compactAfterBytes
+        lock = try DirectoryLock(directory: directory, files: files)
         committer = GroupCommitter(path: directory)
     }
 
@@ -91,7 +120,7 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
         let running = compacting
         compactionLock.unlock()
         if running { compactionDone.wait() }
-        if let log { StoreFiles.close(log.descriptor) }
+        if let log { files.close(log.descriptor) }
         log = nil
         lock.release()
     }
@@ -172,7 +201,7 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
         let preallocating = log.end + bytes.count > log.allocated && log.end >= log.preallocateFrom
         var result = writeGroup(bytes, preallocating: preallocating, to: &log)
         if case .failure(.full) = result, preallocating {
-            log.preallocateFrom = log.end + Self.preallocationBytes
+            log.preallocateFrom = log.end + tuning.preallocationBytes
             result = writeGroup(bytes, preallocating: false, to: &log)
         }
         self.log = log
@@ -190,14 +219,14 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
         var bytes = group
         if preallocating {
             let groupEnd = log.end + group.count
-            bytes.append(contentsOf: repeatElement(0, count: (groupEnd / Self.preallocationBytes + 1) * Self.preallocationBytes - groupEnd))
+            bytes.append(contentsOf: repeatElement(0, count: (groupEnd / tuning.preallocationBytes + 1) * tuning.preallocationBytes - groupEnd))
         }
         do {
-            try StoreFiles.write(log.descriptor, bytes, at: log.end, path: log.path)
-            try StoreFiles.sync(log.descriptor, path: log.path)
+            try files.write(log.descriptor, bytes, at: log.end, path: log.path)
+            try files.sync(log.descriptor, path: log.path)
         } catch {
             // The preallocated space goes too (a full disk gets it back).
-            try? StoreFiles.truncate(log.descriptor, to: log.end, path: log.path)
+            try? files.truncate(log.descriptor, to: log.end, path: log.path)
             log.allocated = log.end
             return .failure(error.storeError(directory: directory))
         }
@@ -224,25 +253,25 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
         let failed = compactionFailed
         compactionFailed = false
         compactionLock.unlock()
-        if failed { nextRotation = current.end + Self.minimumLogBytes }
+        if failed { nextRotation = current.end + tuning.compactAfterBytes }
         guard !busy, !failed else { return }
         let generation = current.generation + 1
         do {
             log = try createLog(generation)
         } catch {
-            nextRotation = current.end + Self.minimumLogBytes  // try again after as much more log
+            nextRotation = current.end + tuning.compactAfterBytes  // try again after as much more log
             return
         }
         // Its free space goes (not synced: if the size is lost in a crash, the zeros read as free space).
-        try? StoreFiles.truncate(current.descriptor, to: current.end, path: current.path)
-        StoreFiles.close(current.descriptor)
-        nextRotation = Self.minimumLogBytes
+        try? files.truncate(current.descriptor, to: current.end, path: current.path)
+        files.close(current.descriptor)
+        nextRotation = tuning.compactAfterBytes
         let feeds = state.storedFeeds
         compactionLock.lock()
         compacting = true
         sizeOfOtherFiles += current.end
         compactionLock.unlock()
-        let thread = Thread { [self] in
+        let write: @Sendable () -> Void = { [self] in
             let succeeded = (try? writeCheckpoint(feeds, generation: generation)) != nil
             if succeeded { removeFiles(before: generation) }
             let others = otherFilesSize(except: generation)
@@ -256,23 +285,30 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
             }
             compactionDone.signal()
         }
-        thread.name = "diffstream-compact"
-        thread.start()
+        switch tuning.compaction {
+        case .inline:
+            write()
+            compactionDone.wait()
+        case .concurrent:
+            let thread = Thread(block: write)
+            thread.name = "diffstream-compact"
+            thread.start()
+        }
     }
 
     /// A new, empty log, durable with its name before anything is written to it.
     func createLog(_ generation: Int) throws(FileError) -> OpenLog {
         let path = path(generation, .log)
-        let descriptor = try StoreFiles.open(path, O_RDWR | O_CREAT | O_TRUNC)
+        let descriptor = try files.open(path, O_RDWR | O_CREAT | O_TRUNC)
         do {
             let header = LogFormat.header(kind: .log, generation: generation)
-            try StoreFiles.write(descriptor, header, at: 0, path: path)
-            try StoreFiles.sync(descriptor, path: path)
-            try StoreFiles.syncDirectory(directory)
+            try files.write(descriptor, header, at: 0, path: path)
+            try files.sync(descriptor, path: path)
+            try files.syncDirectory(directory)
             return OpenLog(descriptor: descriptor, generation: generation, path: path, end: header.count, allocated: header.count)
         } catch {
-            StoreFiles.close(descriptor)
-            try? StoreFiles.remove(path)
+            files.close(descriptor)
+            try? files.remove(path)
             throw error
         }
     }
@@ -280,7 +316,7 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
     /// Writes checkpoint `generation`: a temporary file made durable, then renamed into place.
     func writeCheckpoint(_ feeds: [StoredFeed], generation: Int) throws(FileError) {
         let final = path(generation, .checkpoint), temporary = final + ".tmp"
-        let descriptor = try StoreFiles.open(temporary, O_RDWR | O_CREAT | O_TRUNC)
+        let descriptor = try files.open(temporary, O_RDWR | O_CREAT | O_TRUNC)
         do {
             var offset = 0
             var buffer = LogFormat.header(kind: .checkpoint, generation: generation)
@@ -289,7 +325,7 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
                 group.append(.feed(feed))
                 buffer.append(contentsOf: group.finish(at: offset + buffer.count, generation: generation))
                 if buffer.count >= 1 << 20 {
-                    try StoreFiles.write(descriptor, buffer, at: offset, path: temporary)
+                    try files.write(descriptor, buffer, at: offset, path: temporary)
                     offset += buffer.count
                     buffer.removeAll(keepingCapacity: true)
                 }
@@ -297,37 +333,37 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
             var end = LogFormat.GroupEncoder()
             end.append(.end(feeds: feeds.count))
             buffer.append(contentsOf: end.finish(at: offset + buffer.count, generation: generation))
-            try StoreFiles.write(descriptor, buffer, at: offset, path: temporary)
-            try StoreFiles.sync(descriptor, path: temporary)
-            StoreFiles.close(descriptor)
+            try files.write(descriptor, buffer, at: offset, path: temporary)
+            try files.sync(descriptor, path: temporary)
+            files.close(descriptor)
         } catch {
-            StoreFiles.close(descriptor)
-            try? StoreFiles.remove(temporary)
+            files.close(descriptor)
+            try? files.remove(temporary)
             throw error
         }
         do {
-            try StoreFiles.rename(temporary, to: final)
-            try StoreFiles.syncDirectory(directory)
+            try files.rename(temporary, to: final)
+            try files.syncDirectory(directory)
         } catch {
-            try? StoreFiles.remove(temporary)
+            try? files.remove(temporary)
             throw error
         }
     }
 
     /// Removes the logs and checkpoints older than checkpoint `generation` (it holds all they held).
     func removeFiles(before generation: Int) {
-        guard let names = try? StoreFiles.list(directory) else { return }
+        guard let names = try? files.list(directory) else { return }
         for name in names {
             if let file = Self.parse(name), file.generation < generation {
-                try? StoreFiles.remove(directory + "/" + name)
+                try? files.remove(directory + "/" + name)
             }
         }
-        try? StoreFiles.syncDirectory(directory)
+        try? files.syncDirectory(directory)
     }
 
     /// The bytes of the directory's files other than log `generation`.
     func otherFilesSize(except generation: Int) -> Int {
         let open = Self.fileName(generation, .log)
-        return ((try? StoreFiles.list(directory)) ?? []).filter { $0 != open }.reduce(0) { $0 + (StoreFiles.size(directory + "/" + $1) ?? 0) }
+        return ((try? files.list(directory)) ?? []).filter { $0 != open }.reduce(0) { $0 + (files.size(directory + "/" + $1) ?? 0) }
     }
 }

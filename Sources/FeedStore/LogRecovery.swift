@@ -25,12 +25,12 @@ extension LogFeedStore {
             throw .io(path: directory, reason: "load() was called after the store had started committing; call it once, before the first commit")
         }
         let names: [String]
-        do { names = try StoreFiles.list(directory) } catch { throw .directory(path: directory, reason: error.description) }
+        do { names = try files.list(directory) } catch { throw .directory(path: directory, reason: error.description) }
         for name in names where name.hasSuffix(".checkpoint.tmp") {  // a compaction cut short: the logs still hold it all
-            try? StoreFiles.remove(directory + "/" + name)
+            try? files.remove(directory + "/" + name)
         }
-        let files = names.compactMap(Self.parse)
-        if files.isEmpty {
+        let found = names.compactMap(Self.parse)
+        if found.isEmpty {
             if names.contains(SQLiteFeedStore.fileName) { return try migrate() }
             do { log = try createLog(1) } catch { throw .directory(path: directory, reason: error.description) }
             startCommitting()
@@ -65,7 +65,7 @@ extension LogFeedStore {
         }
 
         // The newest checkpoint, whole.
-        let checkpoints = files.filter { $0.kind == .checkpoint }.map(\.generation)
+        let checkpoints = found.filter { $0.kind == .checkpoint }.map(\.generation)
         let base = checkpoints.max() ?? 0
         if base > 0 {
             let path = path(base, .checkpoint)
@@ -92,7 +92,7 @@ extension LogFeedStore {
         }
 
         // The logs from the checkpoint's generation on, consecutive.
-        let logs = files.filter { $0.kind == .log && $0.generation >= max(base, 1) }.map(\.generation).sorted()
+        let logs = found.filter { $0.kind == .log && $0.generation >= max(base, 1) }.map(\.generation).sorted()
         var expected = base > 0 ? base : 1
         for generation in logs {
             if generation != expected {
@@ -136,7 +136,14 @@ extension LogFeedStore {
         }
         var contents = StoreContents(feeds: [], notes: notes)
         if damage.isEmpty, let last = lastScan {
+            // What was read may be only in the page cache (a process killed before its fdatasync, or
+            // before the directory's fsync): make it durable before anything builds on it. An intact
+            // group that was never synced looks like one that was, so syncing is the only safe choice.
+            for path in (base > 0 ? [path(base, .checkpoint)] : []) + logs.dropLast().map({ path($0, .log) }) {
+                try makeDurable { () throws(FileError) in try files.sync(path: path) }
+            }
             try reopen(last, notes: &contents.notes)
+            try makeDurable { () throws(FileError) in try files.syncDirectory(directory) }
         } else {
             // Set aside: what could be read becomes a new checkpoint; the damaged files are kept aside.
             if historiesInDoubt {
@@ -151,8 +158,16 @@ extension LogFeedStore {
         return contents
     }
 
+    /// A sync at start that fails stops the start (it is not retried: after a failed `fsync` the
+    /// kernel may have dropped the pages, so a second one proves nothing).
+    private func makeDurable(_ sync: () throws(FileError) -> Void) throws(StoreError) {
+        do { try sync() } catch {
+            throw .directory(path: error.path, reason: "\(error.description); the start stops here, before serving what may not be on the disk")
+        }
+    }
+
     private func read(_ path: String) throws(StoreError) -> [UInt8] {
-        do { return try StoreFiles.read(path) } catch { throw .directory(path: path, reason: error.description) }
+        do { return try files.read(path) } catch { throw .directory(path: path, reason: error.description) }
     }
 
     /// What the start read of the newest log: where its groups end, what follows them, its size.
@@ -173,22 +188,25 @@ extension LogFeedStore {
             do { log = try createLog(last.generation) } catch { throw .directory(path: path, reason: error.description) }
             return
         }
-        do {
-            let descriptor = try StoreFiles.open(path, O_RDWR)
+        do throws(FileError) {
+            let descriptor = try files.open(path, O_RDWR)
             if last.tornTail > 0 {
-                try StoreFiles.truncate(descriptor, to: last.end, path: path)
-                try StoreFiles.sync(descriptor, path: path)
+                try files.truncate(descriptor, to: last.end, path: path)
                 notes.append("dropped \(last.tornTail) bytes at the end of \(path): a write cut short, never acknowledged")
             }
+            do { try files.sync(descriptor, path: path) } catch {
+                files.close(descriptor)
+                throw error
+            }
             if last.version < LogFormat.formatVersion {
-                StoreFiles.close(descriptor)
+                files.close(descriptor)
                 log = try createLog(last.generation + 1)
                 return
             }
             log = OpenLog(descriptor: descriptor, generation: last.generation, path: path, end: last.end,
                           allocated: last.tornTail > 0 ? last.end : last.size)
         } catch {
-            throw .directory(path: path, reason: error.description)
+            throw .directory(path: path, reason: "\(error.description); the start stops here, before serving what may not be on the disk")
         }
     }
 
@@ -202,15 +220,16 @@ extension LogFeedStore {
             throw .directory(path: directory, reason: "writing what could be read to a new checkpoint: \(error.description)")
         }
         let stamp = Int(Date().timeIntervalSince1970)
-        for path in Set(damage.map(\.path)) where StoreFiles.size(path) != nil {
+        for path in Set(damage.map(\.path)) where files.size(path) != nil {
             do {
-                try StoreFiles.rename(path, to: path + ".damaged-\(stamp)")
+                try files.rename(path, to: path + ".damaged-\(stamp)")
                 notes.append("moved the damaged file \(path) to \(path).damaged-\(stamp)")
             } catch {
                 throw .directory(path: path, reason: error.description)
             }
         }
         removeFiles(before: generation)
+        try makeDurable { () throws(FileError) in try files.syncDirectory(directory) }
     }
 
     /// A database of the SQLite store of earlier versions: read it, write it as checkpoint 1, and
@@ -227,9 +246,10 @@ extension LogFeedStore {
             throw .directory(path: directory, reason: "migrating \(SQLiteFeedStore.fileName): \(error.description)")
         }
         let stamp = Int(Date().timeIntervalSince1970)
-        for suffix in ["", "-wal", "-shm"] where StoreFiles.size(old.databasePath + suffix) != nil {
-            try? StoreFiles.rename(old.databasePath + suffix, to: old.databasePath + ".migrated-\(stamp)" + suffix)
+        for suffix in ["", "-wal", "-shm"] where files.size(old.databasePath + suffix) != nil {
+            try? files.rename(old.databasePath + suffix, to: old.databasePath + ".migrated-\(stamp)" + suffix)
         }
+        try makeDurable { () throws(FileError) in try files.syncDirectory(directory) }
         startCommitting()
         return StoreContents(feeds: state.storedFeeds, setAside: contents.setAside,
                              notes: ["migrated \(contents.feeds.count) feeds from \(old.databasePath) (kept as \(SQLiteFeedStore.fileName).migrated-\(stamp))"])

@@ -34,9 +34,15 @@ struct WriteScript {
                     keepFrom: version - limit - (version % (limit / 4)) + 1, viewState: roll == 3 ? Array("put state".utf8) : nil)
     }
 
-    /// The oracle: what a store holds after `writes`, applied as the seam defines them.
-    static func oracle(_ writes: [FeedWrite]) -> [StoredFeed] {
-        var feeds: [String: StoredFeed] = [:]
+    /// Goes on from what a store holds: the next writes continue these feeds.
+    mutating func resume(from feeds: [StoredFeed]) {
+        versions = Dictionary(uniqueKeysWithValues: feeds.map { ($0.name, ($0.history, $0.version)) })
+        snapshots = Dictionary(uniqueKeysWithValues: feeds.map { ($0.name, $0.snapshot) })
+    }
+
+    /// The oracle: what a store holds after `writes`, applied as the seam defines them to `base`.
+    static func oracle(_ writes: [FeedWrite], from base: [StoredFeed] = []) -> [StoredFeed] {
+        var feeds = Dictionary(uniqueKeysWithValues: base.map { ($0.name, $0) })
         for write in writes {
             switch write {
             case .put(let name, let history, let version, let snapshot, let batch, let keepFrom, let viewState):
