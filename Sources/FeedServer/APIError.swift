@@ -72,7 +72,29 @@ public struct APIError: Error, Sendable, Equatable {
         }
     }
 
-    static func invalidField(_ field: String, _ detail: String) -> APIError {
-        APIError(.unprocessableContent, "invalid field", "\(field): \(detail)")
+    /// What a hosted view model's refusal answers: the status and short error of each case, with
+    /// the error's description as the detail.
+    ///
+    /// | ``ViewModelError``      | status | error                 |
+    /// |-------------------------|--------|-----------------------|
+    /// | `malformedJSON`         | 400    | `malformed json`      |
+    /// | `invalidBody`           | 422    | `invalid body`        |
+    /// | `invalidField`          | 422    | `invalid field`       |
+    /// | `changeRefused`         | 422    | `change refused`      |
+    /// | `renderFailed`          | 422    | `render failed`       |
+    /// | `stateNotEncodable`     | 500    | `state not encodable` |
+    /// | `unknownAction`         | 404    | `not found`           |
+    /// | `notPublished`          | 507 or 503, as ``init(writeError:)`` |
+    public init(_ error: ViewModelError) {
+        switch error {
+        case .malformedJSON: self.init(.badRequest, "malformed json", error.description)
+        case .invalidBody: self.init(.unprocessableContent, "invalid body", error.description)
+        case .invalidField: self.init(.unprocessableContent, "invalid field", error.description)
+        case .changeRefused: self.init(.unprocessableContent, "change refused", error.description)
+        case .renderFailed: self.init(.unprocessableContent, "render failed", error.description)
+        case .stateNotEncodable: self.init(.internalServerError, "state not encodable", error.description)
+        case .unknownAction: self.init(.notFound, "not found", error.description)
+        case .notPublished(let writeError): self.init(writeError: writeError)
+        }
     }
 }

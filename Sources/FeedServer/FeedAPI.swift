@@ -199,7 +199,8 @@ public struct FeedAPI: Sendable {
                 throw APIError(.methodNotAllowed, "method not allowed", request.method)
             }
             try await authorize(.write(name), request)
-            let result = try await host.patch(body: request.body)
+            let result: ChangeResult
+            do { result = try await host.patch(body: request.body) } catch { throw APIError(error) }
             return .json(writeResult(name, result.version, result.operations))
         default:
             let patchable = hosted?.hosted(name)?.acceptsPatch ?? false
@@ -258,7 +259,8 @@ public struct FeedAPI: Sendable {
         try allow(request, ["POST"])
         let access: Access = hosted?.isPublic(action: action, feed: feed) == true ? .publicAction(feed) : .write(feed)
         try await authorize(access, request)
-        let result = try await host.perform(action, body: request.body)
+        let result: ChangeResult
+        do { result = try await host.perform(action, body: request.body) } catch { throw APIError(error) }
         return .json(writeResult(feed, result.version, result.operations))
     }
 
