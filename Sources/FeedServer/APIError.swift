@@ -33,18 +33,9 @@ public struct APIError: Error, Sendable, Equatable {
         if status == .notImplemented { headers.add("Connection", "close") }  // its framing is not ours to trust
         if status == .unauthorized { headers.add("WWW-Authenticate", challenge) }
         if let limit {
-            var writer = JSONWriter()
-            writer.raw("{\"error\":")
-            writer.write(error)
-            writer.raw(",\"detail\":")
-            writer.write(detail)
-            writer.raw(",\"limit\":")
-            writer.write(limit.name)
-            writer.raw(",\"value\":")
-            writer.write(limit.value)
-            writer.raw("}\n")
-            headers.set("Content-Type", "application/json")
-            return HTTPResponse(status: status, headers: headers, body: writer.bytes)
+            var response = FeedAPI.json(LimitErrorBody(error: error, detail: detail, limit: limit.name, value: limit.value), status: status)
+            for (name, value) in headers { response.headers.add(name, value) }
+            return response
         }
         return .error(status, error, detail: detail, headers: headers)
     }
@@ -97,4 +88,12 @@ public struct APIError: Error, Sendable, Equatable {
         case .notPublished(let writeError): self.init(writeError: writeError)
         }
     }
+}
+
+/// The body of a `507`: `{"error":"insufficient storage","detail":"…","limit":"max-feeds","value":1000}`.
+struct LimitErrorBody: Encodable {
+    var error: String
+    var detail: String
+    var limit: String
+    var value: Int
 }

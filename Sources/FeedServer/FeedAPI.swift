@@ -177,7 +177,7 @@ public struct FeedAPI: Sendable {
         case .metrics:
             return HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(metricsText().utf8))
         case .listFeeds:
-            return .json(await listFeeds(as: try await authorize(.list, request)))
+            return Self.json(await listFeeds(as: try await authorize(.list, request)))
         case .getFeed:
             try await authorize(.read(name), request)
             guard let feed = await registry.feed(name) else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
@@ -193,7 +193,7 @@ public struct FeedAPI: Sendable {
             }
             let result: (created: Bool, version: Int, operations: Int)
             do { result = try await registry.put(name, snapshot: snapshot) } catch { throw APIError(writeError: error) }
-            return .json(writeResult(name, result.version, result.operations), status: result.created ? .created : .ok)
+            return Self.json(WriteAcknowledgement(feed: name, version: result.version, ops: result.operations), status: result.created ? .created : .ok)
         case .deleteFeed:
             try await authorize(.write(name), request)
             let deleted: Bool
@@ -211,7 +211,7 @@ public struct FeedAPI: Sendable {
             try await authorize(.write(name), request)
             let result: ChangeResult
             do { result = try await host.patch(body: request.body) } catch { throw APIError(error) }
-            return .json(writeResult(name, result.version, result.operations))
+            return Self.json(WriteAcknowledgement(feed: name, version: result.version, ops: result.operations))
         case .subscribe:
             return try await subscribe(request, name: name)
         case .performAction:
@@ -257,39 +257,23 @@ public struct FeedAPI: Sendable {
 
     // MARK: Feeds
 
-    private func listFeeds(as principal: Principal) async -> [UInt8] {
-        var writer = JSONWriter()
-        writer.byte(UInt8(ascii: "["))
-        for (index, entry) in await registry.list().filter({ authorizer.mayRead($0.name, as: principal) }).enumerated() {
-            if index > 0 { writer.byte(UInt8(ascii: ",")) }
-            writer.raw("{\"feed\":")
-            writer.write(entry.name)
-            writer.raw(",\"version\":")
-            writer.write(entry.version)
-            if let host = hosted?.hosted(entry.name) {
-                writer.raw(",\"kind\":\"viewModel\",\"patch\":")
-                writer.raw(host.acceptsPatch ? "true" : "false")
-                writer.raw(",\"actions\":")
-                Self.write(host.actionList, to: &writer)
-            } else {
-                writer.raw(",\"kind\":\"snapshot\"")
+    private func listFeeds(as principal: Principal) async -> [FeedListing] {
+        await registry.list().filter { authorizer.mayRead($0.name, as: principal) }.map { entry in
+            guard let host = hosted?.hosted(entry.name) else {
+                return FeedListing(feed: entry.name, version: entry.version, kind: "snapshot")
             }
-            writer.byte(UInt8(ascii: "}"))
+            return FeedListing(feed: entry.name, version: entry.version, kind: "viewModel", patch: host.acceptsPatch,
+                               actions: host.actionList.map(ActionListing.init))
         }
-        writer.raw("]\n")
-        return writer.bytes
     }
 
-    private func writeResult(_ name: String, _ version: Int, _ operations: Int) -> [UInt8] {
-        var writer = JSONWriter()
-        writer.raw("{\"feed\":")
-        writer.write(name)
-        writer.raw(",\"version\":")
-        writer.write(version)
-        writer.raw(",\"ops\":")
-        writer.write(operations)
-        writer.raw("}\n")
-        return writer.bytes
+    /// A JSON body from an `Encodable` value, keys in the order it encodes them, and a newline.
+    static func json(_ body: some Encodable, status: HTTPStatus = .ok) -> HTTPResponse {
+        do {
+            return .json(try JSONValueEncoder().encodeBytes(body, terminator: "\n"), status: status)
+        } catch {
+            return APIError(.internalServerError, "not encodable", "the response could not be written as JSON: \(error)").response
+        }
     }
 
     private func subscribe(_ request: HTTPRequest, name: String) async throws(APIError) -> HTTPResponse {
@@ -331,42 +315,7 @@ public struct FeedAPI: Sendable {
         try await authorize(access, request)
         let result: ChangeResult
         do { result = try await host.perform(action, body: request.body) } catch { throw APIError(error) }
-        return .json(writeResult(feed, result.version, result.operations))
-    }
-
-    /// `[{"name":"add","public":true,"fields":[{"name":"title","type":"string","optional":false,"nullable":false}]}]`
-    static func write(_ actions: [ActionDescription], to writer: inout JSONWriter) {
-        writer.byte(UInt8(ascii: "["))
-        for (index, action) in actions.enumerated() {
-            if index > 0 { writer.byte(UInt8(ascii: ",")) }
-            writer.raw("{\"name\":")
-            writer.write(action.name)
-            writer.raw(",\"public\":")
-            writer.raw(action.isPublic ? "true" : "false")
-            writer.raw(",\"fields\":[")
-            for (fieldIndex, field) in action.fields.enumerated() {
-                if fieldIndex > 0 { writer.byte(UInt8(ascii: ",")) }
-                writer.raw("{\"name\":")
-                writer.write(field.name)
-                writer.raw(",\"type\":")
-                switch field.type {
-                case .string: writer.raw("\"string\"")
-                case .integer: writer.raw("\"integer\"")
-                case .number: writer.raw("\"number\"")
-                case .boolean: writer.raw("\"boolean\"")
-                case .item(let kind):
-                    writer.raw("\"item\",\"itemKind\":")
-                    writer.write(kind)
-                }
-                writer.raw(",\"optional\":")
-                writer.raw(field.isOptional ? "true" : "false")
-                writer.raw(",\"nullable\":")
-                writer.raw(field.isNullable ? "true" : "false")
-                writer.byte(UInt8(ascii: "}"))
-            }
-            writer.raw("]}")
-        }
-        writer.byte(UInt8(ascii: "]"))
+        return Self.json(WriteAcknowledgement(feed: feed, version: result.version, ops: result.operations))
     }
 
     // MARK: Metrics
@@ -382,6 +331,59 @@ public struct FeedAPI: Sendable {
             }
         }
         return text + registry.metrics.exposition() + registry.storage.exposition()
+    }
+}
+
+/// `{"feed":"news","version":2,"ops":3}`: what a write (`PUT`, `PATCH`, an action) answers.
+struct WriteAcknowledgement: Encodable {
+    var feed: String
+    var version: Int
+    var ops: Int
+}
+
+/// One entry of `GET /feeds`: `{"feed":"todo","version":3,"kind":"viewModel","patch":false,"actions":[…]}`,
+/// or `{"feed":"news","version":2,"kind":"snapshot"}`.
+struct FeedListing: Encodable {
+    var feed: String
+    var version: Int
+    var kind: String
+    var patch: Bool?
+    var actions: [ActionListing]?
+}
+
+/// An action as `GET /feeds` lists it:
+/// `{"name":"add","public":true,"fields":[{"name":"title","type":"string","optional":false,"nullable":false}]}`.
+struct ActionListing: Encodable {
+    struct Field: Encodable {
+        var name: String
+        var type: String
+        /// For a field of type `item`: the kind of item it names.
+        var itemKind: String?
+        var optional: Bool
+        var nullable: Bool
+    }
+
+    var name: String
+    var isPublic: Bool
+    var fields: [Field]
+
+    enum CodingKeys: String, CodingKey {
+        case name, isPublic = "public", fields
+    }
+
+    init(_ action: ActionDescription) {
+        name = action.name
+        isPublic = action.isPublic
+        fields = action.fields.map { field in
+            let (type, itemKind): (String, String?) = switch field.type {
+            case .string: ("string", nil)
+            case .integer: ("integer", nil)
+            case .number: ("number", nil)
+            case .boolean: ("boolean", nil)
+            case .item(let kind): ("item", kind)
+            }
+            return Field(name: field.name, type: type, itemKind: itemKind, optional: field.isOptional, nullable: field.isNullable)
+        }
     }
 }
 
