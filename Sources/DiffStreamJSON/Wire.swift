@@ -77,3 +77,19 @@ extension Snapshot where SectionType: WireSectionConvertible, ItemType: WireItem
         })
     }
 }
+
+extension WireSection: CustomStringConvertible {
+    /// `id` followed by the model as canonical JSON, if it has one: `todo {"title":"To do"}`.
+    /// A line of ``DiffStream/Snapshot/debugString`` starts with it.
+    public var description: String {
+        model.isNull ? id.description : "\(id) \(model)"
+    }
+}
+
+extension WireItem: CustomStringConvertible {
+    /// `kind id` followed by the model as canonical JSON, if it has one:
+    /// `todo t1 {"done":false,"title":"milk"}`. ``DiffStream/Snapshot/debugString`` lists items so.
+    public var description: String {
+        model.isNull ? "\(kind) \(id)" : "\(kind) \(id) \(model)"
+    }
+}

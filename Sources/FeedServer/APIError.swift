@@ -33,18 +33,9 @@ public struct APIError: Error, Sendable, Equatable {
         if status == .notImplemented { headers.add("Connection", "close") }  // its framing is not ours to trust
         if status == .unauthorized { headers.add("WWW-Authenticate", challenge) }
         if let limit {
-            var writer = JSONWriter()
-            writer.raw("{\"error\":")
-            writer.write(error)
-            writer.raw(",\"detail\":")
-            writer.write(detail)
-            writer.raw(",\"limit\":")
-            writer.write(limit.name)
-            writer.raw(",\"value\":")
-            writer.write(limit.value)
-            writer.raw("}\n")
-            headers.set("Content-Type", "application/json")
-            return HTTPResponse(status: status, headers: headers, body: writer.bytes)
+            var response = FeedAPI.json(LimitErrorBody(error: error, detail: detail, limit: limit.name, value: limit.value), status: status)
+            for (name, value) in headers { response.headers.add(name, value) }
+            return response
         }
         return .error(status, error, detail: detail, headers: headers)
     }
@@ -72,7 +63,37 @@ public struct APIError: Error, Sendable, Equatable {
         }
     }
 
-    static func invalidField(_ field: String, _ detail: String) -> APIError {
-        APIError(.unprocessableContent, "invalid field", "\(field): \(detail)")
+    /// What a hosted view model's refusal answers: the status and short error of each case, with
+    /// the error's description as the detail.
+    ///
+    /// | ``ViewModelError``      | status | error                 |
+    /// |-------------------------|--------|-----------------------|
+    /// | `malformedJSON`         | 400    | `malformed json`      |
+    /// | `invalidBody`           | 422    | `invalid body`        |
+    /// | `invalidField`          | 422    | `invalid field`       |
+    /// | `changeRefused`         | 422    | `change refused`      |
+    /// | `renderFailed`          | 422    | `render failed`       |
+    /// | `stateNotEncodable`     | 500    | `state not encodable` |
+    /// | `unknownAction`         | 404    | `not found`           |
+    /// | `notPublished`          | 507 or 503, as ``init(writeError:)`` |
+    public init(_ error: ViewModelError) {
+        switch error {
+        case .malformedJSON: self.init(.badRequest, "malformed json", error.description)
+        case .invalidBody: self.init(.unprocessableContent, "invalid body", error.description)
+        case .invalidField: self.init(.unprocessableContent, "invalid field", error.description)
+        case .changeRefused: self.init(.unprocessableContent, "change refused", error.description)
+        case .renderFailed: self.init(.unprocessableContent, "render failed", error.description)
+        case .stateNotEncodable: self.init(.internalServerError, "state not encodable", error.description)
+        case .unknownAction: self.init(.notFound, "not found", error.description)
+        case .notPublished(let writeError): self.init(writeError: writeError)
+        }
     }
+}
+
+/// The body of a `507`: `{"error":"insufficient storage","detail":"…","limit":"max-feeds","value":1000}`.
+struct LimitErrorBody: Encodable {
+    var error: String
+    var detail: String
+    var limit: String
+    var value: Int
 }

@@ -2,36 +2,37 @@ import DiffStreamJSON
 import Foundation
 
 /// Request bodies to typed values for hosted view models: action inputs and merge patches. Malformed
-/// JSON is `400`; a value of the wrong shape is `422` naming the field, e.g. `suggested[2].type`.
+/// JSON is ``ViewModelError/malformedJSON(_:)``; a value of the wrong shape is
+/// ``ViewModelError/invalidField(field:reason:)`` naming the field, e.g. `suggested[2].type`.
 enum ActionInput {
     /// Parses a body that must be a JSON object (an empty body counts as `{}`) whose keys are all
     /// declared in `fields`.
-    static func object(_ body: [UInt8], fields: [ActionField]) throws(APIError) -> JSONObject {
+    static func object(_ body: [UInt8], fields: [ActionField]) throws(ViewModelError) -> JSONObject {
         let value: JSONValue
         if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             value = .object(JSONObject())
         } else {
-            do { value = try JSONParser.parse(body) } catch { throw APIError(.badRequest, "malformed json", error.description) }
+            do { value = try JSONParser.parse(body) } catch { throw .malformedJSON(error.description) }
         }
         guard case .object(let object) = value else {
-            throw APIError(.unprocessableContent, "invalid body", "the body must be a JSON object, not \(value.typeName)")
+            throw .invalidBody("the body must be a JSON object, not \(value.typeName)")
         }
         let declared = fields.map(\.name)
         for key in object.keys where !declared.contains(key) {
             let expected = declared.isEmpty ? "this action takes no fields" : "expected \(declared.joined(separator: ", "))"
-            throw .invalidField(key, "unknown field (\(expected))")
+            throw .invalidField(field: key, reason: "unknown field (\(expected))")
         }
         return object
     }
 
     /// Decodes the body into `Input`, naming the field that does not fit.
-    static func decode<Input: Decodable>(_ type: Input.Type, from body: [UInt8], fields: [ActionField]) throws(APIError) -> Input {
+    static func decode<Input: Decodable>(_ type: Input.Type, from body: [UInt8], fields: [ActionField]) throws(ViewModelError) -> Input {
         let object = try self.object(body, fields: fields)
         return try decode(type, from: .object(object))
     }
 
     /// Decodes a JSON value into `Value` with `JSONDecoder`; a decoding error names its coding path.
-    static func decode<Value: Decodable>(_ type: Value.Type, from value: JSONValue) throws(APIError) -> Value {
+    static func decode<Value: Decodable>(_ type: Value.Type, from value: JSONValue) throws(ViewModelError) -> Value {
         var writer = JSONWriter()
         writer.write(value)
         do {
@@ -39,17 +40,17 @@ enum ActionInput {
         } catch let error as DecodingError {
             throw describe(error)
         } catch {
-            throw APIError(.unprocessableContent, "invalid body", "\(error)")
+            throw .invalidBody("\(error)")
         }
     }
 
     /// The state as a JSON value (for merging a patch into it).
-    static func encode<Value: Encodable>(_ value: Value) throws(APIError) -> JSONValue {
+    static func encode<Value: Encodable>(_ value: Value) throws(ViewModelError) -> JSONValue {
         do {
             let data = try JSONEncoder().encode(value)
             return try JSONParser.parse(Array(data))
         } catch {
-            throw APIError(.internalServerError, "state not encodable", "the view model's state cannot be written as JSON: \(error)")
+            throw .stateNotEncodable("\(error)")
         }
     }
 
@@ -93,7 +94,7 @@ enum ActionInput {
     }
 
     /// `suggested[2].type: expected a string`.
-    static func describe(_ error: DecodingError) -> APIError {
+    static func describe(_ error: DecodingError) -> ViewModelError {
         func path(_ keys: [any CodingKey]) -> String {
             var text = ""
             for key in keys {
@@ -107,15 +108,15 @@ enum ActionInput {
         }
         switch error {
         case .typeMismatch(let type, let context):
-            return .invalidField(path(context.codingPath), "expected \(describe(type))")
+            return .invalidField(field: path(context.codingPath), reason: "expected \(describe(type))")
         case .valueNotFound(let type, let context):
-            return .invalidField(path(context.codingPath), "expected \(describe(type)), not null")
+            return .invalidField(field: path(context.codingPath), reason: "expected \(describe(type)), not null")
         case .keyNotFound(let key, let context):
-            return .invalidField(path(context.codingPath + [key]), "missing")
+            return .invalidField(field: path(context.codingPath + [key]), reason: "missing")
         case .dataCorrupted(let context):
-            return .invalidField(path(context.codingPath), context.debugDescription)
+            return .invalidField(field: path(context.codingPath), reason: context.debugDescription)
         @unknown default:
-            return APIError(.unprocessableContent, "invalid body", "\(error)")
+            return .invalidBody("\(error)")
         }
     }
 

@@ -1,7 +1,9 @@
 import DiffStreamJSON
 import HTTPServer
 
-/// The HTTP API: routes requests to feeds, view models and static files.
+/// The HTTP API: routes requests to feeds, view models and static files, by one table
+/// (``routes``); errors of the domain (``ViewModelError``, ``FeedWriteError``, `StoreError`) become
+/// HTTP statuses and JSON error bodies here and nowhere else.
 ///
 /// | route                                   | methods            |
 /// |-----------------------------------------|--------------------|
@@ -52,7 +54,62 @@ public struct FeedAPI: Sendable {
             verifier: options.verifier)
     }
 
-    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    /// The methods this server knows, in the order `Allow` and `OPTIONS` list them; any other is `501`.
+    static let knownMethods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+    static let feedPattern = RoutePattern("/feeds/{feed}")
+
+    /// The route table: every method and path the API answers, in the order paths are matched (the
+    /// first pattern with the path's shape is the path's resource). `HEAD` is answered as `GET` (the
+    /// transport drops the body); `OPTIONS` by ``preflight()``.
+    public static let routes: [Route] = [
+        Route("GET", RoutePattern("/healthz"), .health),
+        Route("GET", RoutePattern("/metrics"), .metrics),
+        Route("GET", RoutePattern("/feeds"), .listFeeds),
+        Route("GET", feedPattern, .getFeed),
+        Route("PUT", feedPattern, when: .snapshotFeed, .putFeed),
+        Route("DELETE", feedPattern, when: .snapshotFeed, .deleteFeed),
+        Route("PATCH", feedPattern, when: .patchable, .patchFeed),
+        Route("PUT", feedPattern, when: .viewModelFeed, listed: false, .refuseViewModelWrite),
+        Route("DELETE", feedPattern, when: .viewModelFeed, listed: false, .refuseViewModelWrite),
+        Route("GET", RoutePattern("/feeds/{feed}/events"), .subscribe),
+        Route("POST", RoutePattern("/feeds/{feed}/actions/{action}"), when: .action, .performAction),
+        Route("GET", RoutePattern("/{path...}"), .staticFile),
+    ]
+
+    /// The table's patterns, each once, in the order they are matched.
+    static let patterns: [RoutePattern] = routes.reduce(into: []) { patterns, route in
+        if !patterns.contains(route.pattern) { patterns.append(route.pattern) }
+    }
+
+    /// What `OPTIONS` lists: every method of the table, `HEAD` with `GET`, and `OPTIONS`.
+    static let allMethods: String = {
+        let methods = Set(routes.map(\.method))
+        return knownMethods.filter { methods.contains($0) || $0 == "OPTIONS" || ($0 == "HEAD" && methods.contains("GET")) }
+            .joined(separator: ", ")
+    }()
+
+    /// The pattern whose shape `request`'s path has, e.g. `/feeds/{feed}/events`: a bounded label
+    /// for the request (`/{path...}` for anything that is not an API route).
+    /// - Complexity: O(patterns × segments).
+    public static func pattern(of request: HTTPRequest) -> RoutePattern {
+        match(segments(of: request)).pattern
+    }
+
+    /// Split the raw path first, then decode each segment: an encoded slash is part of a name.
+    static func segments(of request: HTTPRequest) -> [String] {
+        request.rawPath.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { raw in
+            PercentDecoding.decode(String(raw)) ?? String(raw)
+        }
+    }
+
+    /// The first pattern with the shape of `segments`, and its parameters (the last pattern takes any path).
+    static func match(_ segments: [String]) -> (pattern: RoutePattern, parameters: RouteParameters) {
+        for pattern in patterns {
+            if let parameters = pattern.match(segments) { return (pattern, parameters) }
+        }
+        return (RoutePattern("/{path...}"), RouteParameters(values: ["path": segments.joined(separator: "/")]))
+    }
 
     /// Answers one request.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
@@ -69,44 +126,99 @@ public struct FeedAPI: Sendable {
         return response
     }
 
+    /// Finds the request's row of the table: its path's pattern (a `{feed}` must be a feed id, else
+    /// `404`), the rows that apply to it (none: `404`), the row of its method (none: `405` with
+    /// `Allow`), then runs the row's handler.
     private func route(_ request: HTTPRequest) async throws(APIError) -> HTTPResponse {
         guard Self.knownMethods.contains(request.method) else {
             throw APIError(.notImplemented, "not implemented", "method \(request.method) is not supported")
         }
         if request.method == "OPTIONS" { return preflight() }
-        // Split the raw path first, then decode each segment: an encoded slash is part of a name.
-        let segments = request.rawPath.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { raw in
-            PercentDecoding.decode(String(raw)) ?? String(raw)
+        let (pattern, parameters) = Self.match(Self.segments(of: request))
+        if parameters.values["feed"] != nil { _ = try feedName(parameters["feed"]) }
+        let applicable = Self.routes.filter { $0.pattern == pattern && applies($0.condition, parameters) }
+        guard !applicable.isEmpty else {
+            throw APIError(.notFound, "not found", "no action '\(parameters["action"].prefix(80))' on feed '\(parameters["feed"])'")
         }
-        switch (segments.first, segments.count) {
-        case ("healthz", 1):
-            try allow(request, ["GET"])
-            return .json(Array("{\"status\":\"ok\"}\n".utf8))
-        case ("metrics", 1):
-            try allow(request, ["GET"])
-            return HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(metricsText().utf8))
-        case ("feeds", 1):
-            try allow(request, ["GET"])
-            return .json(await listFeeds(as: try await authorize(.list, request)))
-        case ("feeds", 2):
-            return try await feedResource(request, name: try feedName(segments[1]))
-        case ("feeds", 3) where segments[2] == "events":
-            try allow(request, ["GET"])
-            return try await subscribe(request, name: try feedName(segments[1]))
-        case ("feeds", 4) where segments[2] == "actions":
-            return try await action(request, feed: try feedName(segments[1]), action: segments[3])
-        default:
-            try allow(request, ["GET"])
-            if let response = files?.response(for: request, compression: options.compression) { return response }
-            throw APIError(.notFound, "not found", "no file or route at \(request.path)")
+        let method = request.method == "HEAD" ? "GET" : request.method
+        guard let route = applicable.first(where: { $0.method == method }) else {
+            throw MethodNotAllowed(allowed: Self.allowed(applicable), method: request.method).error
+        }
+        return try await handle(route.handler, request, parameters)
+    }
+
+    /// Whether a row's condition holds for the matched path.
+    private func applies(_ condition: Route.Condition, _ parameters: RouteParameters) -> Bool {
+        switch condition {
+        case .always: true
+        case .snapshotFeed: !(hosted?.isHosted(parameters["feed"]) ?? false)
+        case .viewModelFeed: hosted?.isHosted(parameters["feed"]) ?? false
+        case .patchable: hosted?.hosted(parameters["feed"])?.acceptsPatch ?? false
+        case .action: hosted?.hosted(parameters["feed"])?.actionList.contains { $0.name == parameters["action"] } ?? false
         }
     }
 
-    private func allow(_ request: HTTPRequest, _ methods: [String]) throws(APIError) {
-        guard methods.contains(request.method) else {
-            var listed = methods
-            if methods.contains("GET") { listed.insert("HEAD", at: listed.firstIndex(of: "GET")! + 1) }
-            throw MethodNotAllowed(allowed: listed, method: request.method).error
+    /// The `Allow` header's methods for the rows that apply to a path: the listed ones, in table
+    /// order, with `HEAD` after `GET`.
+    static func allowed(_ routes: [Route]) -> [String] {
+        var methods: [String] = []
+        for route in routes where route.isListed && !methods.contains(route.method) {
+            methods.append(route.method)
+            if route.method == "GET" { methods.append("HEAD") }
+        }
+        return methods
+    }
+
+    private func handle(_ handler: Route.Handler, _ request: HTTPRequest, _ parameters: RouteParameters) async throws(APIError) -> HTTPResponse {
+        let name = parameters["feed"]
+        switch handler {
+        case .health:
+            return .json(Array("{\"status\":\"ok\"}\n".utf8))
+        case .metrics:
+            return HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(metricsText().utf8))
+        case .listFeeds:
+            return Self.json(await listFeeds(as: try await authorize(.list, request)))
+        case .getFeed:
+            try await authorize(.read(name), request)
+            guard let feed = await registry.feed(name) else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
+            return .json(await feed.document().json + [0x0A])
+        case .putFeed:
+            try await authorize(.write(name), request)
+            let snapshot: WireSnapshot
+            do {
+                snapshot = try WireCodec.decodeSnapshot(request.body)
+            } catch {
+                if case .malformed = error { throw APIError(.badRequest, "malformed json", error.description) }
+                throw APIError(.unprocessableContent, "invalid snapshot", error.description)
+            }
+            let result: (created: Bool, version: Int, operations: Int)
+            do { result = try await registry.put(name, snapshot: snapshot) } catch { throw APIError(writeError: error) }
+            return Self.json(WriteAcknowledgement(feed: name, version: result.version, ops: result.operations), status: result.created ? .created : .ok)
+        case .deleteFeed:
+            try await authorize(.write(name), request)
+            let deleted: Bool
+            do { deleted = try await registry.delete(name) } catch { throw APIError(storeError: error) }
+            guard deleted else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
+            return HTTPResponse(status: .noContent)
+        case .refuseViewModelWrite:
+            try await authorize(.write(name), request)
+            let detail = request.method == "DELETE"
+                ? "'\(name)' is rendered by a view model and cannot be deleted"
+                : "'\(name)' is rendered by a view model; change it with PATCH or its actions"
+            throw APIError(HTTPStatus(409, "Conflict"), "conflict", detail)
+        case .patchFeed:
+            guard let host = hosted?.hosted(name) else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
+            try await authorize(.write(name), request)
+            let result: ChangeResult
+            do { result = try await host.patch(body: request.body) } catch { throw APIError(error) }
+            return Self.json(WriteAcknowledgement(feed: name, version: result.version, ops: result.operations))
+        case .subscribe:
+            return try await subscribe(request, name: name)
+        case .performAction:
+            return try await action(request, feed: name, action: parameters["action"])
+        case .staticFile:
+            if let response = files?.response(for: request, compression: options.compression) { return response }
+            throw APIError(.notFound, "not found", "no file or route at \(request.path)")
         }
     }
 
@@ -132,10 +244,12 @@ public struct FeedAPI: Sendable {
         }
     }
 
+    /// `OPTIONS`, on any path: a CORS preflight may come before the resource exists (a `PUT` that
+    /// creates a feed), so it lists every method of the route table.
     private func preflight() -> HTTPResponse {
         HTTPResponse(status: .noContent, headers: [
-            "Allow": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
-            "Access-Control-Allow-Methods": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
+            "Allow": Self.allMethods,
+            "Access-Control-Allow-Methods": Self.allMethods,
             "Access-Control-Allow-Headers": "Authorization, Content-Type, Last-Event-ID",
             "Access-Control-Max-Age": "600",
         ])
@@ -143,81 +257,23 @@ public struct FeedAPI: Sendable {
 
     // MARK: Feeds
 
-    private func listFeeds(as principal: Principal) async -> [UInt8] {
-        var writer = JSONWriter()
-        writer.byte(UInt8(ascii: "["))
-        for (index, entry) in await registry.list().filter({ authorizer.mayRead($0.name, as: principal) }).enumerated() {
-            if index > 0 { writer.byte(UInt8(ascii: ",")) }
-            writer.raw("{\"feed\":")
-            writer.write(entry.name)
-            writer.raw(",\"version\":")
-            writer.write(entry.version)
-            if let host = hosted?.hosted(entry.name) {
-                writer.raw(",\"kind\":\"viewModel\",\"patch\":")
-                writer.raw(host.acceptsPatch ? "true" : "false")
-                writer.raw(",\"actions\":")
-                Self.write(host.actionList, to: &writer)
-            } else {
-                writer.raw(",\"kind\":\"snapshot\"")
+    private func listFeeds(as principal: Principal) async -> [FeedListing] {
+        await registry.list().filter { authorizer.mayRead($0.name, as: principal) }.map { entry in
+            guard let host = hosted?.hosted(entry.name) else {
+                return FeedListing(feed: entry.name, version: entry.version, kind: "snapshot")
             }
-            writer.byte(UInt8(ascii: "}"))
-        }
-        writer.raw("]\n")
-        return writer.bytes
-    }
-
-    private func feedResource(_ request: HTTPRequest, name: String) async throws(APIError) -> HTTPResponse {
-        let isViewModel = hosted?.isHosted(name) ?? false
-        switch request.method {
-        case "GET":
-            try await authorize(.read(name), request)
-            guard let feed = await registry.feed(name) else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
-            return .json(await feed.document().json + [0x0A])
-        case "PUT":
-            try await authorize(.write(name), request)
-            if isViewModel { throw APIError(HTTPStatus(409, "Conflict"), "conflict", "'\(name)' is rendered by a view model; change it with PATCH or its actions") }
-            let snapshot: WireSnapshot
-            do {
-                snapshot = try WireCodec.decodeSnapshot(request.body)
-            } catch {
-                if case .malformed = error { throw APIError(.badRequest, "malformed json", error.description) }
-                throw APIError(.unprocessableContent, "invalid snapshot", error.description)
-            }
-            let result: (created: Bool, version: Int, operations: Int)
-            do { result = try await registry.put(name, snapshot: snapshot) } catch { throw APIError(writeError: error) }
-            return .json(writeResult(name, result.version, result.operations), status: result.created ? .created : .ok)
-        case "DELETE":
-            try await authorize(.write(name), request)
-            if isViewModel { throw APIError(HTTPStatus(409, "Conflict"), "conflict", "'\(name)' is rendered by a view model and cannot be deleted") }
-            let deleted: Bool
-            do { deleted = try await registry.delete(name) } catch { throw APIError(storeError: error) }
-            guard deleted else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
-            return HTTPResponse(status: .noContent)
-        case "PATCH":
-            guard let host = hosted?.hosted(name), host.acceptsPatch else {
-                try allow(request, isViewModel ? ["GET"] : ["GET", "PUT", "DELETE"])
-                throw APIError(.methodNotAllowed, "method not allowed", request.method)
-            }
-            try await authorize(.write(name), request)
-            let result = try await host.patch(body: request.body)
-            return .json(writeResult(name, result.version, result.operations))
-        default:
-            let patchable = hosted?.hosted(name)?.acceptsPatch ?? false
-            try allow(request, isViewModel ? (patchable ? ["GET", "PATCH"] : ["GET"]) : ["GET", "PUT", "DELETE"])
-            throw APIError(.methodNotAllowed, "method not allowed", request.method)
+            return FeedListing(feed: entry.name, version: entry.version, kind: "viewModel", patch: host.acceptsPatch,
+                               actions: host.actionList.map(ActionListing.init))
         }
     }
 
-    private func writeResult(_ name: String, _ version: Int, _ operations: Int) -> [UInt8] {
-        var writer = JSONWriter()
-        writer.raw("{\"feed\":")
-        writer.write(name)
-        writer.raw(",\"version\":")
-        writer.write(version)
-        writer.raw(",\"ops\":")
-        writer.write(operations)
-        writer.raw("}\n")
-        return writer.bytes
+    /// A JSON body from an `Encodable` value, keys in the order it encodes them, and a newline.
+    static func json(_ body: some Encodable, status: HTTPStatus = .ok) -> HTTPResponse {
+        do {
+            return .json(try JSONValueEncoder().encodeBytes(body, terminator: "\n"), status: status)
+        } catch {
+            return APIError(.internalServerError, "not encodable", "the response could not be written as JSON: \(error)").response
+        }
     }
 
     private func subscribe(_ request: HTTPRequest, name: String) async throws(APIError) -> HTTPResponse {
@@ -252,49 +308,14 @@ public struct FeedAPI: Sendable {
     }
 
     private func action(_ request: HTTPRequest, feed: String, action: String) async throws(APIError) -> HTTPResponse {
-        guard let host = hosted?.hosted(feed), host.actionList.contains(where: { $0.name == action }) else {
+        guard let host = hosted?.hosted(feed) else {
             throw APIError(.notFound, "not found", "no action '\(action.prefix(80))' on feed '\(feed)'")
         }
-        try allow(request, ["POST"])
         let access: Access = hosted?.isPublic(action: action, feed: feed) == true ? .publicAction(feed) : .write(feed)
         try await authorize(access, request)
-        let result = try await host.perform(action, body: request.body)
-        return .json(writeResult(feed, result.version, result.operations))
-    }
-
-    /// `[{"name":"add","public":true,"fields":[{"name":"title","type":"string","optional":false,"nullable":false}]}]`
-    static func write(_ actions: [ActionDescription], to writer: inout JSONWriter) {
-        writer.byte(UInt8(ascii: "["))
-        for (index, action) in actions.enumerated() {
-            if index > 0 { writer.byte(UInt8(ascii: ",")) }
-            writer.raw("{\"name\":")
-            writer.write(action.name)
-            writer.raw(",\"public\":")
-            writer.raw(action.isPublic ? "true" : "false")
-            writer.raw(",\"fields\":[")
-            for (fieldIndex, field) in action.fields.enumerated() {
-                if fieldIndex > 0 { writer.byte(UInt8(ascii: ",")) }
-                writer.raw("{\"name\":")
-                writer.write(field.name)
-                writer.raw(",\"type\":")
-                switch field.type {
-                case .string: writer.raw("\"string\"")
-                case .integer: writer.raw("\"integer\"")
-                case .number: writer.raw("\"number\"")
-                case .boolean: writer.raw("\"boolean\"")
-                case .item(let kind):
-                    writer.raw("\"item\",\"itemKind\":")
-                    writer.write(kind)
-                }
-                writer.raw(",\"optional\":")
-                writer.raw(field.isOptional ? "true" : "false")
-                writer.raw(",\"nullable\":")
-                writer.raw(field.isNullable ? "true" : "false")
-                writer.byte(UInt8(ascii: "}"))
-            }
-            writer.raw("]}")
-        }
-        writer.byte(UInt8(ascii: "]"))
+        let result: ChangeResult
+        do { result = try await host.perform(action, body: request.body) } catch { throw APIError(error) }
+        return Self.json(WriteAcknowledgement(feed: feed, version: result.version, ops: result.operations))
     }
 
     // MARK: Metrics
@@ -310,6 +331,59 @@ public struct FeedAPI: Sendable {
             }
         }
         return text + registry.metrics.exposition() + registry.storage.exposition()
+    }
+}
+
+/// `{"feed":"news","version":2,"ops":3}`: what a write (`PUT`, `PATCH`, an action) answers.
+struct WriteAcknowledgement: Encodable {
+    var feed: String
+    var version: Int
+    var ops: Int
+}
+
+/// One entry of `GET /feeds`: `{"feed":"todo","version":3,"kind":"viewModel","patch":false,"actions":[…]}`,
+/// or `{"feed":"news","version":2,"kind":"snapshot"}`.
+struct FeedListing: Encodable {
+    var feed: String
+    var version: Int
+    var kind: String
+    var patch: Bool?
+    var actions: [ActionListing]?
+}
+
+/// An action as `GET /feeds` lists it:
+/// `{"name":"add","public":true,"fields":[{"name":"title","type":"string","optional":false,"nullable":false}]}`.
+struct ActionListing: Encodable {
+    struct Field: Encodable {
+        var name: String
+        var type: String
+        /// For a field of type `item`: the kind of item it names.
+        var itemKind: String?
+        var optional: Bool
+        var nullable: Bool
+    }
+
+    var name: String
+    var isPublic: Bool
+    var fields: [Field]
+
+    enum CodingKeys: String, CodingKey {
+        case name, isPublic = "public", fields
+    }
+
+    init(_ action: ActionDescription) {
+        name = action.name
+        isPublic = action.isPublic
+        fields = action.fields.map { field in
+            let (type, itemKind): (String, String?) = switch field.type {
+            case .string: ("string", nil)
+            case .integer: ("integer", nil)
+            case .number: ("number", nil)
+            case .boolean: ("boolean", nil)
+            case .item(let kind): ("item", kind)
+            }
+            return Field(name: field.name, type: type, itemKind: itemKind, optional: field.isOptional, nullable: field.isNullable)
+        }
     }
 }
 

@@ -42,13 +42,13 @@ public final class HostedFeeds: @unchecked Sendable {
            let stored = try? JSONDecoder().decode(Model.State.self, from: Data(bytes)) {
             start = stored
         }
-        do throws(APIError) {
+        do throws(ViewModelError) {
             let snapshot = try ViewModelHost<Model>.wire(model, start)
             let bytes = try ViewModelHost<Model>.storedBytes(start)
-            do { _ = try await registry.put(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw APIError(writeError: error) }
+            do { _ = try await registry.put(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw .notPublished(error) }
         } catch {
             lock.withLock { _ = reserved.remove(name) }
-            throw HostingError(description: "'\(name)': \(error.detail)")
+            throw HostingError(description: "'\(name)': \(error.description)")
         }
         let host = ViewModelHost(name: name, model: model, state: start, registry: registry)
         lock.withLock { hosts[name] = host }

@@ -43,31 +43,31 @@ public actor ViewModelHost<Model: HostedViewModel> {
 
     /// The wire form of a typed snapshot: the single conversion point between a view model's typed
     /// sections and items and what travels.
-    static func wire(_ model: Model, _ state: Model.State) throws(APIError) -> WireSnapshot {
+    static func wire(_ model: Model, _ state: Model.State) throws(ViewModelError) -> WireSnapshot {
         do {
             return try model.render(state).wireSnapshot()
         } catch {
-            throw APIError(.unprocessableContent, "render failed", "the view model could not render the new state, so nothing changed: \(error)")
+            throw .renderFailed("\(error)")
         }
     }
 
     /// The state as the JSON bytes a durable store keeps (keys sorted, so equal states are equal bytes).
-    static func storedBytes(_ state: Model.State) throws(APIError) -> [UInt8] {
+    static func storedBytes(_ state: Model.State) throws(ViewModelError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         do { return Array(try encoder.encode(state)) } catch {
-            throw APIError(.internalServerError, "state not encodable", "the view model's state cannot be written as JSON: \(error)")
+            throw .stateNotEncodable("\(error)")
         }
     }
 
     /// Renders `next`, publishes the difference with `next` as the stored state, and keeps `next`.
     /// This is the one place a hosted view model's state changes (the caller holds the turn). If the
     /// render throws or the store refuses, nothing is published and the previous state stays.
-    private func commit(_ next: Model.State) async throws(APIError) -> ChangeResult {
+    private func commit(_ next: Model.State) async throws(ViewModelError) -> ChangeResult {
         let snapshot = try Self.wire(model, next)
         let bytes = try Self.storedBytes(next)
         let published: (created: Bool, version: Int, operations: Int)
-        do { published = try await registry.put(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw APIError(writeError: error) }
+        do { published = try await registry.put(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw .notPublished(error) }
         state = next
         return ChangeResult(version: published.version, operations: published.operations)
     }
@@ -85,45 +85,50 @@ public actor ViewModelHost<Model: HostedViewModel> {
     }
 
     /// Changes the state with `body` (on a copy) and commits it, in turn with every other change.
-    /// An ``InvalidInput`` thrown by `body` is `422` naming the field; any other error is `422` too.
+    /// An ``InvalidInput`` thrown by `body` becomes ``ViewModelError/invalidField(field:reason:)``, a
+    /// ``ViewModelError`` stays as it is, and any other error is ``ViewModelError/changeRefused(_:)``.
+    /// - Throws: ``ViewModelError``; nothing changed then.
     @discardableResult
-    public func update(_ body: (inout Model.State) throws -> Void) async throws(APIError) -> ChangeResult {
+    public func update(_ body: (inout Model.State) throws -> Void) async throws(ViewModelError) -> ChangeResult {
         await takeTurn()
         defer { passTurn() }
         var next = state
         do {
             try body(&next)
-        } catch let error as APIError {
+        } catch let error as ViewModelError {
             throw error
         } catch let error as InvalidInput {
-            throw .invalidField(error.field, error.reason)
+            throw .invalidField(field: error.field, reason: error.reason)
         } catch {
-            throw APIError(.unprocessableContent, "change refused", "\(error)")
+            throw .changeRefused("\(error)")
         }
         return try await commit(next)
     }
 
     /// Runs an action by name with the request body as its input.
-    public func perform(_ actionName: String, body: [UInt8]) async throws(APIError) -> ChangeResult {
+    /// - Throws: ``ViewModelError/unknownAction(feed:action:)`` for a name the view model does not
+    ///   declare, or what ``update(_:)`` throws; nothing changed then.
+    public func perform(_ actionName: String, body: [UInt8]) async throws(ViewModelError) -> ChangeResult {
         guard let action = model.actions.first(where: { $0.name == actionName }) else {
-            throw APIError(.notFound, "not found", "the feed '\(name)' has no action '\(actionName)'")
+            throw .unknownAction(feed: name, action: actionName)
         }
         return try await update { state in try action.perform(&state, body) }
     }
 
     /// Merges a partial state (RFC 7396) into the current one, then validates and commits it.
-    public func patch(body: [UInt8]) async throws(APIError) -> ChangeResult {
+    /// - Throws: ``ViewModelError``; nothing changed then.
+    public func patch(body: [UInt8]) async throws(ViewModelError) -> ChangeResult {
         let patch: JSONValue
-        do { patch = try JSONParser.parse(body) } catch { throw APIError(.badRequest, "malformed json", error.description) }
+        do { patch = try JSONParser.parse(body) } catch { throw .malformedJSON(error.description) }
         guard case .object = patch else {
-            throw APIError(.unprocessableContent, "invalid body", "the body must be a JSON object holding part of the state")
+            throw .invalidBody("the body must be a JSON object holding part of the state")
         }
         let model = model
         return try await update { state in
             let merged = ActionInput.merge(patch, into: try ActionInput.encode(state))
             let next = try ActionInput.decode(Model.State.self, from: merged)
             if let field = ActionInput.unknownField(in: patch, decoded: try ActionInput.encode(next)) {
-                throw APIError.invalidField(field, "unknown field")
+                throw ViewModelError.invalidField(field: field, reason: "unknown field")
             }
             try model.validate(next)
             state = next
@@ -136,7 +141,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
             try await update { state in try change(&state, element) }
             lastSourceError = nil
         } catch {
-            lastSourceError = error.detail
+            lastSourceError = error.description
         }
     }
 
@@ -160,8 +165,8 @@ protocol HostedFeed: Sendable {
     var name: String { get }
     var actionList: [ActionDescription] { get }
     var acceptsPatch: Bool { get }
-    func perform(_ actionName: String, body: [UInt8]) async throws(APIError) -> ChangeResult
-    func patch(body: [UInt8]) async throws(APIError) -> ChangeResult
+    func perform(_ actionName: String, body: [UInt8]) async throws(ViewModelError) -> ChangeResult
+    func patch(body: [UInt8]) async throws(ViewModelError) -> ChangeResult
 }
 
 /// An action as `GET /feeds` lists it.

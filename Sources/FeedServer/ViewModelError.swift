@@ -1,0 +1,47 @@
+import DiffStreamJSON
+
+/// Why a hosted view model refused a change, an action or a patch. Nothing changed: the state and
+/// the feed are as they were.
+///
+/// Thrown by ``ViewModelHost`` (``ViewModelHost/perform(_:body:)``, ``ViewModelHost/patch(body:)``,
+/// ``ViewModelHost/update(_:)``) and by the input decoding of a ``HostedAction``. It knows nothing of
+/// HTTP: `FeedAPI` chooses the status and the JSON error body for each case.
+public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The input is not JSON; the parser's reason.
+    case malformedJSON(String)
+    /// The input is JSON, but not of the shape the view model takes (say, not an object).
+    case invalidBody(String)
+    /// One field of the input, or of the state a patch produced, is refused: where (`title`,
+    /// `suggested[2].type`) and why. ``InvalidInput`` thrown by a view model becomes this.
+    case invalidField(field: String, reason: String)
+    /// The change threw an error of the view model's own (not ``InvalidInput``); its description.
+    case changeRefused(String)
+    /// ``HostedViewModel/render(_:)`` threw for the new state; the error's description.
+    case renderFailed(String)
+    /// The state could not be encoded as JSON (to store it, or to merge a patch into it); the reason.
+    case stateNotEncodable(String)
+    /// The view model has no action of that name.
+    case unknownAction(feed: String, action: String)
+    /// The feed refused the new snapshot: a storage limit, or the durable store failed.
+    case notPublished(FeedWriteError)
+
+    /// What went wrong, in words a user can act on (the `detail` of an HTTP error body).
+    public var description: String {
+        switch self {
+        case .malformedJSON(let reason), .invalidBody(let reason), .changeRefused(let reason):
+            reason
+        case .invalidField(let field, let reason):
+            "\(field): \(reason)"
+        case .renderFailed(let reason):
+            "the view model could not render the new state, so nothing changed: \(reason)"
+        case .stateNotEncodable(let reason):
+            "the view model's state cannot be written as JSON: \(reason)"
+        case .unknownAction(let feed, let action):
+            "the feed '\(feed)' has no action '\(action)'"
+        case .notPublished(.limit(let exceeded)):
+            exceeded.description
+        case .notPublished(.store(let error)):
+            "\(error.description); the change was not stored"
+        }
+    }
+}

@@ -1,0 +1,29 @@
+import FeedServer
+import HTTPServer
+import Testing
+
+struct APIErrorTests {
+    @Test(arguments: [
+        (ViewModelError.malformedJSON("invalid JSON at byte 1"), 400, #"{"error":"malformed json","detail":"invalid JSON at byte 1"}"#),
+        (.invalidBody("the body must be a JSON object, not array"), 422, #"{"error":"invalid body","detail":"the body must be a JSON object, not array"}"#),
+        (.invalidField(field: "items[2].title", reason: "missing"), 422, #"{"error":"invalid field","detail":"items[2].title: missing"}"#),
+        (.changeRefused("no"), 422, #"{"error":"change refused","detail":"no"}"#),
+        (.renderFailed("boom"), 422, #"{"error":"render failed","detail":"the view model could not render the new state, so nothing changed: boom"}"#),
+        (.stateNotEncodable("nan"), 500, #"{"error":"state not encodable","detail":"the view model's state cannot be written as JSON: nan"}"#),
+        (.unknownAction(feed: "todo", action: "fly"), 404, #"{"error":"not found","detail":"the feed 'todo' has no action 'fly'"}"#),
+        (.notPublished(.store(.full(path: "/data"))), 503, #"{"error":"storage full","detail":"no space left on the device holding '/data'; the write was not stored, retry once space is freed"}"#),
+    ])
+    func aViewModelErrorBecomesItsStatusAndBody(error: ViewModelError, status: Int, body: String) {
+        let mapped = APIError(error)
+        #expect(mapped.status.code == status)
+        let response = HTTPResponse.error(mapped.status, mapped.error, detail: mapped.detail)
+        guard case .bytes(let bytes) = response.body else { return #expect(Bool(false)) }
+        #expect(String(decoding: bytes, as: UTF8.self) == body + "\n")
+    }
+
+    @Test func aViewModelPastAStorageLimitIs507NamingIt() {
+        let exceeded = StorageLimitExceeded(limit: .maxFeedBytes, value: 64, needed: 100)
+        let mapped = APIError(.notPublished(.limit(exceeded)))
+        #expect(mapped.status.code == 507 && mapped.limit?.name == "max-feed-bytes" && mapped.limit?.value == 64)
+    }
+}
