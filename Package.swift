@@ -28,9 +28,10 @@ let package = Package(
         // System libraries from Debian (libssl-dev, zlib1g-dev).
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
-        // SQLite from Debian (libsqlite3-dev), for the embedded feed store.
+        // SQLite from Debian (libsqlite3-dev), to read the databases of the feed store of earlier versions.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
-        // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the SQLite implementation.
+        // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the log store, and a
+        // read-only migrator for the SQLite databases of earlier versions.
         .target(name: "FeedStore", dependencies: ["CSQLite", "CZlib"], swiftSettings: strict),
         // epoll and eventfd, which the Glibc module does not export.
         .target(name: "CSystemShims"),

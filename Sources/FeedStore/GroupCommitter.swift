@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Group commit, shared by the stores: writers queue their write and wait; one thread takes everything
+/// Group commit, for ``LogFeedStore``: writers queue their write and wait; one thread takes everything
 /// queued, hands it to the store's `commit` function in one call (one fsync for all of them), counts
 /// it, then answers each writer.
 final class GroupCommitter: @unchecked Sendable {

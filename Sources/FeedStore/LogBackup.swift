@@ -29,7 +29,7 @@ extension LogFeedStore {
         func names(_ path: String) throws(StoreError) -> [String] {
             do { return try files.list(path) } catch { throw .directory(path: path, reason: error.description) }
         }
-        guard try names(destination).allSatisfy({ parse($0) == nil && $0 != SQLiteFeedStore.fileName }) else {
+        guard try names(destination).allSatisfy({ parse($0) == nil && $0 != SQLiteMigrator.fileName }) else {
             throw .directory(path: destination, reason: "it already holds store files; back up into a new or empty directory")
         }
         for _ in 0..<20 {

@@ -31,7 +31,7 @@ extension LogFeedStore {
         }
         let found = names.compactMap(Self.parse)
         if found.isEmpty {
-            if names.contains(SQLiteFeedStore.fileName) { return try migrate() }
+            if names.contains(SQLiteMigrator.fileName) { return try migrate() }
             do { log = try createLog(1) } catch { throw .directory(path: directory, reason: error.description) }
             startCommitting()
             return StoreContents(feeds: [])
@@ -232,27 +232,26 @@ extension LogFeedStore {
         try makeDurable { () throws(FileError) in try files.syncDirectory(directory) }
     }
 
-    /// A database of the SQLite store of earlier versions: read it, write it as checkpoint 1, and
-    /// keep the old file renamed (`feeds.sqlite3.migrated-<seconds>`).
+    /// A database of the SQLite store of earlier versions: read it (``SQLiteMigrator``), write it as
+    /// checkpoint 1, and keep the old file renamed (`feeds.sqlite3.migrated-<seconds>`).
     private func migrate() throws(StoreError) -> StoreContents {
-        let old = try SQLiteFeedStore(directory: directory, setAsideDamaged: setAsideDamaged, lock: nil)
+        let old = SQLiteMigrator(directory: directory, setAsideDamaged: setAsideDamaged)
         let contents = try old.load()
-        old.close()
         for feed in contents.feeds { try? state.apply(.feed(feed)) }
         do {
             try writeCheckpoint(state.storedFeeds, generation: 1)
             log = try createLog(1)
         } catch {
-            throw .directory(path: directory, reason: "migrating \(SQLiteFeedStore.fileName): \(error.description)")
+            throw .directory(path: directory, reason: "migrating \(SQLiteMigrator.fileName): \(error.description)")
         }
         let stamp = Int(Date().timeIntervalSince1970)
-        for suffix in ["", "-wal", "-shm"] where files.size(old.databasePath + suffix) != nil {
-            try? files.rename(old.databasePath + suffix, to: old.databasePath + ".migrated-\(stamp)" + suffix)
+        for suffix in ["", "-wal", "-shm"] where files.size(old.path + suffix) != nil {
+            try? files.rename(old.path + suffix, to: old.path + ".migrated-\(stamp)" + suffix)
         }
         try makeDurable { () throws(FileError) in try files.syncDirectory(directory) }
         startCommitting()
         return StoreContents(feeds: state.storedFeeds, setAside: contents.setAside,
-                             notes: ["migrated \(contents.feeds.count) feeds from \(old.databasePath) (kept as \(SQLiteFeedStore.fileName).migrated-\(stamp))"])
+                             notes: ["migrated \(contents.feeds.count) feeds from \(old.path) (kept as \(SQLiteMigrator.fileName).migrated-\(stamp))"])
     }
 
     /// A new history id: 16 hexadecimal digits, as the feeds make them.

@@ -6,22 +6,20 @@ struct SQLiteError: Error, CustomStringConvertible {
     var code: Int32
     var message: String
     var description: String { "\(call): \(message) (SQLite code \(code))" }
-
-    /// The primary result code (the extended code's low byte).
-    var primary: Int32 { code & 0xFF }
-    var isFull: Bool { primary == SQLITE_FULL }
-    var isCorrupt: Bool { primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB }
 }
 
-/// A thin wrapper over one `sqlite3` connection. Not thread-safe: one owner (the store's thread) uses it.
+/// A thin wrapper over one `sqlite3` connection. Not thread-safe: one owner uses it.
 final class SQLiteDatabase {
     private var handle: OpaquePointer?
     let path: String
 
-    init(path: String) throws(SQLiteError) {
+    /// Opens the database at `path`: read-only (``SQLiteMigrator``), or, with `writable`, for reading and
+    /// writing, created if missing (the tests, to build databases of earlier versions).
+    init(path: String, writable: Bool = false) throws(SQLiteError) {
         self.path = path
         var db: OpaquePointer?
-        let code = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        let mode = writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY
+        let code = sqlite3_open_v2(path, &db, mode | SQLITE_OPEN_NOMUTEX, nil)
         guard code == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close_v2(db)

@@ -278,21 +278,30 @@ struct LogFeedStoreTests {
         #expect { try refused.load() } throws: { "\($0)".contains("missing") }
     }
 
-    @Test func aDatabaseOfTheSQLiteStoreIsMigrated() async throws {
-        let old = try SQLiteFeedStore(directory: directory)
-        _ = try old.load()
-        for version in 1...4 { try await put(old, "kept", version: version) }
-        try await old.commit(.viewState(name: "kept", bytes: Array("state".utf8)))
-        old.close()
+    @Test func aDatabaseOfTheSQLiteStoreIsMigrated() throws {
+        let old = StoredFeed(name: "kept", history: "00000000000000aa", version: 4, snapshot: Array("snapshot 4".utf8),
+                             batches: (2...4).map { StoredBatch(version: $0, bytes: Array("batch \($0)".utf8)) }, viewState: Array("state".utf8))
+        try SQLiteMigratorTests.writeDatabase(in: directory, [old])
         let (store, contents) = try open()
-        #expect(contents.feeds == [StoredFeed(name: "kept", history: "00000000000000aa", version: 4, snapshot: Array("snapshot 4".utf8),
-                                              batches: (2...4).map { StoredBatch(version: $0, bytes: Array("batch \($0)".utf8)) }, viewState: Array("state".utf8))])
+        #expect(contents.feeds == [old])
         #expect(contents.notes.contains { $0.contains("migrated 1 feeds") })
         store.close()
-        #expect(try !FileManager.default.contentsOfDirectory(atPath: directory).contains(SQLiteFeedStore.fileName))
+        #expect(try !FileManager.default.contentsOfDirectory(atPath: directory).contains(SQLiteMigrator.fileName))
         let (again, later) = try open()
         defer { again.close() }
         #expect(later.feeds == contents.feeds && later.notes.isEmpty)
+    }
+
+    @Test func aDamagedDatabaseIsMigratedOnlyWithSetAside() throws {
+        try SQLiteMigratorTests.writeDatabase(in: directory, [SQLiteMigratorTests.news, SQLiteMigratorTests.quiet], damage: ["news": .snapshotCRC])
+        let refused = try LogFeedStore(directory: directory)
+        #expect { try refused.load() } throws: { "\($0)".contains("'news'") && "\($0)".contains("--set-aside-damaged") }
+        refused.close()
+        #expect(try files(SQLiteMigrator.fileName) == [SQLiteMigrator.fileName], "refused: the file stays")
+        let (store, contents) = try open(setAside: true)
+        defer { store.close() }
+        #expect(contents.feeds == [SQLiteMigratorTests.quiet] && contents.setAside.map(\.name) == ["news"])
+        #expect(try files(SQLiteMigrator.fileName).isEmpty)
     }
 
     @Test func commitsAfterCloseFailWithAnError() async throws {
