@@ -62,6 +62,7 @@ public struct FeedAPI: Sendable {
         } catch {
             response = error.response
         }
+        if let feed = Route.feedName(of: request) { response.logMetadata["feed"] = "\(feed)" }
         if let origin = options.allowOrigin {
             response.headers.set("Access-Control-Allow-Origin", origin)
             if origin != "*" { response.headers.add("Vary", "Origin") }
@@ -310,6 +311,18 @@ public struct FeedAPI: Sendable {
             }
         }
         return text + registry.metrics.exposition() + registry.storage.exposition()
+    }
+}
+
+/// What the request log and the metrics know of a request's route.
+enum Route {
+    /// The feed a `/feeds/{feed}…` request names, if it is a valid feed id (never anything else of the path).
+    static func feedName(of request: HTTPRequest) -> String? {
+        let segments = request.rawPath.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        guard segments.count >= 2, segments.first == "feeds" else { return nil }
+        let raw = String(segments[segments.startIndex + 1])
+        let name = PercentDecoding.decode(raw) ?? raw
+        return FeedID.isValid(name) ? name : nil
     }
 }
 

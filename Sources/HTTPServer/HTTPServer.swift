@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CSystemShims
 import Foundation
+import Logging
 import Synchronization
 
 /// A minimal HTTP/1.1 server with Server-Sent Events, on POSIX sockets and N epoll loops (one thread
@@ -42,6 +43,7 @@ public final class HTTPServer: Sendable {
         public var tls: TLSConfiguration?
         /// The number of event loops (threads serving sockets); at least 1. The default is one per core.
         public var loops: Int
+        /// Where the server's log lines go (requests, stream connects and disconnects, errors).
         public var logger: Logger
 
         public init(

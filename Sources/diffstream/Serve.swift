@@ -4,6 +4,7 @@ import FeedServer
 import FeedStore
 import Foundation
 import HTTPServer
+import Logging
 
 extension DiffStreamCommand {
     /// Starts the server and runs until SIGINT or SIGTERM, then shuts down gracefully and exits 0.
@@ -57,8 +58,8 @@ extension DiffStreamCommand {
         }
         let scheme = settings.server.tls == nil ? "http" : "https"
         let shownHost = settings.server.host.contains(":") ? "[\(settings.server.host)]" : settings.server.host
-        logger.log(.info, "diffstream listening on \(scheme)://\(shownHost):\(port)")
-        if logger.level > .info {
+        logger.info("diffstream listening on \(scheme)://\(shownHost):\(port)")
+        if logger.logLevel > .info {
             FileHandle.standardError.write(Data("diffstream listening on \(scheme)://\(shownHost):\(port)\n".utf8))
         }
         if settings.writesClosed {
