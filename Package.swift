@@ -23,6 +23,9 @@ let package = Package(
         // Logging through swift-log: the library logs to whatever backend the program bootstraps.
         // 1.16.2: `LogHandler.log(event:)`; implementing the older, now deprecated entry point warns.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Metrics through swift-metrics; `/metrics` renders swift-prometheus's registry (2.4.1: `# HELP` texts).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Snapshots, the result-builder DSL, the diff and `apply`. No HTTP, no Foundation.
@@ -35,7 +38,7 @@ let package = Package(
         // SQLite from Debian (libsqlite3-dev), for the embedded feed store.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the SQLite implementation.
-        .target(name: "FeedStore", dependencies: ["CSQLite", "CZlib"], swiftSettings: strict),
+        .target(name: "FeedStore", dependencies: ["CSQLite", "CZlib", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
         // epoll and eventfd, which the Glibc module does not export.
         .target(name: "CSystemShims"),
         // Sockets, an epoll event loop, HTTP/1.1, SSE, static files, TLS and gzip. Knows nothing of feeds.
@@ -43,7 +46,8 @@ let package = Package(
         // The executable's swift-log handler: one line per message, as text or as JSON.
         .target(name: "LogLines", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Feeds, the HTTP API and the example view models: joins the diff engine and the server.
-        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit")], swiftSettings: strict),
+        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"),
+                                                  .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.
         .target(name: "Examples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         // Parses flags and wires the pieces together.
@@ -59,7 +63,8 @@ let package = Package(
         .testTarget(name: "DiffStreamJSONTests", dependencies: ["DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+                                                           .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer"], swiftSettings: strict),
     ]

@@ -89,15 +89,22 @@ public final class HTTPServer: Sendable {
     /// Queues one event to many streams: the payload is deflated (if compression is on) here, once,
     /// off the loops; then each loop that owns some of the streams gets one hop with their ids and
     /// writes the same shared bytes to each.
+    ///
+    /// `written`, if given, is called once, on the loop that finishes last, when every loop has written
+    /// the event to (or queued it for) each of its streams; never when `streams` is empty.
     /// - Complexity: O(streams) here, then O(streams on the loop) on each loop, in parallel.
-    public func broadcast(_ payload: EventPayload, to streams: [EventStream]) {
+    public func broadcast(_ payload: EventPayload, to streams: [EventStream], written: (@Sendable () -> Void)? = nil) {
         guard !streams.isEmpty else { return }
         if core.configuration.compression { payload.prepareDeflated() }
         var byLoop: [[Int]] = Array(repeating: [], count: core.loops.count)
         for stream in streams { byLoop[stream.loop.index].append(stream.id) }
+        let countdown = written.map { LoopCountdown(loops: byLoop.count { !$0.isEmpty }, done: $0) }
         for (index, ids) in byLoop.enumerated() where !ids.isEmpty {
             let loop = core.loops[index]
-            loop.loop.execute { [loop] in loop.fanOut(payload, to: ids) }
+            loop.loop.execute { [loop] in
+                loop.fanOut(payload, to: ids)
+                countdown?.arrive()
+            }
         }
     }
 
@@ -105,6 +112,21 @@ public final class HTTPServer: Sendable {
     /// `completion` when every connection of every loop is closed or after `timeout` seconds.
     public func shutdown(timeout: Double = 3, completion: @escaping @Sendable () -> Void) {
         core.shutdown(timeout: timeout, completion: completion)
+    }
+}
+
+/// Calls `done` when the last of `loops` loops has arrived: one atomic decrement per loop, no lock.
+final class LoopCountdown: Sendable {
+    private let remaining: Atomic<Int>
+    private let done: @Sendable () -> Void
+
+    init(loops: Int, done: @escaping @Sendable () -> Void) {
+        remaining = Atomic(loops)
+        self.done = done
+    }
+
+    func arrive() {
+        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done() }
     }
 }
 

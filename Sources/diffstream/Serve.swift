@@ -11,6 +11,8 @@ extension DiffStreamCommand {
     func serve(_ settings: Settings) async throws {
         var settings = settings
         let logger = settings.server.logger
+        // First, before anything records a metric: bootstraps swift-metrics with the registry /metrics serves.
+        let metrics = MetricsEndpoint()
         settings.server.maxConnections = FileLimit.fit(maxConnections: settings.server.maxConnections, logger: logger)
         signal(SIGPIPE, SIG_IGN)
         // Signals are caught from here on, before anyone can know the port: none is ever lost.
@@ -49,7 +51,7 @@ extension DiffStreamCommand {
         }
         let files: StaticFiles
         do { files = try StaticFiles(root: settings.publicDirectory) } catch { throw ConfigurationError(message: "\(error)") }
-        let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: settings.api, serverMetrics: { server.metrics })
+        let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: settings.api, serverMetrics: { server.metrics }, metrics: metrics)
         let port: UInt16
         do {
             port = try server.start { request in await api.handle(request) }
