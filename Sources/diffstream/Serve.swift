@@ -60,9 +60,11 @@ extension DiffStreamCommand {
         }
         let scheme = settings.server.tls == nil ? "http" : "https"
         let shownHost = settings.server.host.contains(":") ? "[\(settings.server.host)]" : settings.server.host
-        logger.info("diffstream listening on \(scheme)://\(shownHost):\(port)")
+        let listening: Logger.Message = "diffstream listening on \(scheme)://\(shownHost):\(port)"
         if logger.logLevel > .info {
-            FileHandle.standardError.write(Data("diffstream listening on \(scheme)://\(shownHost):\(port)\n".utf8))
+            settings.logging.announcer().info(listening)  // the port is announced even to a quiet log
+        } else {
+            logger.info(listening)
         }
         if settings.writesClosed {
             logger.warning("bound to the public address \(settings.server.host) without a write credential: PUT, DELETE and PATCH of feeds are refused (403). Start with --token or --jwt-secret-file to allow writes with a credential, or --open-writes to allow them to anyone.")

@@ -40,6 +40,13 @@ struct LogSettings {
     /// The `--log-level` values and the swift-log level each stands for (nil: nothing is logged).
     static let levels: [String: Logger.Level?] = ["debug": .debug, "info": .info, "warning": .warning, "error": .error, "off": .none]
 
+    /// A logger that writes `info` lines whatever the level (in the configured format): for the one line
+    /// a quiet log still gets, the port the server listens on.
+    func announcer() -> Logger {
+        let format = self.format
+        return Logger(label: "diffstream") { LineLogHandler(label: $0, format: format, level: .info) }
+    }
+
     /// Makes every `Logging.Logger` of the process write through ``LineLogHandler``. Call once.
     func bootstrap() {
         let level = self.level

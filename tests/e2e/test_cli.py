@@ -138,6 +138,12 @@ def test_log_format_json_writes_one_object_per_line_with_metadata(start):
     assert "never-logged-123" not in server.log_text()
 
 
+def test_a_quiet_json_log_announces_the_port_as_json(start):
+    server = start("--log-level", "error", "--log-format", "json")
+    line = server.wait_log(r"listening on").string
+    assert json.loads(line)["message"] == f"diffstream listening on http://127.0.0.1:{server.port}"
+
+
 def test_log_level_warning_is_quiet_but_still_announces_the_port(start):
     server = start("--log-level", "warning")
     server.http("GET", "/healthz")
