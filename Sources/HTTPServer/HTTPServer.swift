@@ -101,10 +101,7 @@ public final class HTTPServer: Sendable {
         let countdown = written.map { LoopCountdown(loops: byLoop.count { !$0.isEmpty }, done: $0) }
         for (index, ids) in byLoop.enumerated() where !ids.isEmpty {
             let loop = core.loops[index]
-            loop.loop.execute { [loop] in
-                loop.fanOut(payload, to: ids)
-                countdown?.arrive()
-            }
+            loop.loop.execute { [loop] in loop.fanOut(payload, to: ids, written: countdown) }
         }
     }
 
@@ -255,7 +252,8 @@ final class LoopCore: @unchecked Sendable {
     /// Work for this loop's event streams, in the order it arrived: fan-outs (written a slice per turn)
     /// and single-stream operations (an event, a resync, the end) that must not overtake them.
     private enum StreamWork {
-        case fanOut(EventPayload, ids: [Int], next: Int)
+        /// `written` arrives once the last of `ids` has the event.
+        case fanOut(EventPayload, ids: [Int], next: Int, written: LoopCountdown?)
         case one(Int, (Connection) -> Void)
     }
     private var streamWork: [StreamWork] = []
@@ -265,8 +263,8 @@ final class LoopCore: @unchecked Sendable {
     /// before it. Every subscriber gets its events, and the end of its stream, in the order they were
     /// sent, while other connections are served between slices.
     /// - Complexity: O(`fanOutSlice`) per turn of the loop.
-    func fanOut(_ payload: EventPayload, to ids: [Int]) {
-        streamWork.append(.fanOut(payload, ids: ids, next: 0))
+    func fanOut(_ payload: EventPayload, to ids: [Int], written: LoopCountdown? = nil) {
+        streamWork.append(.fanOut(payload, ids: ids, next: 0, written: written))
         if streamWork.count - streamWorkHead == 1 { drainStreamWork() }  // else a drain is already scheduled
     }
 
@@ -290,14 +288,15 @@ final class LoopCore: @unchecked Sendable {
                 if let connection = stream(id) { operation(connection) }
                 budget -= 1
                 streamWorkHead += 1
-            case .fanOut(let payload, let ids, let next):
+            case .fanOut(let payload, let ids, let next, let written):
                 let end = min(ids.count, next + budget)
                 for id in ids[next..<end] { stream(id)?.enqueueEvent(payload, now: now) }
                 budget -= end - next
                 if end == ids.count {
                     streamWorkHead += 1
+                    written?.arrive()  // this loop's last slice: every one of its streams has the event
                 } else {
-                    streamWork[streamWorkHead] = .fanOut(payload, ids: ids, next: end)
+                    streamWork[streamWorkHead] = .fanOut(payload, ids: ids, next: end, written: written)
                 }
             }
         }
