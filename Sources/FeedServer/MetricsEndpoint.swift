@@ -51,7 +51,14 @@ public final class MetricsEndpoint: Sendable {
         var samples = server.map(Self.samples(of:)) ?? []
         samples += feeds.samples()
         samples += storage.samples()
-        mirror.withLock { $0.push(samples) }
+        let hasStore = feeds.store != nil
+        mirror.withLock { mirror in
+            if hasStore && !mirror.commitTimerRegistered {  // shown (empty) before the first commit, as it always was
+                _ = CoreMetrics.Timer(label: MetricName.storeCommit)
+                mirror.commitTimerRegistered = true
+            }
+            mirror.push(samples)
+        }
     }
 
     static func samples(of server: ServerMetrics) -> [MetricSample] {
@@ -72,6 +79,8 @@ struct MetricSample: Sendable {
 private struct Mirror: Sendable {
     var counters: [String: (counter: CoreMetrics.Counter, pushed: Int64)] = [:]
     var gauges: [String: CoreMetrics.Gauge] = [:]
+    /// The store's commit timer has been made (it is recorded in FeedStore, from the first commit on).
+    var commitTimerRegistered = false
 
     mutating func push(_ samples: [MetricSample]) {
         var current = Set<String>()

@@ -69,6 +69,7 @@ struct MetricsEndpointTests {
         #expect(text.contains("diffstream_feed_batches_total{feed=\"m\"}"))
         #expect(text.contains("diffstream_storage_refusals_total{limit=\"max-feeds\"} 0"))
         #expect(text.contains("# TYPE diffstream_diff_seconds histogram\n") && text.contains("diffstream_diff_seconds_count "))
+        #expect(text.contains("# HELP diffstream_store_commit_seconds Time from a commit's start to its fsync's end.\n# TYPE diffstream_store_commit_seconds histogram\n"))
     }
 
     @Test func perFeedFamiliesAreDeclaredBeforeTheirFirstSeries() async throws {
