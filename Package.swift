@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "FeedServer", targets: ["FeedServer"]),
         .library(name: "FeedStore", targets: ["FeedStore"]),
+        .library(name: "LogLines", targets: ["LogLines"]),
         .library(name: "Examples", targets: ["Examples"]),
         .executable(name: "diffstream", targets: ["diffstream"]),
     ],
@@ -19,6 +20,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),  // 1.6: @ParentCommand
         // JWT verification (HS256, RS256, ES256) for per-feed rights; see docs/architecture.md.
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        // Logging through swift-log: the library logs to whatever backend the program bootstraps.
+        // 1.16.2: `LogHandler.log(event:)`; implementing the older, now deprecated entry point warns.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Metrics through swift-metrics; `/metrics` renders swift-prometheus's registry (2.4.1: `# HELP` texts).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Snapshots, the result-builder DSL, the diff and `apply`. No HTTP, no Foundation.
@@ -32,27 +39,33 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the log store, and a
         // read-only migrator for the SQLite databases of earlier versions.
-        .target(name: "FeedStore", dependencies: ["CSQLite", "CZlib"], swiftSettings: strict),
+        .target(name: "FeedStore", dependencies: ["CSQLite", "CZlib", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
         // epoll and eventfd, which the Glibc module does not export.
         .target(name: "CSystemShims"),
         // Sockets, an epoll event loop, HTTP/1.1, SSE, static files, TLS and gzip. Knows nothing of feeds.
-        .target(name: "HTTPServer", dependencies: ["COpenSSL", "CZlib", "CSystemShims"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["COpenSSL", "CZlib", "CSystemShims", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // The executable's swift-log handler: one line per message, as text or as JSON.
+        .target(name: "LogLines", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Feeds, the HTTP API and the example view models: joins the diff engine and the server.
-        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit")], swiftSettings: strict),
+        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"),
+                                                  .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.
         .target(name: "Examples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         // Parses flags and wires the pieces together.
         .executableTarget(
             name: "diffstream",
-            dependencies: ["FeedServer", "HTTPServer", "Examples", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["FeedServer", "HTTPServer", "Examples", "LogLines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // Helpers shared by the test targets (a seeded generator for property-based tests).
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "DiffStreamTests", dependencies: ["DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamJSONTests", dependencies: ["DiffStreamJSON", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit")], swiftSettings: strict),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .testTarget(name: "LogLinesTests", dependencies: ["LogLines", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+                                                           .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer"], swiftSettings: strict),
     ]

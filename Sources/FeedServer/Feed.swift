@@ -1,3 +1,5 @@
+import CoreMetrics
+import Metrics
 import DiffStream
 import DiffStreamJSON
 import FeedStore
@@ -188,7 +190,10 @@ public actor Feed {
         }
         replayBytes = nextReplayBytes
         metrics.recordBatch(name)
-        server?.broadcast(payload, to: Array(subscribers.values))
+        let broadcastAt = ContinuousClock.now
+        server?.broadcast(payload, to: Array(subscribers.values)) {
+            CoreMetrics.Timer(label: MetricName.publishToLastWrite).record(duration: ContinuousClock.now - broadcastAt)
+        }
         return (false, version, batch.operations.count)
     }
 

@@ -1,5 +1,7 @@
+import CoreMetrics
 import DiffStreamJSON
 import HTTPServer
+import Metrics
 
 /// The HTTP API: routes requests to feeds, view models and static files, by one table
 /// (``routes``); errors of the domain (``ViewModelError``, ``FeedWriteError``, `StoreError`) become
@@ -41,14 +43,21 @@ public struct FeedAPI: Sendable {
     let files: StaticFiles?
     let options: Options
     let serverMetrics: @Sendable () -> ServerMetrics?
+    /// Where DiffStream's metrics go and what `/metrics` serves.
+    public let metrics: MetricsEndpoint
     let authorizer: Authorizer
 
-    public init(registry: FeedRegistry, hosted: HostedFeeds?, files: StaticFiles?, options: Options, serverMetrics: @escaping @Sendable () -> ServerMetrics?) {
+    /// The API over `registry`. `metrics` defaults to an endpoint made here, which bootstraps
+    /// swift-metrics unless the program did (see ``MetricsEndpoint``); make it sooner and pass it when
+    /// metrics are recorded before the API exists.
+    public init(registry: FeedRegistry, hosted: HostedFeeds?, files: StaticFiles?, options: Options, serverMetrics: @escaping @Sendable () -> ServerMetrics?,
+                metrics: MetricsEndpoint = MetricsEndpoint()) {
         self.registry = registry
         self.hosted = hosted
         self.files = files
         self.options = options
         self.serverMetrics = serverMetrics
+        self.metrics = metrics
         self.authorizer = Authorizer(
             policy: AccessPolicy(adminToken: options.token, privateReads: options.privateReads, publicFeeds: options.publicFeeds, openWrites: options.openWrites),
             verifier: options.verifier)
@@ -113,12 +122,17 @@ public struct FeedAPI: Sendable {
 
     /// Answers one request.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let started = ContinuousClock.now
         var response: HTTPResponse
         do {
             response = try await route(request)
         } catch {
             response = error.response
         }
+        let (pattern, parameters) = Self.match(Self.segments(of: request))
+        if let feed = parameters.values["feed"], FeedID.isValid(feed) { response.logMetadata["feed"] = "\(feed)" }
+        Metrics.Timer(label: MetricName.requestDuration, dimensions: [("route", pattern.description), ("status", String(response.status.code))])
+            .record(duration: ContinuousClock.now - started)
         if let origin = options.allowOrigin {
             response.headers.set("Access-Control-Allow-Origin", origin)
             if origin != "*" { response.headers.add("Vary", "Origin") }
@@ -175,7 +189,10 @@ public struct FeedAPI: Sendable {
         case .health:
             return .json(Array("{\"status\":\"ok\"}\n".utf8))
         case .metrics:
-            return HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(metricsText().utf8))
+            guard let body = metrics.render(server: serverMetrics(), feeds: registry.metrics, storage: registry.storage) else {
+                throw APIError(.notFound, "not found", "metrics go to the program's own backend")
+            }
+            return HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4"], body: body)
         case .listFeeds:
             return Self.json(await listFeeds(as: try await authorize(.list, request)))
         case .getFeed:
@@ -320,17 +337,10 @@ public struct FeedAPI: Sendable {
 
     // MARK: Metrics
 
-    private func metricsText() -> String {
-        var text = ""
-        if let metrics = serverMetrics() {
-            var described = Set<String>()
-            for metric in metrics.values {
-                let base = String(metric.name.prefix { $0 != "{" })  // a labelled series is described once
-                if described.insert(base).inserted { text += "# HELP \(base) \(metric.help)\n# TYPE \(base) \(metric.type)\n" }
-                text += "\(metric.name) \(metric.value)\n"
-            }
-        }
-        return text + registry.metrics.exposition() + registry.storage.exposition()
+    /// Pushes DiffStream's own counters and gauges to swift-metrics (rendering `/metrics` does this too):
+    /// with a backend of the program's own, call it as often as that backend should see them change.
+    public func publishMetrics() {
+        metrics.publish(server: serverMetrics(), feeds: registry.metrics, storage: registry.storage)
     }
 }
 

@@ -1,13 +1,13 @@
+import CoreMetrics
 import FeedStore
 import Synchronization
 
-/// Feed counters for `/metrics`: subscribers per feed, batches, resyncs, diff time.
+/// Feed counters for `/metrics`: subscribers per feed, batches, resyncs (published when `/metrics` is
+/// rendered), and the diff time (a swift-metrics histogram).
 public final class FeedMetrics: Sendable {
     private struct State {
         var subscribers: [String: Int] = [:]
         var batches: [String: Int] = [:]
-        var diffSeconds = 0.0
-        var diffs = 0
         var resyncs = 0
     }
 
@@ -27,47 +27,28 @@ public final class FeedMetrics: Sendable {
     func recordResync() { state.withLock { $0.resyncs += 1 } }
     func removeFeed(_ feed: String) { state.withLock { $0.subscribers[feed] = nil } }
     func recordDiff(seconds: Double) {
-        state.withLock {
-            $0.diffSeconds += seconds
-            $0.diffs += 1
-        }
+        CoreMetrics.Timer(label: MetricName.diff).recordSeconds(seconds)
     }
 
-    /// Prometheus text exposition lines.
-    func exposition() -> String {
+    /// The feed and store values `/metrics` publishes (the diff and commit histograms are recorded as
+    /// they happen).
+    func samples() -> [MetricSample] {
         let copy = state.withLock { $0 }
-        var text = "# HELP diffstream_feed_subscribers Open event streams per feed.\n# TYPE diffstream_feed_subscribers gauge\n"
-        for (feed, count) in copy.subscribers.sorted(by: { $0.key < $1.key }) {
-            text += "diffstream_feed_subscribers{feed=\"\(feed)\"} \(count)\n"
-        }
-        text += "# HELP diffstream_feed_batches_total Batches published per feed.\n# TYPE diffstream_feed_batches_total counter\n"
-        for (feed, count) in copy.batches.sorted(by: { $0.key < $1.key }) {
-            text += "diffstream_feed_batches_total{feed=\"\(feed)\"} \(count)\n"
-        }
-        text += "# HELP diffstream_diff_seconds Time spent diffing snapshots.\n# TYPE diffstream_diff_seconds summary\n"
-        text += "diffstream_diff_seconds_sum \(copy.diffSeconds)\ndiffstream_diff_seconds_count \(copy.diffs)\n"
-        text += "# HELP diffstream_resyncs_total Slow subscribers caught up with a fresh snapshot.\n# TYPE diffstream_resyncs_total counter\n"
-        text += "diffstream_resyncs_total \(copy.resyncs)\n"
+        var samples = copy.subscribers.map { MetricSample(name: "diffstream_feed_subscribers", labels: [("feed", $0.key)], value: Double($0.value), kind: .gauge) }
+        samples += copy.batches.map { MetricSample(name: "diffstream_feed_batches_total", labels: [("feed", $0.key)], value: Double($0.value), kind: .counter) }
+        samples.append(MetricSample(name: "diffstream_resyncs_total", value: Double(copy.resyncs), kind: .counter))
         if let store = store?.metrics() {
-            text += "# HELP diffstream_store_commits_total Store commits (one fsync each).\n# TYPE diffstream_store_commits_total counter\n"
-            text += "diffstream_store_commits_total \(store.commits)\n"
-            text += "# HELP diffstream_store_writes_total Writes made durable; divided by commits, the writes per commit.\n# TYPE diffstream_store_writes_total counter\n"
-            text += "diffstream_store_writes_total \(store.writes)\n"
-            text += "# HELP diffstream_store_writes_per_commit Average writes per commit (group commit).\n# TYPE diffstream_store_writes_per_commit gauge\n"
-            text += "diffstream_store_writes_per_commit \(store.commits > 0 ? Double(store.writes) / Double(store.commits) : 0)\n"
-            text += "# HELP diffstream_store_writes_per_commit_max Most writes in one commit.\n# TYPE diffstream_store_writes_per_commit_max gauge\n"
-            text += "diffstream_store_writes_per_commit_max \(store.maxWritesPerCommit)\n"
-            text += "# HELP diffstream_store_failed_commits_total Commits that failed (full disk, I/O error).\n# TYPE diffstream_store_failed_commits_total counter\n"
-            text += "diffstream_store_failed_commits_total \(store.failedCommits)\n"
-            text += "# HELP diffstream_store_commit_seconds Time from a commit's start to its fsync's end.\n# TYPE diffstream_store_commit_seconds summary\n"
-            text += "diffstream_store_commit_seconds_sum \(store.commitSeconds)\ndiffstream_store_commit_seconds_count \(store.commits)\n"
-            text += "# HELP diffstream_store_size_bytes Bytes of the store's files on disk.\n# TYPE diffstream_store_size_bytes gauge\n"
-            text += "diffstream_store_size_bytes \(store.sizeBytes)\n"
-            text += "# HELP diffstream_store_compactions_total Checkpoints written to compact the store's log.\n# TYPE diffstream_store_compactions_total counter\n"
-            text += "diffstream_store_compactions_total \(store.compactions)\n"
-            text += "# HELP diffstream_store_failed_compactions_total Compactions that failed (tried again later).\n# TYPE diffstream_store_failed_compactions_total counter\n"
-            text += "diffstream_store_failed_compactions_total \(store.failedCompactions)\n"
+            samples += [
+                MetricSample(name: "diffstream_store_commits_total", value: Double(store.commits), kind: .counter),
+                MetricSample(name: "diffstream_store_writes_total", value: Double(store.writes), kind: .counter),
+                MetricSample(name: "diffstream_store_writes_per_commit", value: store.commits > 0 ? Double(store.writes) / Double(store.commits) : 0, kind: .gauge),
+                MetricSample(name: "diffstream_store_writes_per_commit_max", value: Double(store.maxWritesPerCommit), kind: .gauge),
+                MetricSample(name: "diffstream_store_failed_commits_total", value: Double(store.failedCommits), kind: .counter),
+                MetricSample(name: "diffstream_store_size_bytes", value: Double(store.sizeBytes), kind: .gauge),
+                MetricSample(name: "diffstream_store_compactions_total", value: Double(store.compactions), kind: .counter),
+                MetricSample(name: "diffstream_store_failed_compactions_total", value: Double(store.failedCompactions), kind: .counter),
+            ]
         }
-        return text
+        return samples
     }
 }

@@ -94,18 +94,17 @@ public final class StorageAccount: Sendable {
         return error
     }
 
-    /// Prometheus text exposition lines: usage, limits, refusals.
-    func exposition() -> String {
+    /// The values `/metrics` publishes: usage, limits, refusals.
+    func samples() -> [MetricSample] {
         let copy = state.withLock { $0 }
-        var text = "# HELP diffstream_feeds Feeds counted against --max-feeds (view-model feeds are not).\n# TYPE diffstream_feeds gauge\ndiffstream_feeds \(copy.feeds)\n"
-        text += "# HELP diffstream_store_bytes Encoded bytes of all snapshots and replay windows.\n# TYPE diffstream_store_bytes gauge\ndiffstream_store_bytes \(copy.bytes)\n"
-        text += "# HELP diffstream_max_feeds The --max-feeds limit.\n# TYPE diffstream_max_feeds gauge\ndiffstream_max_feeds \(limits.maxFeeds)\n"
-        text += "# HELP diffstream_max_feed_bytes The --max-feed-bytes limit.\n# TYPE diffstream_max_feed_bytes gauge\ndiffstream_max_feed_bytes \(limits.maxFeedBytes)\n"
-        text += "# HELP diffstream_max_store_bytes The --max-store-bytes limit.\n# TYPE diffstream_max_store_bytes gauge\ndiffstream_max_store_bytes \(limits.maxStoreBytes)\n"
-        text += "# HELP diffstream_storage_refusals_total Writes refused with 507, per limit.\n# TYPE diffstream_storage_refusals_total counter\n"
-        for limit in StorageLimitExceeded.Limit.allCases {
-            text += "diffstream_storage_refusals_total{limit=\"\(limit.rawValue)\"} \(copy.refusals[limit, default: 0])\n"
+        return [
+            MetricSample(name: "diffstream_feeds", value: Double(copy.feeds), kind: .gauge),
+            MetricSample(name: "diffstream_store_bytes", value: Double(copy.bytes), kind: .gauge),
+            MetricSample(name: "diffstream_max_feeds", value: Double(limits.maxFeeds), kind: .gauge),
+            MetricSample(name: "diffstream_max_feed_bytes", value: Double(limits.maxFeedBytes), kind: .gauge),
+            MetricSample(name: "diffstream_max_store_bytes", value: Double(limits.maxStoreBytes), kind: .gauge),
+        ] + StorageLimitExceeded.Limit.allCases.map { limit in
+            MetricSample(name: "diffstream_storage_refusals_total", labels: [("limit", limit.rawValue)], value: Double(copy.refusals[limit, default: 0]), kind: .counter)
         }
-        return text
     }
 }

@@ -81,6 +81,8 @@ public enum FeedWrite: Sendable, Equatable {
 
 /// Store counters for `/metrics`.
 public struct StoreMetrics: Sendable, Equatable {
+    /// The swift-metrics timer (a histogram on `/metrics`) each commit's duration is recorded in.
+    public static let commitDurationLabel = "diffstream_store_commit_seconds"
     public var commits = 0
     public var writes = 0
     public var failedCommits = 0

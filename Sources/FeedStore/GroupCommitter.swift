@@ -1,3 +1,4 @@
+import CoreMetrics
 import Dispatch
 import Foundation
 #if canImport(Glibc)
@@ -100,6 +101,7 @@ final class GroupCommitter: @unchecked Sendable {
             let started = Self.clock()
             let results = commit?(group.map(\.write)) ?? group.map { _ in .failure(.io(path: path, reason: "the store is not open")) }
             let seconds = Self.clock() - started
+            CoreMetrics.Timer(label: StoreMetrics.commitDurationLabel).recordSeconds(seconds)  // once per fsync: cheap beside it
             condition.lock()
             counters.commits += 1
             counters.writes += group.count

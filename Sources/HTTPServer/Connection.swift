@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CSystemShims
+import Logging
 import Synchronization
 
 /// The socket executor of one client connection: it reads and writes the socket, keeps the epoll
@@ -31,6 +32,8 @@ final class Connection: EventHandler, @unchecked Sendable {
     private var flushing = false
 
     private(set) var stream: EventStream?
+    /// The event stream's log metadata (its connect line's), for the disconnect line.
+    private var streamLogMetadata: Logger.Metadata = [:]
     /// The deadline at which this connection sits in its loop's timer queue (nil: not queued).
     var timerDeadline: Double?
 
@@ -158,8 +161,8 @@ final class Connection: EventHandler, @unchecked Sendable {
                 shutdown(fd, Int32(SHUT_WR))
             case .close(let reason):
                 closeSocket(reason: reason)
-            case .log(let level, let message):
-                server.logger.log(level, message)
+            case .log(let level, let message, let metadata):
+                server.logger.log(level: level, "\(message)", metadata: metadata)
             case .count(let counter):
                 count(counter, in: server.metrics)
             }
@@ -183,11 +186,14 @@ final class Connection: EventHandler, @unchecked Sendable {
     struct StreamOpening {
         var start: @Sendable (EventStream) -> Void
         var path: String
+        /// The connect line's metadata, for the disconnect line.
+        var logMetadata: Logger.Metadata
     }
 
     private func openStream(_ opening: StreamOpening) {
         let stream = EventStream(id: id, path: opening.path, loop: loop)
         self.stream = stream
+        streamLogMetadata = opening.logMetadata
         if isClosed {
             stream.terminate()  // gone while it opened: its owner learns at once
         }
@@ -196,7 +202,12 @@ final class Connection: EventHandler, @unchecked Sendable {
 
     /// The handler's response, prepared off the loop (loop thread).
     func respond(_ response: PreparedResponse, request: HTTPRequest) {
-        let opening = response.stream.map { StreamOpening(start: $0, path: request.path) }
+        let opening = response.stream.map { start in
+            var metadata = response.logMetadata
+            metadata["connection"] = "\(id)"
+            metadata["path"] = "\(request.path)"
+            return StreamOpening(start: start, path: request.path, logMetadata: metadata)
+        }
         perform(machine.respond(response, now: EventLoop.now(), date: loop.dateHeader()), opening: opening)
     }
 
@@ -322,7 +333,9 @@ final class Connection: EventHandler, @unchecked Sendable {
         loop.connectionClosed(self)
         if let stream {
             loop.server.metrics.streamsOpen.subtract(1, ordering: .relaxed)
-            loop.server.logger.info("sse disconnect #\(id) \(stream.path) (\(reason))")
+            var metadata = streamLogMetadata
+            metadata["reason"] = "\(reason)"
+            loop.server.logger.info("sse disconnect #\(id) \(stream.path) (\(reason))", metadata: metadata)
             stream.terminate()
         }
     }

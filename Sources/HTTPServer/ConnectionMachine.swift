@@ -1,3 +1,5 @@
+import Logging
+
 /// One HTTP/1.1 connection as a pure state machine: events in (bytes read, bytes written, a response,
 /// an event for its stream, a timer tick, shutdown), actions out (write, dispatch a request, open a
 /// stream, shut the write side, close). No sockets, no clock, no threads: every event carries the time
@@ -44,7 +46,8 @@ struct ConnectionMachine: Sendable {
         case shutdownWrite
         /// Close the socket; nothing more will be asked.
         case close(reason: String)
-        case log(Logger.Level, String)
+        /// Log a line: level, message, metadata.
+        case log(Logger.Level, String, Logger.Metadata)
         case count(Counter)
     }
 
@@ -220,7 +223,8 @@ struct ConnectionMachine: Sendable {
             queued += bytes.count
             return .write(bytes)
         case .overflowed:
-            return .overflowed([.count(.streamOverflow), .log(.warning, "sse #\(id) fell behind (\(queued) bytes queued): events paused until it drains")])
+            return .overflowed([.count(.streamOverflow), .log(.warning, "sse #\(id) fell behind (\(queued) bytes queued): events paused until it drains",
+                                                                ["connection": "\(id)", "queued": "\(queued)"])])
         case .paused:
             return .dropped
         }
@@ -384,14 +388,28 @@ struct ConnectionMachine: Sendable {
             parser.releaseBuffer()  // nothing more is read from a subscriber: its request bytes can go
             let writer = SSEStreamWriter(gzip: info.gzip, heartbeat: settings.heartbeat, bufferLimit: settings.streamBufferLimit, now: now)
             self.writer = writer
-            actions.append(.log(.info, "sse connect #\(id) \(info.path) from \(remote)\(info.lastEventID.map { " last-event-id=\($0)" } ?? "")\(info.gzip ? " gzip" : "")"))
+            var metadata = response.logMetadata
+            metadata["connection"] = "\(id)"
+            metadata["path"] = "\(info.path)"
+            metadata["remote"] = "\(remote)"
+            if let lastEventID = info.lastEventID { metadata["last_event_id"] = "\(lastEventID)" }
+            actions.append(.log(.info, "sse connect #\(id) \(info.path) from \(remote)\(info.lastEventID.map { " last-event-id=\($0)" } ?? "")\(info.gzip ? " gzip" : "")",
+                                metadata))
             actions.append(.count(.streamOpened))
             write(writer.opening(), now: now, into: &actions)
             actions.append(.openStream)
             return
         }
         let milliseconds = Int((now - info.start) * 1000)
-        actions.append(.log(.info, "\(info.method) \(info.path) \(response.status.code) \(info.head ? 0 : response.bodyLength)B \(milliseconds)ms"))
+        // The path has no query string (`HTTPRequest.path`): tokens in a query are never logged.
+        let bytes = info.head ? 0 : response.bodyLength
+        var metadata = response.logMetadata
+        metadata["method"] = "\(info.method)"
+        metadata["path"] = "\(info.path)"
+        metadata["status"] = "\(response.status.code)"
+        metadata["bytes"] = "\(bytes)"
+        metadata["ms"] = "\(milliseconds)"
+        actions.append(.log(.info, "\(info.method) \(info.path) \(response.status.code) \(bytes)B \(milliseconds)ms", metadata))
         if keepAlive {
             phase = .awaitingRequest
             phaseSince = now
@@ -421,7 +439,7 @@ struct ConnectionMachine: Sendable {
 
     private mutating func timeout(_ what: String, into actions: inout [Action]) {
         actions.append(.count(.timeout))
-        actions.append(.log(.info, "connection #\(id) from \(remote): \(what) timeout"))
+        actions.append(.log(.info, "connection #\(id) from \(remote): \(what) timeout", ["connection": "\(id)", "remote": "\(remote)", "timeout": "\(what)"]))
         close(reason: "\(what) timeout", into: &actions)
     }
 

@@ -1,8 +1,13 @@
+import Logging
+
 /// A response: status, headers, and either a complete body or an event stream.
 public struct HTTPResponse: Sendable {
     public var status: HTTPStatus
     public var headers: HTTPHeaders
     public var body: Body
+    /// Metadata added to this request's log lines (for an event stream, its connect and disconnect
+    /// lines too): the feed's name, for instance. Never put a credential here.
+    public var logMetadata: Logger.Metadata = [:]
 
     public enum Body: Sendable {
         /// A complete body; `Content-Length` is set from it.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CSystemShims
 import Foundation
+import Logging
 import Synchronization
 
 /// A minimal HTTP/1.1 server with Server-Sent Events, on POSIX sockets and N epoll loops (one thread
@@ -42,6 +43,7 @@ public final class HTTPServer: Sendable {
         public var tls: TLSConfiguration?
         /// The number of event loops (threads serving sockets); at least 1. The default is one per core.
         public var loops: Int
+        /// Where the server's log lines go (requests, stream connects and disconnects, errors).
         public var logger: Logger
 
         public init(
@@ -87,15 +89,19 @@ public final class HTTPServer: Sendable {
     /// Queues one event to many streams: the payload is deflated (if compression is on) here, once,
     /// off the loops; then each loop that owns some of the streams gets one hop with their ids and
     /// writes the same shared bytes to each.
+    ///
+    /// `written`, if given, is called once, on the loop that finishes last, when every loop has written
+    /// the event to (or queued it for) each of its streams; never when `streams` is empty.
     /// - Complexity: O(streams) here, then O(streams on the loop) on each loop, in parallel.
-    public func broadcast(_ payload: EventPayload, to streams: [EventStream]) {
+    public func broadcast(_ payload: EventPayload, to streams: [EventStream], written: (@Sendable () -> Void)? = nil) {
         guard !streams.isEmpty else { return }
         if core.configuration.compression { payload.prepareDeflated() }
         var byLoop: [[Int]] = Array(repeating: [], count: core.loops.count)
         for stream in streams { byLoop[stream.loop.index].append(stream.id) }
+        let countdown = written.map { LoopCountdown(loops: byLoop.count { !$0.isEmpty }, done: $0) }
         for (index, ids) in byLoop.enumerated() where !ids.isEmpty {
             let loop = core.loops[index]
-            loop.loop.execute { [loop] in loop.fanOut(payload, to: ids) }
+            loop.loop.execute { [loop] in loop.fanOut(payload, to: ids, written: countdown) }
         }
     }
 
@@ -103,6 +109,21 @@ public final class HTTPServer: Sendable {
     /// `completion` when every connection of every loop is closed or after `timeout` seconds.
     public func shutdown(timeout: Double = 3, completion: @escaping @Sendable () -> Void) {
         core.shutdown(timeout: timeout, completion: completion)
+    }
+}
+
+/// Calls `done` when the last of `loops` loops has arrived: one atomic decrement per loop, no lock.
+final class LoopCountdown: Sendable {
+    private let remaining: Atomic<Int>
+    private let done: @Sendable () -> Void
+
+    init(loops: Int, done: @escaping @Sendable () -> Void) {
+        remaining = Atomic(loops)
+        self.done = done
+    }
+
+    func arrive() {
+        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done() }
     }
 }
 
@@ -231,7 +252,8 @@ final class LoopCore: @unchecked Sendable {
     /// Work for this loop's event streams, in the order it arrived: fan-outs (written a slice per turn)
     /// and single-stream operations (an event, a resync, the end) that must not overtake them.
     private enum StreamWork {
-        case fanOut(EventPayload, ids: [Int], next: Int)
+        /// `written` arrives once the last of `ids` has the event.
+        case fanOut(EventPayload, ids: [Int], next: Int, written: LoopCountdown?)
         case one(Int, (Connection) -> Void)
     }
     private var streamWork: [StreamWork] = []
@@ -241,8 +263,8 @@ final class LoopCore: @unchecked Sendable {
     /// before it. Every subscriber gets its events, and the end of its stream, in the order they were
     /// sent, while other connections are served between slices.
     /// - Complexity: O(`fanOutSlice`) per turn of the loop.
-    func fanOut(_ payload: EventPayload, to ids: [Int]) {
-        streamWork.append(.fanOut(payload, ids: ids, next: 0))
+    func fanOut(_ payload: EventPayload, to ids: [Int], written: LoopCountdown? = nil) {
+        streamWork.append(.fanOut(payload, ids: ids, next: 0, written: written))
         if streamWork.count - streamWorkHead == 1 { drainStreamWork() }  // else a drain is already scheduled
     }
 
@@ -266,14 +288,15 @@ final class LoopCore: @unchecked Sendable {
                 if let connection = stream(id) { operation(connection) }
                 budget -= 1
                 streamWorkHead += 1
-            case .fanOut(let payload, let ids, let next):
+            case .fanOut(let payload, let ids, let next, let written):
                 let end = min(ids.count, next + budget)
                 for id in ids[next..<end] { stream(id)?.enqueueEvent(payload, now: now) }
                 budget -= end - next
                 if end == ids.count {
                     streamWorkHead += 1
+                    written?.arrive()  // this loop's last slice: every one of its streams has the event
                 } else {
-                    streamWork[streamWorkHead] = .fanOut(payload, ids: ids, next: end)
+                    streamWork[streamWorkHead] = .fanOut(payload, ids: ids, next: end, written: written)
                 }
             }
         }

@@ -1,3 +1,5 @@
+import Logging
+
 /// What the connection needs to know about the request it is answering, fixed when it is dispatched.
 struct RequestInfo: Equatable, Sendable {
     /// As received (`HEAD` stays `HEAD` here; the handler sees `GET`).
@@ -33,6 +35,8 @@ struct PreparedResponse: Sendable {
     var close: Bool
     /// Set for an event stream (not for HEAD of one): called with the stream once the head is queued.
     var stream: (@Sendable (EventStream) -> Void)?
+    /// The handler's metadata for this request's log lines.
+    var logMetadata: Logger.Metadata = [:]
 
     /// Prepares `response` for the request described by `info`. Pure; may gzip, so it runs before the
     /// bytes reach a loop.
@@ -58,12 +62,12 @@ struct PreparedResponse: Sendable {
                 headers.set("Content-Length", String(body.count))
             }
             return PreparedResponse(status: response.status, headers: headers, body: info.head ? [] : body, bodyLength: body.count,
-                                    close: close, stream: nil)
+                                    close: close, stream: nil, logMetadata: response.logMetadata)
         case .stream(let start):
             if info.gzip && !info.head { headers.set("Content-Encoding", "gzip") }
             headers.add("Vary", "Accept-Encoding")
             return PreparedResponse(status: response.status, headers: headers, body: [], bodyLength: 0, close: true,
-                                    stream: info.head ? nil : start)
+                                    stream: info.head ? nil : start, logMetadata: response.logMetadata)
         }
     }
 

@@ -1,6 +1,7 @@
 import Synchronization
 
-/// Counters the server keeps for `/metrics`. Updated from the loop thread, read from anywhere.
+/// Counters the server keeps for `/metrics`: plain atomics, cheap on the loops' hot paths. Updated from
+/// the loop thread, read from anywhere (and published to swift-metrics when `/metrics` is rendered).
 public final class ServerMetrics: Sendable {
     let connectionsOpen = Atomic<Int>(0)
     let connectionsAccepted = Atomic<Int>(0)
@@ -29,23 +30,26 @@ public final class ServerMetrics: Sendable {
         perLoop = (0..<max(1, loops)).map { _ in LoopCounters() }
     }
 
-    /// A consistent-enough copy of every counter, by Prometheus name.
-    public var values: [(name: String, help: String, type: String, value: Int)] {
+    /// One value of ``values``: its Prometheus name, labels, value, and whether it is a gauge (else a counter).
+    public typealias Value = (name: String, labels: [(String, String)], value: Int, isGauge: Bool)
+
+    /// A consistent-enough copy of every counter, by Prometheus name (the `# HELP` texts are kept with
+    /// the rest of the metrics' names, where `/metrics` is rendered).
+    public var values: [Value] {
         [
-            ("diffstream_connections_open", "Open client connections.", "gauge", connectionsOpen.load(ordering: .relaxed)),
-            ("diffstream_connections_accepted_total", "Connections accepted.", "counter", connectionsAccepted.load(ordering: .relaxed)),
-            ("diffstream_connections_refused_total", "Connections refused at the connection cap.", "counter", connectionsRefused.load(ordering: .relaxed)),
-            ("diffstream_connections_refused_per_ip_total", "Connections refused at the per-address cap (--max-connections-per-ip).", "counter",
-             connectionsRefusedPerAddress.load(ordering: .relaxed)),
-            ("diffstream_requests_total", "Requests answered.", "counter", requests.load(ordering: .relaxed)),
-            ("diffstream_bad_requests_total", "Requests refused by the parser.", "counter", badRequests.load(ordering: .relaxed)),
-            ("diffstream_timeouts_total", "Connections closed by a timeout.", "counter", timeouts.load(ordering: .relaxed)),
-            ("diffstream_bytes_sent_total", "Bytes written to sockets.", "counter", perLoop.reduce(0) { $0 + $1.bytesSent.load(ordering: .relaxed) }),
-            ("diffstream_event_streams_open", "Open event streams.", "gauge", streamsOpen.load(ordering: .relaxed)),
-            ("diffstream_events_sent_total", "Events queued to event streams.", "counter", perLoop.reduce(0) { $0 + $1.eventsSent.load(ordering: .relaxed) }),
-            ("diffstream_stream_overflows_total", "Event streams that fell behind their buffer limit.", "counter", streamOverflows.load(ordering: .relaxed)),
+            ("diffstream_connections_open", [], connectionsOpen.load(ordering: .relaxed), true),
+            ("diffstream_connections_accepted_total", [], connectionsAccepted.load(ordering: .relaxed), false),
+            ("diffstream_connections_refused_total", [], connectionsRefused.load(ordering: .relaxed), false),
+            ("diffstream_connections_refused_per_ip_total", [], connectionsRefusedPerAddress.load(ordering: .relaxed), false),
+            ("diffstream_requests_total", [], requests.load(ordering: .relaxed), false),
+            ("diffstream_bad_requests_total", [], badRequests.load(ordering: .relaxed), false),
+            ("diffstream_timeouts_total", [], timeouts.load(ordering: .relaxed), false),
+            ("diffstream_bytes_sent_total", [], perLoop.reduce(0) { $0 + $1.bytesSent.load(ordering: .relaxed) }, false),
+            ("diffstream_event_streams_open", [], streamsOpen.load(ordering: .relaxed), true),
+            ("diffstream_events_sent_total", [], perLoop.reduce(0) { $0 + $1.eventsSent.load(ordering: .relaxed) }, false),
+            ("diffstream_stream_overflows_total", [], streamOverflows.load(ordering: .relaxed), false),
         ] + perLoop.enumerated().map { index, counters in
-            ("diffstream_loop_connections_open{loop=\"\(index)\"}", "Open client connections on each event loop.", "gauge", counters.connections.load(ordering: .relaxed))
+            ("diffstream_loop_connections_open", [("loop", "\(index)")], counters.connections.load(ordering: .relaxed), true)
         }
     }
 }

@@ -3,6 +3,7 @@ import Dispatch
 import FeedServer
 import Foundation
 import HTTPServer
+import Logging
 
 /// `diffstream`: parses flags (each also from an environment variable) and wires the pieces together.
 @main
@@ -23,6 +24,7 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-connections-per-ip"), help: "Most simultaneous connections from one IP address; 0 turns the cap off. [env: DIFFSTREAM_MAX_CONNECTIONS_PER_IP] (default: 256)") var maxConnectionsPerIp: String?
     @Option(help: "Event loops (threads serving sockets). [env: DIFFSTREAM_LOOPS] (default: the number of cores)") var loops: String?
     @Option(help: "debug, info, warning, error or off. [env: DIFFSTREAM_LOG_LEVEL] (default: info)") var logLevel: String?
+    @Option(help: "text (one readable line per message) or json (one JSON object per line). [env: DIFFSTREAM_LOG_FORMAT] (default: text)") var logFormat: String?
     @Option(help: "Value of Access-Control-Allow-Origin (enables CORS). [env: DIFFSTREAM_ALLOW_ORIGIN]") var allowOrigin: String?
     @Option(help: "PEM certificate chain; serves HTTPS with --tls-key. [env: DIFFSTREAM_TLS_CERT]") var tlsCert: String?
     @Option(help: "PEM private key for --tls-cert. [env: DIFFSTREAM_TLS_KEY]") var tlsKey: String?
@@ -58,7 +60,9 @@ struct DiffStreamCommand: AsyncParsableCommand {
                 }
                 return
             }
-            let settings = try runnable.settings()
+            var settings = try runnable.settings()
+            settings.logging.bootstrap()  // once, before any logger is made
+            settings.server.logger = Logger(label: "diffstream")
             try await runnable.serve(settings)
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("diffstream: \(error.message)\nRun 'diffstream --help' for the options.\n".utf8))

@@ -4,12 +4,15 @@ import FeedServer
 import FeedStore
 import Foundation
 import HTTPServer
+import Logging
 
 extension DiffStreamCommand {
     /// Starts the server and runs until SIGINT or SIGTERM, then shuts down gracefully and exits 0.
     func serve(_ settings: Settings) async throws {
         var settings = settings
         let logger = settings.server.logger
+        // First, before anything records a metric: bootstraps swift-metrics with the registry /metrics serves.
+        let metrics = MetricsEndpoint()
         settings.server.maxConnections = FileLimit.fit(maxConnections: settings.server.maxConnections, logger: logger)
         signal(SIGPIPE, SIG_IGN)
         // Signals are caught from here on, before anyone can know the port: none is ever lost.
@@ -48,7 +51,7 @@ extension DiffStreamCommand {
         }
         let files: StaticFiles
         do { files = try StaticFiles(root: settings.publicDirectory) } catch { throw ConfigurationError(message: "\(error)") }
-        let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: settings.api, serverMetrics: { server.metrics })
+        let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: settings.api, serverMetrics: { server.metrics }, metrics: metrics)
         let port: UInt16
         do {
             port = try server.start { request in await api.handle(request) }
@@ -57,9 +60,11 @@ extension DiffStreamCommand {
         }
         let scheme = settings.server.tls == nil ? "http" : "https"
         let shownHost = settings.server.host.contains(":") ? "[\(settings.server.host)]" : settings.server.host
-        logger.log(.info, "diffstream listening on \(scheme)://\(shownHost):\(port)")
-        if logger.level > .info {
-            FileHandle.standardError.write(Data("diffstream listening on \(scheme)://\(shownHost):\(port)\n".utf8))
+        let listening: Logger.Message = "diffstream listening on \(scheme)://\(shownHost):\(port)"
+        if logger.logLevel > .info {
+            settings.logging.announcer().info(listening)  // the port is announced even to a quiet log
+        } else {
+            logger.info(listening)
         }
         if settings.writesClosed {
             logger.warning("bound to the public address \(settings.server.host) without a write credential: PUT, DELETE and PATCH of feeds are refused (403). Start with --token or --jwt-secret-file to allow writes with a credential, or --open-writes to allow them to anyone.")

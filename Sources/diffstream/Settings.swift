@@ -2,6 +2,8 @@ import Examples
 import FeedServer
 import Foundation
 import HTTPServer
+import LogLines
+import Logging
 
 /// A configuration value that cannot be used; the message says which and why.
 struct ConfigurationError: Error {
@@ -11,6 +13,8 @@ struct ConfigurationError: Error {
 /// The resolved configuration: flags, then environment, then defaults; every value validated.
 struct Settings {
     var server: HTTPServer.Configuration
+    /// `--log-level` and `--log-format`.
+    var logging: LogSettings
     var publicDirectory: String
     var api: FeedAPI.Options
     var replay: Int
@@ -26,6 +30,32 @@ struct Settings {
     var jwt: JWTKeys?
     /// Bound to a public address with no write credential and no `--open-writes`: writes are refused.
     var writesClosed: Bool
+}
+
+/// How log lines are written: the least severe level (nil for `off`) and the format.
+struct LogSettings {
+    var level: Logger.Level?
+    var format: LogFormat
+
+    /// The `--log-level` values and the swift-log level each stands for (nil: nothing is logged).
+    static let levels: [String: Logger.Level?] = ["debug": .debug, "info": .info, "warning": .warning, "error": .error, "off": .none]
+
+    /// A logger that writes `info` lines whatever the level (in the configured format): for the one line
+    /// a quiet log still gets, the port the server listens on.
+    func announcer() -> Logger {
+        let format = self.format
+        return Logger(label: "diffstream") { LineLogHandler(label: $0, format: format, level: .info) }
+    }
+
+    /// Makes every `Logging.Logger` of the process write through ``LineLogHandler``. Call once.
+    func bootstrap() {
+        let level = self.level
+        let format = self.format
+        LoggingSystem.bootstrap { label in
+            guard let level else { return SwiftLogNoOpLogHandler(label) }
+            return LineLogHandler(label: label, format: format, level: level)
+        }
+    }
 }
 
 /// The configured JWT keys: the HS256 secret and/or a public key in PEM.
@@ -84,14 +114,16 @@ extension DiffStreamCommand {
         }
 
         let logLevelText = value(logLevel, "log-level")
-        let level: Logger.Level
+        var logging = LogSettings(level: .info, format: .text)
         if let (text, source) = logLevelText {
-            guard let parsed = Logger.Level(name: text) else { throw ConfigurationError(message: "\(source) must be debug, info, warning, error or off, not '\(text)'") }
-            level = parsed
-        } else {
-            level = .info
+            guard let parsed = LogSettings.levels[text.lowercased()] else { throw ConfigurationError(message: "\(source) must be debug, info, warning, error or off, not '\(text)'") }
+            logging.level = parsed
         }
-        var configuration = HTTPServer.Configuration(logger: Logger(label: "diffstream", level: level))
+        if let (text, source) = value(logFormat, "log-format") {
+            guard let parsed = LogFormat(rawValue: text.lowercased()) else { throw ConfigurationError(message: "\(source) must be text or json, not '\(text)'") }
+            logging.format = parsed
+        }
+        var configuration = HTTPServer.Configuration()
         configuration.host = value(host, "host")?.text ?? "127.0.0.1"
         configuration.port = UInt16(try integer(port, "port", 0...65535, default: 8080))
         configuration.heartbeat = Double(try integer(heartbeat, "heartbeat", 1...3600, default: 15))
@@ -179,7 +211,7 @@ extension DiffStreamCommand {
             }
         }
         return Settings(
-            server: configuration, publicDirectory: directory, api: api,
+            server: configuration, logging: logging, publicDirectory: directory, api: api,
             replay: try integer(replay, "replay", 0...1_000_000, default: 1024), demo: demoFlag,
             dataDirectory: dataDirectory, setAsideDamaged: setAside, examples: examples, storage: storage, jwt: jwt, writesClosed: !loopback && !openWritesFlag && token == nil && jwt == nil)
     }

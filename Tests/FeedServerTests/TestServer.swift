@@ -2,6 +2,7 @@ import DiffStreamJSON
 import FeedServer
 import Foundation
 import HTTPServer
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,7 +16,7 @@ final class TestServer: Sendable {
     let port: UInt16
 
     init(token: String? = nil) throws {
-        server = try HTTPServer(configuration: .init(port: 0, logger: Logger(label: "test", level: .off)))
+        server = try HTTPServer(configuration: .init(port: 0, logger: Logger(label: "test", factory: { SwiftLogNoOpLogHandler($0) })))
         registry = FeedRegistry(replayLimit: 64, server: server)
         hosted = HostedFeeds(registry: registry)
         let api = FeedAPI(registry: registry, hosted: hosted, files: nil, options: .init(token: token, compression: false), serverMetrics: { nil })

@@ -1,4 +1,5 @@
 @testable import HTTPServer
+import Logging
 import Testing
 import TestSupport
 
@@ -53,6 +54,10 @@ struct MachineDriver {
         actions.lazy.compactMap { if case .close(let reason) = $0 { reason } else { nil } }.first
     }
     var shutWrite: Bool { actions.contains(.shutdownWrite) }
+    /// Every log line asked for: message and metadata.
+    var logLines: [(message: String, metadata: Logger.Metadata)] {
+        actions.compactMap { if case .log(_, let message, let metadata) = $0 { (message, metadata) } else { nil } }
+    }
     var statusLines: [String] {
         written.components(separatedBy: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }
     }
@@ -197,6 +202,30 @@ struct ConnectionMachineTests {
         #expect(driver.closeReason == nil, "4 s since the last progress have not passed")
         driver.advance(to: 1006.1)
         #expect(driver.closeReason == "write timeout")
+    }
+
+    @Test func theRequestLineHasItsMetadataAndNeverTheQueryString() throws {
+        var driver = MachineDriver()
+        driver.receive("GET /feeds/a?token=secret-token-1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        var response = text("hi", status: .notFound)
+        response.logMetadata = ["feed": "a"]
+        driver.respond(response)
+        let line = try #require(driver.logLines.last)
+        #expect(line.message == "GET /feeds/a 404 2B 0ms")
+        #expect(line.metadata == ["feed": "a", "method": "GET", "path": "/feeds/a", "status": "404", "bytes": "2", "ms": "0"])
+        #expect(driver.logLines.allSatisfy { !$0.message.contains("secret") && !"\($0.metadata)".contains("secret") })
+    }
+
+    @Test func aStreamsConnectLineHasTheHandlersMetadata() throws {
+        var driver = MachineDriver()
+        driver.receive("GET /feeds/a/events?access_token=secret-token-1 HTTP/1.1\r\nHost: x\r\nLast-Event-ID: ds1.x.1\r\n\r\n")
+        var response = HTTPResponse(headers: ["Content-Type": "text/event-stream"]) { _ in }
+        response.logMetadata = ["feed": "a"]
+        driver.respond(response)
+        let line = try #require(driver.logLines.last)
+        #expect(line.message == "sse connect #7 /feeds/a/events from 192.0.2.1:5000 last-event-id=ds1.x.1")
+        #expect(line.metadata == ["feed": "a", "connection": "7", "path": "/feeds/a/events", "remote": "192.0.2.1:5000", "last_event_id": "ds1.x.1"])
+        #expect(!"\(line)".contains("secret"))
     }
 
     @Test func aStreamGetsItsHeadEventsAndHeartbeats() {

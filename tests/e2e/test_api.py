@@ -30,6 +30,27 @@ def test_metrics_expose_the_documented_series(server):
     assert server.metrics()['diffstream_feed_batches_total{feed="blackjack"}'] == 1
 
 
+def test_metrics_histograms_are_labelled_by_route_pattern_and_follow_batches(server):
+    server.put("hist", snapshot(("a", ["1"])))
+    with SSEClient(server.port, "/feeds/hist/events") as client:
+        client.expect_event("snapshot")
+        wait_until(lambda: server.metrics().get('diffstream_feed_subscribers{feed="hist"}') == 1, message="1 subscriber")
+        before = server.metrics().get("diffstream_publish_to_last_write_seconds_count", 0)
+        server.put("hist", snapshot(("a", ["1", "2"])))
+        client.expect_event("batch")
+        wait_until(lambda: server.metrics()["diffstream_publish_to_last_write_seconds_count"] > before,
+                   message="the batch's broadcast to its last write recorded")
+    reply = server.http("GET", "/metrics")
+    text = reply.body.decode()
+    values = server.metrics()
+    assert "# HELP diffstream_http_request_duration_seconds " in text and "# TYPE diffstream_http_request_duration_seconds histogram" in text
+    assert values['diffstream_http_request_duration_seconds_count{route="/feeds/{feed}",status="201"}'] >= 1
+    assert values['diffstream_http_request_duration_seconds_count{route="/feeds/{feed}",status="200"}'] >= 1
+    assert values['diffstream_http_request_duration_seconds_count{route="/feeds/{feed}/events",status="200"}'] >= 1
+    assert not any('route="/feeds/hist' in key for key in values)  # a pattern, never the raw path
+    assert "# TYPE diffstream_publish_to_last_write_seconds histogram" in text
+
+
 def test_metrics_follow_what_happens(server):
     before = server.metrics()
     server.put("m", snapshot(("a", ["1"])))

@@ -1,4 +1,5 @@
 """The command line: --help, bad values (exit 2 with a clear message), environment variables, flags win."""
+import json
 import os
 import subprocess
 import urllib.request
@@ -12,7 +13,7 @@ from e2e_helpers import run_binary as run
 def test_help_exits_zero_and_lists_every_option():
     result = run("--help")
     assert result.returncode == 0, result.stderr
-    for option in ["--host", "--port", "--public", "--token", "--heartbeat", "--replay", "--max-connections", "--max-connections-per-ip", "--log-level",
+    for option in ["--host", "--port", "--public", "--token", "--heartbeat", "--replay", "--max-connections", "--max-connections-per-ip", "--log-level", "--log-format",
                    "--allow-origin", "--stream-buffer", "--compression", "--header-timeout", "--idle-timeout", "--max-body", "--demo",
                    "--data", "--set-aside-damaged", "--max-feeds", "--max-feed-bytes", "--max-store-bytes", "--jwt-secret-file",
                    "--jwt-public-key", "--private", "--public-feeds", "--open-writes", "token"]:
@@ -23,7 +24,7 @@ def test_help_exits_zero_and_lists_every_option():
 BAD_VALUES = [
     (["--port", "70000"], "--port"), (["--port", "-1"], "--port"), (["--port", "http"], "--port"),
     (["--heartbeat", "x"], "--heartbeat"), (["--heartbeat", "0"], "--heartbeat"), (["--replay", "-5"], "--replay"),
-    (["--max-connections", "0"], "--max-connections"), (["--log-level", "loud"], "--log-level"),
+    (["--max-connections", "0"], "--max-connections"), (["--log-level", "loud"], "--log-level"), (["--log-format", "xml"], "--log-format"),
     (["--max-connections-per-ip", "-1"], "--max-connections-per-ip"),
     (["--stream-buffer", "10"], "--stream-buffer"), (["--compression", "maybe"], "--compression"),
     (["--header-timeout", "0"], "--header-timeout"), (["--idle-timeout", "soon"], "--idle-timeout"),
@@ -115,6 +116,32 @@ def test_log_lines(start):
         client.expect_event("snapshot")
         server.wait_log(r"sse connect #(\d+) /feeds/logged/events from 127\.0\.0\.1:\d+ last-event-id=ds1\.0123456789abcdef\.1")
     server.wait_log(r"sse disconnect #\d+ /feeds/logged/events \(.+\)")
+
+
+def test_log_format_json_writes_one_object_per_line_with_metadata(start):
+    server = start("--log-format", "json")
+    server.put("jsonlog", {"sections": []})
+    server.http("GET", "/feeds/jsonlog?token=never-logged-123")
+    server.wait_log(r'"message":"GET /feeds/jsonlog 200 \d+B \d+ms"')
+    with SSEClient(server.port, "/feeds/jsonlog/events") as client:
+        client.expect_event("snapshot")
+        server.wait_log(r'"message":"sse connect #\d+ /feeds/jsonlog/events')
+    server.wait_log(r'"message":"sse disconnect #\d+ /feeds/jsonlog/events')
+    lines = [json.loads(line) for line in server.log_text().splitlines() if line.strip()]
+    assert all({"timestamp", "level", "label", "message"} <= line.keys() for line in lines)
+    request = next(line for line in lines if line["message"].startswith("GET /feeds/jsonlog "))
+    assert request["level"] == "info" and request["label"] == "diffstream"
+    assert request["metadata"]["feed"] == "jsonlog" and request["metadata"]["status"] == "200"
+    assert request["metadata"]["path"] == "/feeds/jsonlog" and int(request["metadata"]["ms"]) >= 0
+    disconnect = next(line for line in lines if line["message"].startswith("sse disconnect"))
+    assert disconnect["metadata"]["feed"] == "jsonlog" and disconnect["metadata"]["reason"]
+    assert "never-logged-123" not in server.log_text()
+
+
+def test_a_quiet_json_log_announces_the_port_as_json(start):
+    server = start("--log-level", "error", "--log-format", "json")
+    line = server.wait_log(r"listening on").string
+    assert json.loads(line)["message"] == f"diffstream listening on http://127.0.0.1:{server.port}"
 
 
 def test_log_level_warning_is_quiet_but_still_announces_the_port(start):
