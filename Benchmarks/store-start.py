@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Start time with a full store: FEEDS feeds of ITEMS items each on disk, then the time from exec to the
 "listening" line (the server has loaded, decoded and restored every feed), RUNS times; prints the median.
-    python3 Benchmarks/store-start.py [BINARY]      (FEEDS=1000 ITEMS=1000 RUNS=3)"""
+With a second binary, both start on the same store, alternating, and the ratio of the medians is printed.
+    python3 Benchmarks/store-start.py [BINARY [OTHER]]      (FEEDS=1000 ITEMS=1000 RUNS=3)"""
 import http.client
 import json
 import os
@@ -13,14 +14,15 @@ import threading
 import time
 
 BINARY = sys.argv[1] if len(sys.argv) > 1 else ".build/release/diffstream"
+BINARIES = [BINARY] + sys.argv[2:3]
 FEEDS = int(os.environ.get("FEEDS", "1000"))
 ITEMS = int(os.environ.get("ITEMS", "1000"))
 RUNS = int(os.environ.get("RUNS", "3"))
 
 
-def start(data):
+def start(data, binary=BINARY):
     began = time.monotonic()
-    process = subprocess.Popen([BINARY, "--port", "0", "--public", "Public", "--log-level", "warning", "--data", data], stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([binary, "--port", "0", "--public", "Public", "--log-level", "warning", "--data", data], stderr=subprocess.PIPE, text=True)
     for line in process.stderr:
         if "listening on http://" in line:
             return process, int(line.rsplit(":", 1)[1]), time.monotonic() - began, line
@@ -53,14 +55,18 @@ with tempfile.TemporaryDirectory(dir=os.environ.get("DATA_BASE", "/tmp")) as wor
     process.wait()
     size = sum(os.path.getsize(os.path.join(data, f)) for f in os.listdir(data))
     print(f"store size on disk: {size / 1e6:.1f} MB")
-    times = []
+    times = {binary: [] for binary in BINARIES}
     for _ in range(RUNS):
-        process, port, seconds, _ = start(data)
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        connection.request("GET", f"/feeds/{names[-1]}")
-        document = json.loads(connection.getresponse().read())
-        assert len(document["sections"][0]["items"]) == ITEMS
-        times.append(seconds)
-        process.terminate()
-        process.wait()
-    print(f"start to serving, {RUNS} runs: {', '.join(f'{t:.2f}' for t in times)} s; median {statistics.median(times):.2f} s")
+        for binary in BINARIES:
+            process, port, seconds, _ = start(data, binary)
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            connection.request("GET", f"/feeds/{names[-1]}")
+            document = json.loads(connection.getresponse().read())
+            assert len(document["sections"][0]["items"]) == ITEMS
+            times[binary].append(seconds)
+            process.terminate()
+            process.wait()
+    for binary in BINARIES:
+        print(f"{binary}: start to serving, {RUNS} runs: {', '.join(f'{t:.2f}' for t in times[binary])} s; median {statistics.median(times[binary]):.2f} s")
+    if len(BINARIES) == 2:
+        print(f"ratio {BINARIES[0]} / {BINARIES[1]}: {statistics.median(times[BINARIES[0]]) / statistics.median(times[BINARIES[1]]):.2f}")
