@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "DiffStream", targets: ["DiffStream"]),
         .library(name: "DiffStreamJSON", targets: ["DiffStreamJSON"]),
+        .library(name: "HTTPCore", targets: ["HTTPCore"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "FeedServer", targets: ["FeedServer"]),
         .library(name: "FeedStore", targets: ["FeedStore"]),
@@ -42,12 +43,17 @@ let package = Package(
         .target(name: "FeedStore", dependencies: ["CSQLite", "CZlib", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
         // epoll and eventfd, which the Glibc module does not export.
         .target(name: "CSystemShims"),
-        // Sockets, an epoll event loop, HTTP/1.1, SSE, static files, TLS and gzip. Knows nothing of feeds.
-        .target(name: "HTTPServer", dependencies: ["COpenSSL", "CZlib", "CSystemShims", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // HTTP/1.1 and SSE as pure logic: requests, responses, the parser, the connection state machine,
+        // the response head encoder, the SSE writer, gzip, and the seam to the feeds (`EventSink`,
+        // `EventBroadcaster`). No sockets, no Glibc, no epoll.
+        .target(name: "HTTPCore", dependencies: ["CZlib", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // The epoll runtime: sockets, event loops, connections, event streams, static files, TLS. Knows nothing of feeds.
+        .target(name: "HTTPServer", dependencies: ["HTTPCore", "COpenSSL", "CZlib", "CSystemShims", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The executable's swift-log handler: one line per message, as text or as JSON.
         .target(name: "LogLines", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        // Feeds, the HTTP API and the example view models: joins the diff engine and the server.
-        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"),
+        // Feeds, the HTTP API and hosting view models: joins the diff engine and HTTP through the
+        // transport seam of HTTPCore; never the epoll runtime.
+        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPCore", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"),
                                                   .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.
         .target(name: "Examples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
@@ -62,9 +68,10 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "DiffStreamTests", dependencies: ["DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamJSONTests", dependencies: ["DiffStreamJSON", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", "HTTPServer", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer"], swiftSettings: strict),

@@ -1,6 +1,6 @@
 import DiffStreamJSON
 import FeedStore
-import HTTPServer
+import HTTPCore
 
 /// An error a handler answers with: status, a short error, and a detail a user can act on.
 public struct APIError: Error, Sendable, Equatable {

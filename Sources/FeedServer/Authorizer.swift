@@ -1,7 +1,5 @@
-import HTTPServer
-#if canImport(Glibc)
-import Glibc
-#endif
+import HTTPCore
+import Foundation
 
 /// Who a request acts as, once its credential has been checked.
 public enum Principal: Sendable, Equatable {
@@ -187,9 +185,7 @@ public struct Authorizer: Sendable {
 
     /// Seconds since 1970, from the real-time clock.
     public static func wallClock() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+        Date().timeIntervalSince1970
     }
 }
 

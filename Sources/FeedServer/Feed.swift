@@ -3,10 +3,7 @@ import Metrics
 import DiffStream
 import DiffStreamJSON
 import FeedStore
-import HTTPServer
-#if canImport(Glibc)
-import Glibc
-#endif
+import HTTPCore
 
 /// A named, versioned stream of snapshots: the current snapshot, its version, a window of recent
 /// batches for resuming clients, and the subscribers.
@@ -29,8 +26,8 @@ public actor Feed {
     /// What this feed is charged in the shared ``StorageAccount`` (0 while it does not exist).
     var storedBytes: Int { snapshotBytes + replayBytes }
     private let account: StorageAccount?
-    private var subscribers: [Int: EventStream] = [:]
-    private let server: HTTPServer?
+    private var subscribers: [Int: any EventSink] = [:]
+    private let transport: (any EventBroadcaster)?
     private let metrics: FeedMetrics
     private let store: (any FeedStore)?
     /// The view-model state last stored with this feed (restored at start), or nil.
@@ -48,21 +45,21 @@ public actor Feed {
     private(set) var isHosted = false
 
     /// A feed that does not exist yet; the first ``publish(_:viewState:)`` creates it.
-    init(name: String, replayLimit: Int, server: HTTPServer?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil) {
+    init(name: String, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil) {
         self.name = name
         self.account = account
         self.history = EventID.newHistory()
         self.snapshot = WireSnapshot()
         self.version = 0
         self.replayLimit = max(0, replayLimit)
-        self.server = server
+        self.transport = transport
         self.metrics = metrics
         self.store = store
     }
 
     /// A feed as it was stored: same history, version, snapshot and replay window.
     /// It is charged to `account` as it is, even past a limit (writes are then refused until there is room).
-    init(restoring stored: StoredFeed, snapshot: WireSnapshot, replayLimit: Int, server: HTTPServer?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil) {
+    init(restoring stored: StoredFeed, snapshot: WireSnapshot, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil) {
         self.name = stored.name
         self.account = account
         self.history = stored.history
@@ -74,7 +71,7 @@ public actor Feed {
         self.replayBytes = replay.reduce(0) { $0 + $1.payload.bytes.count }
         account?.restoreFeed(bytes: snapshotBytes + replayBytes)
         self.viewState = stored.viewState
-        self.server = server
+        self.transport = transport
         self.metrics = metrics
         self.store = store
     }
@@ -139,9 +136,9 @@ public actor Feed {
             metrics.setSubscribers(name, subscribers.count)
             return (true, 1, new.numberOfSections + new.numberOfItems)
         }
-        let started = Self.clock()
+        let started = MonotonicClock.now()
         let batch = WireSnapshot.diff(from: snapshot, to: new)
-        metrics.recordDiff(seconds: Self.clock() - started)
+        metrics.recordDiff(seconds: MonotonicClock.now() - started)
         guard !batch.isEmpty else {
             if let viewState, viewState != self.viewState {
                 do { try await store?.commit(.viewState(name: name, bytes: viewState)) } catch { throw .store(error) }
@@ -191,7 +188,7 @@ public actor Feed {
         replayBytes = nextReplayBytes
         metrics.recordBatch(name)
         let broadcastAt = ContinuousClock.now
-        server?.broadcast(payload, to: Array(subscribers.values)) {
+        transport?.broadcast(payload, to: Array(subscribers.values)) {
             CoreMetrics.Timer(label: MetricName.publishToLastWrite).record(duration: ContinuousClock.now - broadcastAt)
         }
         return (false, version, batch.operations.count)
@@ -216,7 +213,7 @@ public actor Feed {
 
     /// Adds a subscriber. It first gets a `retry:` field, then either the batches it missed since
     /// `lastEventID` (when that id is ours and still in the replay window) or a fresh snapshot.
-    public func subscribe(_ stream: EventStream, lastEventID: String?) {
+    public func subscribe(_ stream: any EventSink, lastEventID: String?) {
         guard version > 0 else {
             stream.send(EventPayload(FeedEvents.deletedEvent(feed: name)))
             stream.close()
@@ -249,7 +246,7 @@ public actor Feed {
     }
 
     /// A subscriber fell behind and has drained its queue: catch it up with a fresh snapshot.
-    private func resync(_ stream: EventStream) {
+    private func resync(_ stream: any EventSink) {
         guard subscribers[stream.id] != nil else { return }
         metrics.recordResync()
         stream.resume(with: currentSnapshotPayload())
@@ -287,16 +284,11 @@ public actor Feed {
         viewState = nil
         let payload = EventPayload(FeedEvents.deletedEvent(feed: name))
         let streams = Array(subscribers.values)
-        server?.broadcast(payload, to: streams)
+        transport?.broadcast(payload, to: streams)
         for stream in streams { stream.close() }
         subscribers.removeAll()
         metrics.removeFeed(name)
         return true
     }
 
-    static func clock() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-    }
 }

@@ -1,6 +1,6 @@
 import CoreMetrics
 import DiffStreamJSON
-import HTTPServer
+import HTTPCore
 import Metrics
 
 /// The HTTP API: routes requests to feeds, view models and static files, by one table
@@ -40,7 +40,7 @@ public struct FeedAPI: Sendable {
 
     let registry: FeedRegistry
     let hosted: HostedFeeds?
-    let files: StaticFiles?
+    let files: (any StaticContent)?
     let options: Options
     let serverMetrics: @Sendable () -> ServerMetrics?
     /// Where DiffStream's metrics go and what `/metrics` serves.
@@ -50,7 +50,7 @@ public struct FeedAPI: Sendable {
     /// The API over `registry`. `metrics` defaults to an endpoint made here, which bootstraps
     /// swift-metrics unless the program did (see ``MetricsEndpoint``); make it sooner and pass it when
     /// metrics are recorded before the API exists.
-    public init(registry: FeedRegistry, hosted: HostedFeeds?, files: StaticFiles?, options: Options, serverMetrics: @escaping @Sendable () -> ServerMetrics?,
+    public init(registry: FeedRegistry, hosted: HostedFeeds?, files: (any StaticContent)?, options: Options, serverMetrics: @escaping @Sendable () -> ServerMetrics?,
                 metrics: MetricsEndpoint = MetricsEndpoint()) {
         self.registry = registry
         self.hosted = hosted
@@ -314,7 +314,7 @@ public struct FeedAPI: Sendable {
     }
 
     /// Sends `event: unauthorized` and ends `stream` once its token has expired.
-    private static func endAtExpiry(_ stream: EventStream, feed: String, expires: Double, now: @escaping @Sendable () -> Double) {
+    private static func endAtExpiry(_ stream: any EventSink, feed: String, expires: Double, now: @escaping @Sendable () -> Double) {
         let timer = Task {
             let seconds = expires - now()
             if seconds > 0 { try await Task.sleep(for: .milliseconds(Int64((seconds * 1000).rounded(.up)))) }

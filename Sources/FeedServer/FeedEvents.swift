@@ -1,5 +1,5 @@
 import DiffStreamJSON
-import HTTPServer
+import HTTPCore
 
 /// Encodes a feed's events and documents, each once.
 enum FeedEvents {

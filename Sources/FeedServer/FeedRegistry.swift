@@ -1,6 +1,6 @@
 import DiffStreamJSON
 import FeedStore
-import HTTPServer
+import HTTPCore
 
 /// All feeds by name. Every write to a name goes through that name's one ``Feed`` (which serialises
 /// them), so creating, replacing and deleting a name are atomic with respect to each other, in memory
@@ -9,16 +9,16 @@ import HTTPServer
 public actor FeedRegistry {
     private var feeds: [String: Feed] = [:]
     private let replayLimit: Int
-    private let server: HTTPServer?
+    private let transport: (any EventBroadcaster)?
     private let store: (any FeedStore)?
     public nonisolated let metrics: FeedMetrics
     /// The feeds and bytes held, against the ``StorageLimits``.
     public nonisolated let storage: StorageAccount
 
     /// - Parameter store: where feeds are made durable; nil keeps them in memory only (`--data none`).
-    public init(replayLimit: Int = 1024, server: HTTPServer?, metrics: FeedMetrics = FeedMetrics(), store: (any FeedStore)? = nil, storage: StorageAccount = StorageAccount()) {
+    public init(replayLimit: Int = 1024, transport: (any EventBroadcaster)? = nil, metrics: FeedMetrics = FeedMetrics(), store: (any FeedStore)? = nil, storage: StorageAccount = StorageAccount()) {
         self.replayLimit = replayLimit
-        self.server = server
+        self.transport = transport
         self.store = store
         self.metrics = metrics
         self.storage = storage
@@ -48,7 +48,7 @@ public actor FeedRegistry {
         for (entry, result) in zip(stored, decoded) {
             switch result {
             case .success(let snapshot)?:
-                feeds[entry.name] = Feed(restoring: entry, snapshot: snapshot, replayLimit: replayLimit, server: server, metrics: metrics, store: store, account: storage)
+                feeds[entry.name] = Feed(restoring: entry, snapshot: snapshot, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage)
                 metrics.setSubscribers(entry.name, 0)
             case .failure(let error)?:
                 skipped.append((entry.name, "its stored snapshot does not decode: \(error)"))
@@ -94,7 +94,7 @@ public actor FeedRegistry {
 
     private func entry(_ name: String) -> Feed {
         if let feed = feeds[name] { return feed }
-        let feed = Feed(name: name, replayLimit: replayLimit, server: server, metrics: metrics, store: store, account: storage)
+        let feed = Feed(name: name, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage)
         feeds[name] = feed
         return feed
     }

@@ -1,6 +1,6 @@
 import CoreMetrics
 import FeedStore
-import HTTPServer
+import HTTPCore
 import Prometheus
 import Synchronization
 

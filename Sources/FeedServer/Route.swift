@@ -1,4 +1,4 @@
-import HTTPServer
+import HTTPCore
 
 /// A path pattern of the route table: literal segments, `{name}` parameters (one segment each) and
 /// at most one trailing `{name...}` (the rest of the path, any number of segments).

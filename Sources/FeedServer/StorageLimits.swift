@@ -1,7 +1,5 @@
 import FeedStore
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 
 /// How much the feeds may hold, all counted in **encoded** bytes (the JSON a client would receive):
 /// a feed's snapshot plus the batches in its replay window.
@@ -48,9 +46,8 @@ public enum SystemMemory {
     /// Physical memory, or the cgroup v2 (`memory.max`) or v1 (`memory.limit_in_bytes`) limit when
     /// that is lower. Falls back to 1 GiB when neither can be read.
     public static func available() -> Int {
-        var memory = 1 << 30
-        let pages = sysconf(Int32(_SC_PHYS_PAGES)), pageSize = sysconf(Int32(_SC_PAGESIZE))
-        if pages > 0, pageSize > 0 { memory = pages.multipliedReportingOverflow(by: pageSize).overflow ? Int.max : pages * pageSize }
+        let physical = ProcessInfo.processInfo.physicalMemory
+        var memory = physical > 0 ? (physical > UInt64(Int.max) ? Int.max : Int(physical)) : 1 << 30
         for path in ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"] {
             if let limit = readNumber(path), limit > 0, limit < memory { memory = limit }
         }
@@ -62,10 +59,9 @@ public enum SystemMemory {
     public static func freeDiskBytes(near path: String) -> Int? {
         var candidate = path.isEmpty ? "." : path
         while true {
-            var info = statvfs()
-            if statvfs(candidate, &info) == 0 {
-                let (bytes, overflow) = Int(info.f_bavail).multipliedReportingOverflow(by: Int(info.f_frsize))
-                return overflow ? Int.max : bytes
+            if let attributes = try? FileManager.default.attributesOfFileSystem(forPath: candidate),
+               let free = attributes[.systemFreeSize] as? NSNumber {
+                return free.int64Value > Int64(Int.max) ? Int.max : Int(free.int64Value)
             }
             guard let slash = candidate.lastIndex(of: "/") else {
                 if candidate == "." { return nil }
@@ -77,20 +73,8 @@ public enum SystemMemory {
     }
 
     private static func readNumber(_ path: String) -> Int? {
-        guard let file = fopen(path, "r") else { return nil }
-        defer { fclose(file) }
-        var buffer = [CChar](repeating: 0, count: 64)
-        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return nil }
-        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return Int(text.trimmingSuffix(while: { $0 == "\n" || $0 == " " }))
-    }
-}
-
-extension String {
-    fileprivate func trimmingSuffix(while predicate: (Character) -> Bool) -> String {
-        var copy = self
-        while let last = copy.last, predicate(last) { copy.removeLast() }
-        return copy
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return Int(String(decoding: data.prefix(64), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }
 

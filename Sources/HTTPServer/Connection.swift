@@ -184,7 +184,7 @@ final class Connection: EventHandler, @unchecked Sendable {
 
     /// What a response that opens an event stream brings: the handler's start closure and the request.
     struct StreamOpening {
-        var start: @Sendable (EventStream) -> Void
+        var start: @Sendable (any EventSink) -> Void
         var path: String
         /// The connect line's metadata, for the disconnect line.
         var logMetadata: Logger.Metadata

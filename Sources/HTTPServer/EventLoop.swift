@@ -47,12 +47,9 @@ final class EventLoop: @unchecked Sendable {
         close(epollFD)
     }
 
-    /// Seconds on a monotonic clock.
-    static func now() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-    }
+    /// Seconds on the monotonic clock.
+    @inline(__always)
+    static func now() -> Double { MonotonicClock.now() }
 
     /// Runs `work` on the loop's thread, after the work queued before it.
     func execute(_ work: @escaping @Sendable () -> Void) {

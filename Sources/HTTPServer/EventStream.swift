@@ -7,7 +7,7 @@ import Synchronization
 /// receiving events once its queue is over budget; when the queue has drained, the stream's resync
 /// handler is asked for a fresh state (``resume(with:)``), so a slow subscriber never delays the others
 /// and never grows memory without bound. Without a resync handler, an overflowing stream is closed.
-public final class EventStream: Sendable {
+public final class EventStream: EventSink {
     /// Unique per server.
     public let id: Int
     /// The path of the request that opened the stream (the rest of the request is not kept: an idle
@@ -20,7 +20,7 @@ public final class EventStream: Sendable {
     private struct Callbacks {
         var terminated = false
         var onTermination: [@Sendable () -> Void] = []
-        var onResync: (@Sendable (EventStream) -> Void)?
+        var onResync: (@Sendable (any EventSink) -> Void)?
     }
 
     init(id: Int, path: String, loop: LoopCore) {
@@ -57,7 +57,7 @@ public final class EventStream: Sendable {
     }
 
     /// Sets what to do when an overflowed stream has drained: typically `resume(with:)` a snapshot.
-    public func onResync(_ action: @escaping @Sendable (EventStream) -> Void) {
+    public func onResync(_ action: @escaping @Sendable (any EventSink) -> Void) {
         callbacks.withLock { $0.onResync = action }
     }
 

@@ -18,7 +18,7 @@ import Synchronization
 ///
 /// Handlers are `async` and run on Swift's concurrency pool, where responses are also compressed;
 /// connection I/O stays on the loop thread that owns the connection.
-public final class HTTPServer: Sendable {
+public final class HTTPServer: EventBroadcaster {
     public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
 
     /// Everything that can be set about a server.
@@ -93,12 +93,24 @@ public final class HTTPServer: Sendable {
     /// `written`, if given, is called once, on the loop that finishes last, when every loop has written
     /// the event to (or queued it for) each of its streams; never when `streams` is empty.
     /// - Complexity: O(streams) here, then O(streams on the loop) on each loop, in parallel.
-    public func broadcast(_ payload: EventPayload, to streams: [EventStream], written: (@Sendable () -> Void)? = nil) {
+    /// Sinks that are not this server's streams are sent the event one by one.
+    public func broadcast(_ payload: EventPayload, to streams: [any EventSink], written: (@Sendable () -> Void)?) {
         guard !streams.isEmpty else { return }
         if core.configuration.compression { payload.prepareDeflated() }
         var byLoop: [[Int]] = Array(repeating: [], count: core.loops.count)
-        for stream in streams { byLoop[stream.loop.index].append(stream.id) }
-        let countdown = written.map { LoopCountdown(loops: byLoop.count { !$0.isEmpty }, done: $0) }
+        for sink in streams {
+            if let stream = sink as? EventStream, stream.loop.server === core {
+                byLoop[stream.loop.index].append(stream.id)
+            } else {
+                sink.send(payload)
+            }
+        }
+        let loops = byLoop.count { !$0.isEmpty }
+        if loops == 0 {
+            written?()
+            return
+        }
+        let countdown = written.map { LoopCountdown(loops: loops, done: $0) }
         for (index, ids) in byLoop.enumerated() where !ids.isEmpty {
             let loop = core.loops[index]
             loop.loop.execute { [loop] in loop.fanOut(payload, to: ids, written: countdown) }

@@ -12,7 +12,7 @@ import Synchronization
 /// - Each file gets a strong ETag from its content; `If-None-Match` answers 304. Compressible files are
 ///   gzipped once and cached (the gzip variant has its own ETag); the cache entry is dropped when the
 ///   file's size, modification time or inode changes.
-public final class StaticFiles: Sendable {
+public final class StaticFiles: StaticContent {
     public let root: String
     private let cache = Mutex<[String: CachedFile]>([:])
     /// Files larger than this are not served (the page's files are small).

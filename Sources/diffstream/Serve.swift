@@ -32,7 +32,7 @@ extension DiffStreamCommand {
             }
         }
         let store = try openStore(settings, logger: logger)
-        let registry = FeedRegistry(replayLimit: settings.replay, server: server, store: store?.store, storage: StorageAccount(limits: settings.storage))
+        let registry = FeedRegistry(replayLimit: settings.replay, transport: server, store: store?.store, storage: StorageAccount(limits: settings.storage))
         if let store {
             let restoring = Date()
             let skipped = await registry.restore(store.contents.feeds)

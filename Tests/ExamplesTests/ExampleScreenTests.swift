@@ -58,7 +58,7 @@ extension BlackjackViewModelTests {
     }
 
     @Test func dealingAddsACardAndUpdatesTheHand() async throws {
-        let registry = FeedRegistry(replayLimit: 8, server: nil)
+        let registry = FeedRegistry(replayLimit: 8)
         let host = try await HostedFeeds(registry: registry).host(BlackjackViewModel(), as: "feed", state: Self.ordered())
         let dealt = await screen(registry)
         #expect(dealt == #"""

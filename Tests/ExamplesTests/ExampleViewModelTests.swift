@@ -11,7 +11,7 @@ func wire<Model: HostedViewModel>(_ model: Model, _ state: Model.State) throws -
 
 /// A view model hosted on a registry without a server, for driving it through the hosting API.
 func hosted<Model: HostedViewModel>(_ model: Model, as name: String = "feed") async throws -> (ViewModelHost<Model>, FeedRegistry) {
-    let registry = FeedRegistry(replayLimit: 8, server: nil)
+    let registry = FeedRegistry(replayLimit: 8)
     let host = try await HostedFeeds(registry: registry).host(model, as: name)
     return (host, registry)
 }

@@ -84,7 +84,7 @@ struct TodoViewModelTests {
         var state = TodoViewModel.State()
         state.todos = (1...TodoViewModel.maximumCount).map { TodoViewModel.Todo(id: "t\($0)", title: "n\($0)", done: $0 % 2 == 0) }
         state.nextNumber = TodoViewModel.maximumCount + 1
-        let registry = FeedRegistry(replayLimit: 8, server: nil)
+        let registry = FeedRegistry(replayLimit: 8)
         let host = try await HostedFeeds(registry: registry).host(TodoViewModel(), as: "feed", state: state)
         await #expect {
             try await perform(host, "add", #"{"title":"one more"}"#)

@@ -6,7 +6,7 @@ import Testing
 /// The API without sockets: requests in, responses out.
 struct FeedAPITests {
     func makeAPI(token: String? = nil) async throws -> FeedAPI {
-        let registry = FeedRegistry(replayLimit: 8, server: nil)
+        let registry = FeedRegistry(replayLimit: 8)
         let hosted = HostedFeeds(registry: registry)
         try await hosted.host(Counter(), as: "counter")
         return FeedAPI(registry: registry, hosted: hosted, files: nil, options: .init(token: token), serverMetrics: { nil })
@@ -123,7 +123,7 @@ struct FeedAPITests {
     }
 
     @Test func aWritePastAStorageLimitIs507NamingItAndChangesNothing() async throws {
-        let registry = FeedRegistry(replayLimit: 8, server: nil, storage: StorageAccount(limits: StorageLimits(maxFeeds: 1, maxFeedBytes: 64, maxStoreBytes: 1 << 20)))
+        let registry = FeedRegistry(replayLimit: 8, storage: StorageAccount(limits: StorageLimits(maxFeeds: 1, maxFeedBytes: 64, maxStoreBytes: 1 << 20)))
         let api = FeedAPI(registry: registry, hosted: nil, files: nil, options: .init(), serverMetrics: { nil })
         #expect(await api.handle(request("PUT", "/feeds/a", body: #"{"sections":[]}"#)).status == .created)
         let tooMany = await api.handle(request("PUT", "/feeds/b", body: #"{"sections":[]}"#))
@@ -139,7 +139,7 @@ struct FeedAPITests {
     }
 
     @Test func privateReadsAreAuthorizedBeforeTheFeedIsLookedUp() async throws {
-        let registry = FeedRegistry(replayLimit: 8, server: nil)
+        let registry = FeedRegistry(replayLimit: 8)
         var options = FeedAPI.Options()
         options.verifier = try await JWTVerifier(hmacSecret: TokenFixtures.secret)
         options.privateReads = true

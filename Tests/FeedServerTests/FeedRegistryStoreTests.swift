@@ -45,7 +45,7 @@ final class MemoryStore: FeedStore {
 
 struct FeedRegistryStoreTests {
     func api(_ store: MemoryStore) async throws -> (FeedAPI, FeedRegistry) {
-        let registry = FeedRegistry(replayLimit: 4, server: nil, store: store)
+        let registry = FeedRegistry(replayLimit: 4, store: store)
         _ = await registry.restore(try store.load().feeds)
         let hosted = HostedFeeds(registry: registry)
         try await hosted.host(Counter(), as: "counter")

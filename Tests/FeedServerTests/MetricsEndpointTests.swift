@@ -44,7 +44,7 @@ struct MetricsEndpointTests {
     /// An API over a server that is never started (its counters exist; nothing is bound) and a store.
     static func api() throws -> FeedAPI {
         let server = try HTTPServer(configuration: .init(port: 0, loops: 2, logger: Logger(label: "test") { SwiftLogNoOpLogHandler($0) }))
-        let registry = FeedRegistry(server: nil, store: MemoryStore())
+        let registry = FeedRegistry(store: MemoryStore())
         return FeedAPI(registry: registry, hosted: nil, files: nil, options: .init(), serverMetrics: { server.metrics })
     }
 

@@ -17,7 +17,7 @@ final class TestServer: Sendable {
 
     init(token: String? = nil) throws {
         server = try HTTPServer(configuration: .init(port: 0, logger: Logger(label: "test", factory: { SwiftLogNoOpLogHandler($0) })))
-        registry = FeedRegistry(replayLimit: 64, server: server)
+        registry = FeedRegistry(replayLimit: 64, transport: server)
         hosted = HostedFeeds(registry: registry)
         let api = FeedAPI(registry: registry, hosted: hosted, files: nil, options: .init(token: token, compression: false), serverMetrics: { nil })
         port = try server.start { request in await api.handle(request) }

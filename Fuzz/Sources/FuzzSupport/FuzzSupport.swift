@@ -24,7 +24,7 @@ public enum FuzzSupport {
 
     /// A `FeedAPI` with the example view models and no sockets (its server is nil), created once.
     public static let api: FeedAPI = blocking {
-        let registry = FeedRegistry(server: nil)
+        let registry = FeedRegistry()
         let hosted = HostedFeeds(registry: registry)
         _ = try? await Examples.host(Examples.names, on: hosted, demo: false)
         return FeedAPI(registry: registry, hosted: hosted, files: nil, options: .init(), serverMetrics: { nil })

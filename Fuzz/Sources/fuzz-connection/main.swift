@@ -1,4 +1,4 @@
-@testable import HTTPServer
+@testable import HTTPCore
 
 /// Fuzzes `ConnectionMachine` with random sequences of events: bytes (fragments of valid and broken
 /// requests, or raw input), partial writes, the handler's responses (plain, closing, HEAD-able, event

@@ -42,8 +42,8 @@ public struct HTTPRequestParser: Sendable {
 
     /// A request whose head is parsed and whose body is being read.
     private struct Pending: Sendable {
-        var request: HTTPRequest
-        var body: [UInt8]
+        package var request: HTTPRequest
+        package var body: [UInt8]
     }
 
     public let limits: HTTPLimits
@@ -384,19 +384,19 @@ public struct HTTPRequestParser: Sendable {
 }
 
 extension Result {
-    var success: Success? { if case .success(let value) = self { value } else { nil } }
-    var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
+    package var success: Success? { if case .success(let value) = self { value } else { nil } }
+    package var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
 }
 
 extension UInt8 {
-    var isDigit: Bool { self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9") }
-    var isHexDigit: Bool {
+    package var isDigit: Bool { self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9") }
+    package var isHexDigit: Bool {
         isDigit || (self >= UInt8(ascii: "a") && self <= UInt8(ascii: "f")) || (self >= UInt8(ascii: "A") && self <= UInt8(ascii: "F"))
     }
 }
 
 /// tchar (RFC 9110 §5.6.2).
-func isTokenByte(_ byte: UInt8) -> Bool {
+package func isTokenByte(_ byte: UInt8) -> Bool {
     switch byte {
     case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
         return true

@@ -6,8 +6,8 @@ import Synchronization
 /// A connection that is admitted must be ``release(address:)``d exactly once when it closes. One that is
 /// refused is not counted: it is answered 503 (with a lingering close) outside the caps, up to
 /// `refusalSlack` such answers at a time; past that it is closed without an answer.
-struct ConnectionQuota: Sendable, Equatable {
-    enum Verdict: Equatable, Sendable {
+package struct ConnectionQuota: Sendable, Equatable {
+    package enum Verdict: Equatable, Sendable {
         case admit
         /// The server is at `maxConnections`.
         case refuseServerFull
@@ -18,16 +18,16 @@ struct ConnectionQuota: Sendable, Equatable {
     }
 
     /// The most connections overall.
-    var maxConnections: Int
+    package var maxConnections: Int
     /// The most connections from one address; 0 turns the per-address cap off.
-    var maxPerAddress: Int
+    package var maxPerAddress: Int
     /// How many refused connections may be answered 503 at once.
-    var refusalSlack = 64
-    private(set) var open = 0
-    private(set) var refusing = 0
-    private(set) var perAddress: [String: Int] = [:]
+    package var refusalSlack = 64
+    package private(set) var open = 0
+    package private(set) var refusing = 0
+    package private(set) var perAddress: [String: Int] = [:]
 
-    init(maxConnections: Int, maxPerAddress: Int) {
+    package init(maxConnections: Int, maxPerAddress: Int) {
         self.maxConnections = maxConnections
         self.maxPerAddress = maxPerAddress
     }
@@ -35,7 +35,7 @@ struct ConnectionQuota: Sendable, Equatable {
     /// Decides on a new connection from `address` (a numeric host, no port) and counts it if admitted.
     /// A refused one that is answered is counted in `refusing` until ``releaseRefused()``.
     /// - Complexity: O(1) on average.
-    mutating func admit(address: String) -> Verdict {
+    package mutating func admit(address: String) -> Verdict {
         let verdict: Verdict
         if open >= maxConnections {
             verdict = .refuseServerFull
@@ -52,29 +52,29 @@ struct ConnectionQuota: Sendable, Equatable {
     }
 
     /// An admitted connection from `address` has closed.
-    mutating func release(address: String) {
+    package mutating func release(address: String) {
         open = max(0, open - 1)
         guard maxPerAddress > 0, let count = perAddress[address] else { return }
         perAddress[address] = count > 1 ? count - 1 : nil
     }
 
     /// A refused connection that was being answered has closed.
-    mutating func releaseRefused() {
+    package mutating func releaseRefused() {
         refusing = max(0, refusing - 1)
     }
 
     /// The connections open from `address`.
-    func count(from address: String) -> Int { perAddress[address, default: 0] }
+    package func count(from address: String) -> Int { perAddress[address, default: 0] }
 }
 
 /// A ``ConnectionQuota`` shared by every event loop of a server.
-final class SharedConnectionQuota: Sendable {
+package final class SharedConnectionQuota: Sendable {
     private let quota: Mutex<ConnectionQuota>
 
-    init(_ quota: ConnectionQuota) { self.quota = Mutex(quota) }
+    package init(_ quota: ConnectionQuota) { self.quota = Mutex(quota) }
 
-    func admit(address: String) -> ConnectionQuota.Verdict { quota.withLock { $0.admit(address: address) } }
-    func release(address: String) { quota.withLock { $0.release(address: address) } }
-    func releaseRefused() { quota.withLock { $0.releaseRefused() } }
+    package func admit(address: String) -> ConnectionQuota.Verdict { quota.withLock { $0.admit(address: address) } }
+    package func release(address: String) { quota.withLock { $0.release(address: address) } }
+    package func releaseRefused() { quota.withLock { $0.releaseRefused() } }
     var open: Int { quota.withLock { $0.open } }
 }

@@ -1,4 +1,4 @@
-@testable import HTTPServer
+@testable import HTTPCore
 import Testing
 
 struct SSEStreamWriterTests {

@@ -19,8 +19,8 @@ import Logging
 /// request order. A response that ends the connection is written, then the write side is shut and the
 /// connection lingers, reading and discarding, until the client closes or `lingerTime` passes (a
 /// lingering close, so the client reads our answer rather than a reset).
-struct ConnectionMachine: Sendable {
-    enum Phase: Equatable, Sendable {
+package struct ConnectionMachine: Sendable {
+    package enum Phase: Equatable, Sendable {
         case handshaking
         case awaitingRequest
         case processing
@@ -33,7 +33,7 @@ struct ConnectionMachine: Sendable {
     }
 
     /// What the executor must do, in order.
-    enum Action: Equatable, Sendable {
+    package enum Action: Equatable, Sendable {
         /// Queue bytes to the socket, after those queued before.
         case write([UInt8])
         /// Hand a request to the handler; answer with ``ConnectionMachine/respond(_:now:date:)``.
@@ -52,23 +52,32 @@ struct ConnectionMachine: Sendable {
     }
 
     /// Counters the executor adds one to.
-    enum Counter: Equatable, Sendable {
+    package enum Counter: Equatable, Sendable {
         case request, badRequest, timeout, eventSent, streamOverflow, streamOpened
     }
 
     /// The settings a connection needs (a part of the server's configuration).
-    struct Settings: Sendable {
-        var limits = HTTPLimits()
-        var compression = true
-        var minimumCompressedSize = 1024
-        var heartbeat: Double = 15
-        var streamBufferLimit = 1 << 20
+    package struct Settings: Sendable {
+        package var limits = HTTPLimits()
+        package var compression = true
+        package var minimumCompressedSize = 1024
+        package var heartbeat: Double = 15
+        package var streamBufferLimit = 1 << 20
         /// Seconds a lingering close waits for the client to close.
-        var lingerTime: Double = 2
+        package var lingerTime: Double = 2
+        package init(limits: HTTPLimits = HTTPLimits(), compression: Bool = true, minimumCompressedSize: Int = 1024, heartbeat: Double = 15,
+                     streamBufferLimit: Int = 1 << 20, lingerTime: Double = 2) {
+            self.limits = limits
+            self.compression = compression
+            self.minimumCompressedSize = minimumCompressedSize
+            self.heartbeat = heartbeat
+            self.streamBufferLimit = streamBufferLimit
+            self.lingerTime = lingerTime
+        }
     }
 
     /// The comment sent on idle streams; deflated once, ahead of time.
-    static let heartbeatPayload: EventPayload = {
+    package static let heartbeatPayload: EventPayload = {
         let payload = EventPayload(ServerSentEvent.comment("heartbeat"))
         payload.prepareDeflated()
         return payload
@@ -77,17 +86,17 @@ struct ConnectionMachine: Sendable {
     /// The settings, shared by reference: every connection of a server has the same ones, and an idle
     /// subscriber should not carry its own copy.
     private let sharedSettings: SharedSettings
-    var settings: Settings { sharedSettings.value }
-    let id: Int
-    let remote: String
-    private(set) var phase: Phase
-    private(set) var parser: HTTPRequestParser
+    package var settings: Settings { sharedSettings.value }
+    package let id: Int
+    package let remote: String
+    package private(set) var phase: Phase
+    package private(set) var parser: HTTPRequestParser
     /// Bytes handed out in `.write` actions and not yet reported written.
-    private(set) var queued = 0
+    package private(set) var queued = 0
     /// The request being answered.
-    private(set) var current: RequestInfo?
-    private(set) var writer: SSEStreamWriter?
-    private(set) var isShuttingDown = false
+    package private(set) var current: RequestInfo?
+    package private(set) var writer: SSEStreamWriter?
+    package private(set) var isShuttingDown = false
     private var closeAfterResponse = false
     private var phaseSince: Double
     private var requestStartedAt: Double?
@@ -95,16 +104,16 @@ struct ConnectionMachine: Sendable {
     private var lastWriteProgress: Double
 
     /// Settings shared by every connection of a server (one allocation, not one copy each).
-    final class SharedSettings: Sendable {
-        let value: Settings
-        init(_ value: Settings) { self.value = value }
+    package final class SharedSettings: Sendable {
+        package let value: Settings
+        package init(_ value: Settings) { self.value = value }
     }
 
-    init(id: Int, remote: String, settings: Settings, tls: Bool, now: Double) {
+    package init(id: Int, remote: String, settings: Settings, tls: Bool, now: Double) {
         self.init(id: id, remote: remote, settings: SharedSettings(settings), tls: tls, now: now)
     }
 
-    init(id: Int, remote: String, settings: SharedSettings, tls: Bool, now: Double) {
+    package init(id: Int, remote: String, settings: SharedSettings, tls: Bool, now: Double) {
         self.id = id
         self.remote = remote
         self.sharedSettings = settings
@@ -115,7 +124,7 @@ struct ConnectionMachine: Sendable {
     }
 
     /// Whether the executor should read from the socket now.
-    var wantsInput: Bool {
+    package var wantsInput: Bool {
         switch phase {
         case .awaitingRequest, .streaming, .draining: true
         default: false
@@ -123,12 +132,12 @@ struct ConnectionMachine: Sendable {
     }
 
     /// Whether an event stream is open on this connection.
-    var isStreaming: Bool { phase == .streaming }
+    package var isStreaming: Bool { phase == .streaming }
 
     // MARK: Events
 
     /// The TLS handshake finished.
-    mutating func handshakeDone(now: Double) -> [Action] {
+    package mutating func handshakeDone(now: Double) -> [Action] {
         guard phase == .handshaking else { return [] }
         phase = .awaitingRequest
         phaseSince = now
@@ -136,7 +145,7 @@ struct ConnectionMachine: Sendable {
     }
 
     /// Bytes arrived from the client.
-    mutating func received(_ bytes: [UInt8], now: Double, date: String) -> [Action] {
+    package mutating func received(_ bytes: [UInt8], now: Double, date: String) -> [Action] {
         var actions: [Action] = []
         switch phase {
         case .awaitingRequest:
@@ -152,14 +161,14 @@ struct ConnectionMachine: Sendable {
     }
 
     /// The client closed its side or reset the connection, or reading failed.
-    mutating func peerClosed(reason: String = "client closed") -> [Action] {
+    package mutating func peerClosed(reason: String = "client closed") -> [Action] {
         var actions: [Action] = []
         close(reason: reason, into: &actions)
         return actions
     }
 
     /// The executor wrote `count` of the queued bytes.
-    mutating func wrote(_ count: Int, now: Double) -> [Action] {
+    package mutating func wrote(_ count: Int, now: Double) -> [Action] {
         guard phase != .closed, count > 0 else { return [] }
         queued = max(0, queued - count)
         lastWriteProgress = now
@@ -174,7 +183,7 @@ struct ConnectionMachine: Sendable {
     }
 
     /// The handler's answer to the dispatched request (ignored when none is waiting for one).
-    mutating func respond(_ response: PreparedResponse, now: Double, date: String) -> [Action] {
+    package mutating func respond(_ response: PreparedResponse, now: Double, date: String) -> [Action] {
         guard phase == .processing else { return [] }
         var actions: [Action] = []
         respond(response, now: now, date: date, into: &actions)
@@ -182,7 +191,7 @@ struct ConnectionMachine: Sendable {
     }
 
     /// Answers at once without reading a request (a connection over a cap).
-    mutating func refuse(_ response: HTTPResponse, now: Double, date: String) -> [Action] {
+    package mutating func refuse(_ response: HTTPResponse, now: Double, date: String) -> [Action] {
         guard phase == .awaitingRequest else { return [] }
         let info = RequestInfo.unknown(at: now, path: "(refused)")
         current = info
@@ -192,7 +201,7 @@ struct ConnectionMachine: Sendable {
     }
 
     /// An event for the open stream.
-    mutating func send(_ payload: EventPayload, now: Double) -> [Action] {
+    package mutating func send(_ payload: EventPayload, now: Double) -> [Action] {
         switch sendEvent(payload, now: now) {
         case .write(let bytes): [.count(.eventSent), .write(bytes)]
         case .overflowed(let actions): actions
@@ -201,7 +210,7 @@ struct ConnectionMachine: Sendable {
     }
 
     /// What ``sendEvent(_:now:)`` decided.
-    enum SendOutcome: Equatable, Sendable {
+    package enum SendOutcome: Equatable, Sendable {
         /// Count one event sent and queue these bytes (already counted in ``queued``).
         case write([UInt8])
         /// The subscriber fell behind: perform these actions (count, log); the stream is paused.
@@ -212,7 +221,7 @@ struct ConnectionMachine: Sendable {
 
     /// ``send(_:now:)`` for the hot path of a fan-out: the same decision, without an action list for
     /// the common case (one event to each of thousands of subscribers).
-    mutating func sendEvent(_ payload: EventPayload, now: Double) -> SendOutcome {
+    package mutating func sendEvent(_ payload: EventPayload, now: Double) -> SendOutcome {
         guard phase == .streaming, var writer else { return .dropped }
         let decision = writer.event(payload, queued: queued, now: now)
         self.writer = writer
@@ -231,7 +240,7 @@ struct ConnectionMachine: Sendable {
     }
 
     /// Clears an overflow and sends a fresh state.
-    mutating func resume(with payload: EventPayload, now: Double) -> [Action] {
+    package mutating func resume(with payload: EventPayload, now: Double) -> [Action] {
         guard phase == .streaming, var writer else { return [] }
         let bytes = writer.resume(with: payload, now: now)
         self.writer = writer
@@ -241,7 +250,7 @@ struct ConnectionMachine: Sendable {
     }
 
     /// Ends the stream after what is queued.
-    mutating func endStream(now: Double) -> [Action] {
+    package mutating func endStream(now: Double) -> [Action] {
         guard phase == .streaming else { return [] }
         var actions: [Action] = []
         if var writer {
@@ -255,7 +264,7 @@ struct ConnectionMachine: Sendable {
     }
 
     /// The loop's timer: deadlines and heartbeats.
-    mutating func tick(now: Double, date: String) -> [Action] {
+    package mutating func tick(now: Double, date: String) -> [Action] {
         var actions: [Action] = []
         let limits = settings.limits
         switch phase {
@@ -295,7 +304,7 @@ struct ConnectionMachine: Sendable {
     /// The earliest time at which ``tick(now:date:)`` may have something to do; nil when only another
     /// event can give it something. A tick before this time returns no actions and changes nothing, so
     /// the executor ticks the machine only once it has come (it may be early, never late).
-    var nextDeadline: Double? {
+    package var nextDeadline: Double? {
         let limits = settings.limits
         var deadline = Double.infinity
         switch phase {
@@ -319,7 +328,7 @@ struct ConnectionMachine: Sendable {
     }
 
     /// Graceful shutdown: end the stream, close if idle, else close after the response in flight.
-    mutating func beginShutdown(now: Double) -> [Action] {
+    package mutating func beginShutdown(now: Double) -> [Action] {
         isShuttingDown = true
         switch phase {
         case .streaming: return endStream(now: now)
@@ -332,7 +341,7 @@ struct ConnectionMachine: Sendable {
 
     /// Closes at once (a failed handshake, a stream without a resync handler that fell behind, a
     /// failed registration).
-    mutating func close(reason: String) -> [Action] {
+    package mutating func close(reason: String) -> [Action] {
         var actions: [Action] = []
         close(reason: reason, into: &actions)
         return actions

@@ -9,8 +9,8 @@
 ///
 /// With gzip, every event is an independent deflate block spliced into one gzip member (RFC 1952),
 /// whose CRC-32 and length are combined here as the blocks go out.
-struct SSEStreamWriter: Sendable {
-    enum Decision: Equatable, Sendable {
+package struct SSEStreamWriter: Sendable {
+    package enum Decision: Equatable, Sendable {
         /// Queue these bytes.
         case write([UInt8])
         /// The subscriber is over its byte budget: the event is dropped and the stream is paused
@@ -20,17 +20,17 @@ struct SSEStreamWriter: Sendable {
         case paused
     }
 
-    let gzip: Bool
-    let heartbeat: Double
-    let bufferLimit: Int
+    package let gzip: Bool
+    package let heartbeat: Double
+    package let bufferLimit: Int
     /// When the next heartbeat is due unless an event goes out first.
-    private(set) var nextHeartbeat: Double
-    private(set) var isPaused = false
-    private(set) var isEnded = false
+    package private(set) var nextHeartbeat: Double
+    package private(set) var isPaused = false
+    package private(set) var isEnded = false
     private var crc: UInt32 = 0
     private var length = 0
 
-    init(gzip: Bool, heartbeat: Double, bufferLimit: Int, now: Double) {
+    package init(gzip: Bool, heartbeat: Double, bufferLimit: Int, now: Double) {
         self.gzip = gzip
         self.heartbeat = heartbeat
         self.bufferLimit = bufferLimit
@@ -38,11 +38,11 @@ struct SSEStreamWriter: Sendable {
     }
 
     /// The bytes that open the stream body (the gzip header, or nothing).
-    func opening() -> [UInt8] { gzip ? Gzip.header : [] }
+    package func opening() -> [UInt8] { gzip ? Gzip.header : [] }
 
     /// What to do with an event when `queued` bytes are still waiting for the socket. An event bigger
     /// than the whole budget still goes out when nothing else is queued.
-    mutating func event(_ payload: EventPayload, queued: Int, now: Double) -> Decision {
+    package mutating func event(_ payload: EventPayload, queued: Int, now: Double) -> Decision {
         guard !isEnded else { return .paused }
         if isPaused { return .paused }
         if queued > 0 && queued + payload.bytes.count > bufferLimit {
@@ -53,21 +53,21 @@ struct SSEStreamWriter: Sendable {
     }
 
     /// The heartbeat comment if one is due at `now` (and the stream is not paused), else nil.
-    mutating func heartbeatIfDue(_ payload: EventPayload, queued: Int, now: Double) -> [UInt8]? {
+    package mutating func heartbeatIfDue(_ payload: EventPayload, queued: Int, now: Double) -> [UInt8]? {
         guard !isEnded, !isPaused, now >= nextHeartbeat else { return nil }
         if case .write(let bytes) = event(payload, queued: queued, now: now) { return bytes }
         return nil
     }
 
     /// Clears a pause and returns the fresh state's bytes.
-    mutating func resume(with payload: EventPayload, now: Double) -> [UInt8] {
+    package mutating func resume(with payload: EventPayload, now: Double) -> [UInt8] {
         guard !isEnded else { return [] }
         isPaused = false
         return encode(payload, now: now)
     }
 
     /// The bytes that end the stream (the gzip trailer, or nothing). Nothing is written after it.
-    mutating func end() -> [UInt8] {
+    package mutating func end() -> [UInt8] {
         guard !isEnded else { return [] }
         isEnded = true
         guard gzip else { return [] }

@@ -13,7 +13,7 @@ public struct HTTPResponse: Sendable {
         /// A complete body; `Content-Length` is set from it.
         case bytes([UInt8])
         /// A long-lived stream (SSE): the handler gets the ``EventStream`` once the head is queued.
-        case stream(@Sendable (EventStream) -> Void)
+        case stream(@Sendable (any EventSink) -> Void)
     }
 
     public init(status: HTTPStatus, headers: HTTPHeaders = [:], body: [UInt8] = []) {
@@ -22,7 +22,7 @@ public struct HTTPResponse: Sendable {
         self.body = .bytes(body)
     }
 
-    public init(status: HTTPStatus = .ok, headers: HTTPHeaders = [:], stream: @escaping @Sendable (EventStream) -> Void) {
+    public init(status: HTTPStatus = .ok, headers: HTTPHeaders = [:], stream: @escaping @Sendable (any EventSink) -> Void) {
         self.status = status
         self.headers = headers
         self.body = .stream(stream)
@@ -45,7 +45,7 @@ public struct HTTPResponse: Sendable {
         HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: bytes)
     }
 
-    static func appendJSONString(_ string: String, to text: inout String) {
+    package static func appendJSONString(_ string: String, to text: inout String) {
         text += "\""
         for scalar in string.unicodeScalars {
             switch scalar {

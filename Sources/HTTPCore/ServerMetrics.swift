@@ -3,30 +3,30 @@ import Synchronization
 /// Counters the server keeps for `/metrics`: plain atomics, cheap on the loops' hot paths. Updated from
 /// the loop thread, read from anywhere (and published to swift-metrics when `/metrics` is rendered).
 public final class ServerMetrics: Sendable {
-    let connectionsOpen = Atomic<Int>(0)
-    let connectionsAccepted = Atomic<Int>(0)
-    let connectionsRefused = Atomic<Int>(0)
-    let connectionsRefusedPerAddress = Atomic<Int>(0)
-    let requests = Atomic<Int>(0)
-    let streamsOpen = Atomic<Int>(0)
-    let streamOverflows = Atomic<Int>(0)
-    let timeouts = Atomic<Int>(0)
-    let badRequests = Atomic<Int>(0)
+    package let connectionsOpen = Atomic<Int>(0)
+    package let connectionsAccepted = Atomic<Int>(0)
+    package let connectionsRefused = Atomic<Int>(0)
+    package let connectionsRefusedPerAddress = Atomic<Int>(0)
+    package let requests = Atomic<Int>(0)
+    package let streamsOpen = Atomic<Int>(0)
+    package let streamOverflows = Atomic<Int>(0)
+    package let timeouts = Atomic<Int>(0)
+    package let badRequests = Atomic<Int>(0)
     /// Counters each event loop keeps on its own (summed when read), so that a fan-out on several
     /// loops does not bounce one cache line between cores once per subscriber.
-    let perLoop: [LoopCounters]
+    package let perLoop: [LoopCounters]
 
     /// One event loop's counters: written by that loop only, read from anywhere.
-    final class LoopCounters: Sendable {
+    package final class LoopCounters: Sendable {
         /// Open connections on this loop (how evenly they are spread).
-        let connections = Atomic<Int>(0)
-        let eventsSent = Atomic<Int>(0)
-        let bytesSent = Atomic<Int>(0)
+        package let connections = Atomic<Int>(0)
+        package let eventsSent = Atomic<Int>(0)
+        package let bytesSent = Atomic<Int>(0)
         /// Keeps two loops' counters off one 64-byte cache line.
         private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
     }
 
-    init(loops: Int = 1) {
+    package init(loops: Int = 1) {
         perLoop = (0..<max(1, loops)).map { _ in LoopCounters() }
     }
 

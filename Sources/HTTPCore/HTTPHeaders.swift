@@ -50,14 +50,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         lhs.fields.count == rhs.fields.count && zip(lhs.fields, rhs.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
     }
 
-    static func equalNames(_ a: String, _ b: String) -> Bool {
+    package static func equalNames(_ a: String, _ b: String) -> Bool {
         a.utf8.count == b.utf8.count && a.lowercased() == b.lowercased()
     }
 }
 
 extension StringProtocol {
     /// Without leading and trailing spaces and tabs (HTTP's optional whitespace, RFC 9110 §5.6.3).
-    func trimmingSpaces() -> String {
+    package func trimmingSpaces() -> String {
         var slice = Substring(self)
         while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
         while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }

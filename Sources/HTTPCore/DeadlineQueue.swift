@@ -6,28 +6,34 @@
 /// place. When a connection's deadline moves earlier, a new entry is pushed and the old one goes
 /// stale; the owner recognises stale entries when they come due (see ``LoopCore``) and calls
 /// ``rebuild(from:)`` when they pile up.
-struct DeadlineQueue: Sendable {
-    struct Entry: Equatable, Sendable {
-        var deadline: Double
-        var id: Int
+package struct DeadlineQueue: Sendable {
+    package struct Entry: Equatable, Sendable {
+        package var deadline: Double
+        package var id: Int
+        package init(deadline: Double, id: Int) {
+            self.deadline = deadline
+            self.id = id
+        }
     }
 
-    private(set) var entries: [Entry] = []
+    package private(set) var entries: [Entry] = []
 
-    var count: Int { entries.count }
-    var isEmpty: Bool { entries.isEmpty }
+    package init() {}
+
+    package var count: Int { entries.count }
+    package var isEmpty: Bool { entries.isEmpty }
     /// The earliest entry, if any.
-    var first: Entry? { entries.first }
+    package var first: Entry? { entries.first }
 
     /// - Complexity: O(log n).
-    mutating func push(_ deadline: Double, id: Int) {
+    package mutating func push(_ deadline: Double, id: Int) {
         entries.append(Entry(deadline: deadline, id: id))
         siftUp(entries.count - 1)
     }
 
     /// Removes and returns the earliest entry if it is due at `now` (its deadline ≤ `now`).
     /// - Complexity: O(log n).
-    mutating func popDue(now: Double) -> Entry? {
+    package mutating func popDue(now: Double) -> Entry? {
         guard let first = entries.first, first.deadline <= now else { return nil }
         let last = entries.removeLast()
         if !entries.isEmpty {
@@ -39,7 +45,7 @@ struct DeadlineQueue: Sendable {
 
     /// Replaces every entry with `live` (each connection's one current deadline), dropping stale ones.
     /// - Complexity: O(n).
-    mutating func rebuild(from live: [Entry]) {
+    package mutating func rebuild(from live: [Entry]) {
         entries = live
         var index = entries.count / 2
         while index > 0 {

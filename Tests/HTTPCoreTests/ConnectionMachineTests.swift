@@ -1,4 +1,5 @@
-@testable import HTTPServer
+import Foundation
+@testable import HTTPCore
 import Logging
 import Testing
 import TestSupport

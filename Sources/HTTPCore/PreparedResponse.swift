@@ -1,21 +1,21 @@
 import Logging
 
 /// What the connection needs to know about the request it is answering, fixed when it is dispatched.
-struct RequestInfo: Equatable, Sendable {
+package struct RequestInfo: Equatable, Sendable {
     /// As received (`HEAD` stays `HEAD` here; the handler sees `GET`).
-    var method: String
-    var path: String
+    package var method: String
+    package var path: String
     /// When the request was dispatched (monotonic seconds), for the log line's duration.
-    var start: Double
-    var keepAlive: Bool
+    package var start: Double
+    package var keepAlive: Bool
     /// A HEAD request: the head of the GET response, no body (RFC 9110 §9.3.2).
-    var head: Bool
+    package var head: Bool
     /// The client accepts gzip and compression is on.
-    var gzip: Bool
+    package var gzip: Bool
     /// The `Last-Event-ID` a resuming event-stream client sent (for the log), at most 80 characters.
-    var lastEventID: String? = nil
+    package var lastEventID: String? = nil
 
-    static func unknown(at now: Double, path: String = "-") -> RequestInfo {
+    package static func unknown(at now: Double, path: String = "-") -> RequestInfo {
         RequestInfo(method: "-", path: path, start: now, keepAlive: false, head: false, gzip: false)
     }
 }
@@ -24,24 +24,24 @@ struct RequestInfo: Equatable, Sendable {
 /// takes gzip and it is worth it, `Vary`, `Content-Length` and `Content-Encoding` set. Only the
 /// `Connection` field (which depends on the connection's state) and `Date` are left to the head
 /// encoder on the loop.
-struct PreparedResponse: Sendable {
-    var status: HTTPStatus
-    var headers: HTTPHeaders
+package struct PreparedResponse: Sendable {
+    package var status: HTTPStatus
+    package var headers: HTTPHeaders
     /// The body to send (empty for HEAD); its length is in `Content-Length` when it has one.
-    var body: [UInt8]
+    package var body: [UInt8]
     /// The body length before HEAD removed it (for the log line).
-    var bodyLength: Int
+    package var bodyLength: Int
     /// The handler asked for `Connection: close`.
-    var close: Bool
+    package var close: Bool
     /// Set for an event stream (not for HEAD of one): called with the stream once the head is queued.
-    var stream: (@Sendable (EventStream) -> Void)?
+    package var stream: (@Sendable (any EventSink) -> Void)?
     /// The handler's metadata for this request's log lines.
-    var logMetadata: Logger.Metadata = [:]
+    package var logMetadata: Logger.Metadata = [:]
 
     /// Prepares `response` for the request described by `info`. Pure; may gzip, so it runs before the
     /// bytes reach a loop.
     /// - Complexity: O(n) in the body size.
-    static func prepare(_ response: HTTPResponse, for info: RequestInfo, compressAbove minimumCompressedSize: Int) -> PreparedResponse {
+    package static func prepare(_ response: HTTPResponse, for info: RequestInfo, compressAbove minimumCompressedSize: Int) -> PreparedResponse {
         var headers = response.headers
         let close = headers.containsToken("close", in: "Connection")
         headers.remove("Connection")
@@ -71,7 +71,7 @@ struct PreparedResponse: Sendable {
         }
     }
 
-    static func isCompressible(_ contentType: String) -> Bool {
+    package static func isCompressible(_ contentType: String) -> Bool {
         let type = contentType.lowercased()
         return type.hasPrefix("text/") || type.hasPrefix("application/json") || type.hasPrefix("application/javascript")
             || type.hasPrefix("image/svg+xml") || type.hasPrefix("application/xml")
@@ -79,10 +79,10 @@ struct PreparedResponse: Sendable {
 }
 
 /// Encodes a response's status line and header section (RFC 9112 §4 and §5). Pure.
-enum ResponseHead {
+package enum ResponseHead {
     /// `HTTP/1.1 <code> <reason>`, `Date`, `Server`, the fields in order, `Connection`, and the empty line.
     /// - Complexity: O(size of the head).
-    static func encode(status: HTTPStatus, headers: HTTPHeaders, keepAlive: Bool, date: String) -> [UInt8] {
+    package static func encode(status: HTTPStatus, headers: HTTPHeaders, keepAlive: Bool, date: String) -> [UInt8] {
         var head = "HTTP/1.1 \(status.code) \(status.reason)\r\nDate: \(date)\r\nServer: diffstream\r\n"
         for field in headers { head += "\(field.name): \(field.value)\r\n" }
         head += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"

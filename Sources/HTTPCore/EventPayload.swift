@@ -18,7 +18,7 @@ public final class EventPayload: Sendable {
     public func prepareDeflated() { _ = deflated }
 
     /// The deflate block and CRC, computed on first use and then shared.
-    var deflated: CompressedEvent {
+    package var deflated: CompressedEvent {
         compressed.withLock { cached in
             if let cached { return cached }
             let value = CompressedEvent(block: Gzip.deflateBlock(bytes, final: false), crc: Gzip.crc32(of: bytes), length: bytes.count)
@@ -28,10 +28,10 @@ public final class EventPayload: Sendable {
     }
 }
 
-struct CompressedEvent: Sendable {
-    var block: [UInt8]
-    var crc: UInt32
-    var length: Int
+package struct CompressedEvent: Sendable {
+    package var block: [UInt8]
+    package var crc: UInt32
+    package var length: Int
 }
 
 /// Server-sent event framing (WHATWG HTML, "Server-sent events", §9.2.6 interpreting an event stream).
@@ -81,7 +81,7 @@ public enum ServerSentEvent {
         Array("retry: \(milliseconds)\n\n".utf8)
     }
 
-    static func sanitized(_ text: String) -> String {
+    package static func sanitized(_ text: String) -> String {
         String(text.unicodeScalars.filter { $0 != "\n" && $0 != "\r" })
     }
 }

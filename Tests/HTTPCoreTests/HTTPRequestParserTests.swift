@@ -1,4 +1,4 @@
-import HTTPServer
+import HTTPCore
 import Testing
 
 /// One row of the wire-format table: raw bytes in, the expected outcome.

@@ -1,0 +1,39 @@
+/// One subscriber's end of an event stream, as the feed layer sees it: the seam between feeds and
+/// the transport. The epoll runtime's `EventStream` is one implementation; an in-memory one serves
+/// tests of feeds and view models without sockets (`DiffStreamTesting`).
+///
+/// Every method may be called from any thread. A sink queues events in the order `send` is called.
+public protocol EventSink: AnyObject, Sendable {
+    /// Unique among the sinks of one transport.
+    var id: Int { get }
+    /// Queues an event.
+    func send(_ payload: EventPayload)
+    /// Ends the stream after what is queued has been written.
+    func close()
+    /// Clears an overflow and queues `payload` (a fresh state) as the next event.
+    func resume(with payload: EventPayload)
+    /// Registers work to do when the stream ends for any reason; runs at once if it already has.
+    func onTermination(_ action: @escaping @Sendable () -> Void)
+    /// Sets what to do when a stream that fell behind has drained: typically `resume(with:)` a snapshot.
+    /// A sink that never falls behind never calls it.
+    func onResync(_ action: @escaping @Sendable (any EventSink) -> Void)
+}
+
+/// Hands one event to many sinks at once: a feed's batch is handed over once for all its
+/// subscribers, and the transport shares the same bytes among them (encode once).
+public protocol EventBroadcaster: Sendable {
+    /// Queues `payload` to every sink of `sinks`. `written`, if given, is called once every sink has
+    /// been written to (or has queued it); never when `sinks` is empty.
+    func broadcast(_ payload: EventPayload, to sinks: [any EventSink], written: (@Sendable () -> Void)?)
+}
+
+extension EventBroadcaster {
+    public func broadcast(_ payload: EventPayload, to sinks: [any EventSink]) {
+        broadcast(payload, to: sinks, written: nil)
+    }
+}
+
+/// Files served beside the API (the page): `nil` when there is no file at the request's path.
+public protocol StaticContent: Sendable {
+    func response(for request: HTTPRequest, compression: Bool) -> HTTPResponse?
+}

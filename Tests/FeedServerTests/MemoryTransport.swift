@@ -1,0 +1,138 @@
+import DiffStreamJSON
+import HTTPCore
+import Synchronization
+
+/// The transport seam in memory: a subscriber's stream is a list of events a test awaits one by one.
+/// No sockets: the feed layer and hosted view models are tested through this (`FeedStreamTests`).
+final class MemorySink: EventSink {
+    /// One event as a client reads it (WHATWG HTML §9.2.6): its type, id and data; a `retry:` field
+    /// before it is kept apart.
+    struct Event: Sendable, Equatable {
+        var type: String
+        var id: String?
+        var data: String
+        var json: JSONValue? { try? JSONParser.parse(Array(data.utf8)) }
+    }
+
+    private struct State {
+        var events: [Event] = []
+        var delivered = 0
+        var waiter: CheckedContinuation<Event?, Never>?
+        var closed = false
+        var fallenBehind = false
+        var onTermination: [@Sendable () -> Void] = []
+        var onResync: (@Sendable (any EventSink) -> Void)?
+    }
+
+    let id: Int
+    private let state = Mutex(State())
+    private static let ids = Atomic<Int>(1)
+
+    init() { id = Self.ids.add(1, ordering: .relaxed).newValue }
+
+    func send(_ payload: EventPayload) {
+        deliver(payload, resuming: false)
+    }
+
+    func resume(with payload: EventPayload) {
+        deliver(payload, resuming: true)
+    }
+
+    private func deliver(_ payload: EventPayload, resuming: Bool) {
+        let parsed = Self.parse(payload.bytes)
+        let waiter = state.withLock { state -> (CheckedContinuation<Event?, Never>, Event)? in
+            guard !state.closed else { return nil }
+            if resuming { state.fallenBehind = false } else if state.fallenBehind { return nil }  // dropped, as a full queue drops
+            state.events += parsed
+            guard let waiter = state.waiter, state.delivered < state.events.count else { return nil }
+            state.waiter = nil
+            state.delivered += 1
+            return (waiter, state.events[state.delivered - 1])
+        }
+        if let (waiter, event) = waiter { waiter.resume(returning: event) }
+    }
+
+    func close() {
+        let (actions, waiter) = state.withLock { state -> ([@Sendable () -> Void], CheckedContinuation<Event?, Never>?) in
+            guard !state.closed else { return ([], nil) }
+            state.closed = true
+            defer { state.onTermination = []; state.waiter = nil }
+            return (state.onTermination, state.delivered == state.events.count ? state.waiter : nil)
+        }
+        waiter?.resume(returning: nil)
+        for action in actions { action() }
+    }
+
+    func onTermination(_ action: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.closed { return true }
+            state.onTermination.append(action)
+            return false
+        }
+        if now { action() }
+    }
+
+    func onResync(_ action: @escaping @Sendable (any EventSink) -> Void) {
+        state.withLock { $0.onResync = action }
+    }
+
+    // MARK: What a test does
+
+    /// The next event, waiting for it; nil once the stream has ended and every event was read.
+    func next() async -> Event? {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Event?? in
+                if state.delivered < state.events.count {
+                    state.delivered += 1
+                    return .some(state.events[state.delivered - 1])
+                }
+                if state.closed { return .some(nil) }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// The client stops reading: events are dropped from now on, as a queue over its budget drops them.
+    func fallBehind() {
+        state.withLock { $0.fallenBehind = true }
+    }
+
+    /// The client has read what was queued: the feed is asked for a fresh state.
+    func drain() {
+        guard let action = state.withLock({ $0.onResync }) else { return }
+        action(self)
+    }
+
+    /// The client disconnects.
+    func disconnect() { close() }
+
+    /// Events as a client reads them: fields per line, an empty line ends an event; comments and
+    /// `retry:` lines are not events.
+    static func parse(_ bytes: [UInt8]) -> [Event] {
+        var events: [Event] = []
+        var type = "message", id: String?, data: [String] = []
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.isEmpty {
+                if !data.isEmpty { events.append(Event(type: type, id: id, data: data.joined(separator: "\n"))) }
+                type = "message"; id = nil; data = []
+            } else if line.hasPrefix("event: ") {
+                type = String(line.dropFirst(7))
+            } else if line.hasPrefix("id: ") {
+                id = String(line.dropFirst(4))
+            } else if line.hasPrefix("data: ") {
+                data.append(String(line.dropFirst(6)))
+            }
+        }
+        return events
+    }
+}
+
+/// Hands each event to each sink: the simplest broadcaster the seam allows.
+struct MemoryBroadcaster: EventBroadcaster {
+    func broadcast(_ payload: EventPayload, to sinks: [any EventSink], written: (@Sendable () -> Void)?) {
+        for sink in sinks { sink.send(payload) }
+        written?()
+    }
+}
