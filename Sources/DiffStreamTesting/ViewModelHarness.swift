@@ -25,7 +25,7 @@ import Foundation
 ///         todo {"title":"To do"}: [todo t1 {"done":false,"title":"milk"}]
 ///         done {"title":"Done"}: []
 ///         """)
-///     await #expect(throws: ViewModelError.invalidField(field: "title", reason: "must not be empty")) {
+///     await #expect(throws: ViewModelError.invalidField(field: "title", reason: "expected 1 to 200 characters, not 0")) {
 ///         try await todos.perform("add", ["title": ""])
 ///     }
 ///     #expect(await todos.response(toAction: "add", json: #"{"title":""}"#).status == 422)

@@ -98,7 +98,7 @@ extension WeekViewModelTests {
         tuesday.high += 3
         tuesday.condition = .storm
         // The update the week is hosted with (`Examples.host`), through the source path.
-        let weather = week.source { (state: inout WeekViewModel.State, reading: [WeekViewModel.Day]) in state.apply(reading) }
+        let weather = week.source { state, reading in state.apply(reading) }
         let reading = try await weather.send([tuesday])
         #expect(reading.version == 2)
         #expect(reading.batch.debugString == #"""
