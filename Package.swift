@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "FeedStore", targets: ["FeedStore"]),
         .library(name: "LogLines", targets: ["LogLines"]),
         .library(name: "Examples", targets: ["Examples"]),
+        .library(name: "DiffStreamTesting", targets: ["DiffStreamTesting"]),
         .executable(name: "diffstream", targets: ["diffstream"]),
     ],
     dependencies: [
@@ -57,6 +58,8 @@ let package = Package(
                                                   .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.
         .target(name: "Examples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
+        // `ViewModelHarness`: drives a hosted view model in a unit test, with no server and no store.
+        .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         // Parses flags and wires the pieces together.
         .executableTarget(
             name: "diffstream",
@@ -74,6 +77,7 @@ let package = Package(
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", "HTTPServer", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer"], swiftSettings: strict),
+        .testTarget(name: "DiffStreamTestingTests", dependencies: ["DiffStreamTesting", "DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
+        .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer", "DiffStreamTesting"], swiftSettings: strict),
     ]
 )

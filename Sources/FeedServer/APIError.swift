@@ -27,7 +27,11 @@ public struct APIError: Error, Sendable, Equatable {
             && a.limit?.name == b.limit?.name && a.limit?.value == b.limit?.value
     }
 
-    var response: HTTPResponse {
+    /// The response a handler answers with: the status, its headers (`Allow`, `WWW-Authenticate`,
+    /// …) and the JSON body, `{"error":"…","detail":"…"}` (plus `"limit"` and `"value"` for a `507`).
+    /// Public so that code outside the API (the testing product, a program of its own) can show
+    /// exactly what the server would answer, from the same mapping.
+    public var response: HTTPResponse {
         var headers = HTTPHeaders()
         if let allow { headers.add("Allow", allow) }
         if status == .notImplemented { headers.add("Connection", "close") }  // its framing is not ours to trust

@@ -228,7 +228,7 @@ public struct FeedAPI: Sendable {
             try await authorize(.write(name), request)
             let result: ChangeResult
             do { result = try await host.patch(body: request.body) } catch { throw APIError(error) }
-            return Self.json(WriteAcknowledgement(feed: name, version: result.version, ops: result.operations))
+            return Self.acknowledgement(feed: name, result)
         case .subscribe:
             return try await subscribe(request, name: name)
         case .performAction:
@@ -332,7 +332,13 @@ public struct FeedAPI: Sendable {
         try await authorize(access, request)
         let result: ChangeResult
         do { result = try await host.perform(action, body: request.body) } catch { throw APIError(error) }
-        return Self.json(WriteAcknowledgement(feed: feed, version: result.version, ops: result.operations))
+        return Self.acknowledgement(feed: feed, result)
+    }
+
+    /// The answer to a change a hosted view model took (a `PATCH` or an action): `200` with
+    /// `{"feed":"todo","version":3,"ops":1}`. Public so that the testing product answers as the API does.
+    public static func acknowledgement(feed: String, _ result: ChangeResult) -> HTTPResponse {
+        json(WriteAcknowledgement(feed: feed, version: result.version, ops: result.operations))
     }
 
     // MARK: Metrics

@@ -28,8 +28,8 @@ public actor ViewModelHost<Model: HostedViewModel> {
     let registry: FeedRegistry
     /// The current state; changed only by ``commit(_:)``.
     public private(set) var state: Model.State
-    /// Why the last element of a source could not be applied, if it could not.
-    public private(set) var lastSourceError: String?
+    /// Why the last element of a source could not be applied, if it could not (nil once one applies).
+    public private(set) var lastSourceError: ViewModelError?
     /// One change at a time, across the suspension of publishing (an actor alone would interleave).
     private var changing = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
@@ -141,7 +141,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
             try await update { state in try change(&state, element) }
             lastSourceError = nil
         } catch {
-            lastSourceError = error.description
+            lastSourceError = error
         }
     }
 

@@ -1,5 +1,6 @@
 import DiffStream
 import DiffStreamJSON
+import DiffStreamTesting
 import Examples
 import FeedServer
 import Testing
@@ -7,13 +8,6 @@ import Testing
 /// The wire form of a view model's render.
 func wire<Model: HostedViewModel>(_ model: Model, _ state: Model.State) throws -> WireSnapshot {
     try model.render(state).wireSnapshot()
-}
-
-/// A view model hosted on a registry without a server, for driving it through the hosting API.
-func hosted<Model: HostedViewModel>(_ model: Model, as name: String = "feed") async throws -> (ViewModelHost<Model>, FeedRegistry) {
-    let registry = FeedRegistry(replayLimit: 8)
-    let host = try await HostedFeeds(registry: registry).host(model, as: name)
-    return (host, registry)
 }
 
 /// Whether `error` is a view model refusing its input: a field or a body of the wrong shape (what
@@ -45,16 +39,15 @@ struct HomeViewModelTests {
     }
 
     @Test func patchSetsOnlyTheGivenFields() async throws {
-        let (host, registry) = try await hosted(model, as: "home")
-        let result = try await host.patch(body: Array(#"{"banner":null,"recommendedHeader":{"isFeatured":true}}"#.utf8))
-        #expect(result == ChangeResult(version: 2, operations: 2))
-        let state = await host.state
+        let home = try await ViewModelHarness(model, as: "home")
+        let step = try await home.patch(json: #"{"banner":null,"recommendedHeader":{"isFeatured":true}}"#)
+        #expect(step.version == 2 && step.batch.operations.count == 2)
+        let state = await home.state
         #expect(state.banner == nil)
         #expect(state.recommendedHeader.isFeatured)
         #expect(state.recommendedHeader.title == HomeViewModel.sample.recommendedHeader.title)
         #expect(state.suggested == HomeViewModel.sample.suggested)
-        let snapshot = await registry.feed("home")!.snapshot
-        #expect(snapshot.section(withID: "recommended")?.model["isFeatured"] == .bool(true))
+        #expect(step.snapshot.section(withID: "recommended")?.model["isFeatured"] == .bool(true))
     }
 
     @Test(arguments: [
@@ -70,23 +63,23 @@ struct HomeViewModelTests {
         (#"[1]"#, "object"),
     ])
     func badPatchesNameTheFieldAndChangeNothing(body: String, field: String) async throws {
-        let (host, registry) = try await hosted(model, as: "home")
+        let home = try await ViewModelHarness(model, as: "home")
         await #expect {
-            try await host.patch(body: Array(body.utf8))
+            try await home.patch(json: body)
         } throws: { error in
             isRefusal(error) && "\(error)".contains(field)
         }
-        #expect(await host.state == HomeViewModel.sample)
-        #expect(await registry.feed("home")!.version == 1)
+        #expect(await home.state == HomeViewModel.sample)
+        #expect(await home.version == 1)
     }
 
     @Test func aPatchBecomesOneMinimalBatch() async throws {
-        let (host, _) = try await hosted(model, as: "home")
+        let home = try await ViewModelHarness(model, as: "home")
         var recommended = HomeViewModel.sample.recommended
         recommended.append(recommended.removeFirst())  // one move
         let list = recommended.map { #"{"id":"\#($0.id)","type":"\#($0.type.rawValue)","title":"\#($0.title)","url":"\#($0.url)"}"# }
-        let result = try await host.patch(body: Array(#"{"recommended":[\#(list.joined(separator: ","))]}"#.utf8))
-        #expect(result.operations == 1)
+        let step = try await home.patch(json: #"{"recommended":[\#(list.joined(separator: ","))]}"#)
+        #expect(step.batch.debugString == "move recommended-m5 to recommended at end")
     }
 
     @Test func theDemoCycleKeepsAValidState() throws {
@@ -101,14 +94,12 @@ struct HomeViewModelTests {
 
 struct BlackjackViewModelTests {
     @Test func eachDealAppendsOneCardUntilTheHandEnds() async throws {
-        let (host, registry) = try await hosted(BlackjackViewModel())
-        var previous = await registry.feed("feed")!.snapshot
+        let blackjack = try await ViewModelHarness(BlackjackViewModel())
         for _ in 0..<40 {
-            let hadEnded = await host.state.score >= 21
-            let result = try await host.perform("deal", body: [])
-            let next = await registry.feed("feed")!.snapshot
-            let counts = WireSnapshot.diff(from: previous, to: next).counts
-            let state = await host.state
+            let hadEnded = await blackjack.state.score >= 21
+            let step = try await blackjack.perform("deal")
+            let counts = step.batch.counts
+            let state = await blackjack.state
             if hadEnded {
                 #expect(state.hand.count == 1)
                 #expect(state.deck.count == 51)
@@ -116,9 +107,8 @@ struct BlackjackViewModelTests {
                 #expect(counts[.insert] == 1)
                 #expect(counts[.delete] == 0)
                 #expect(counts[.updateSection] == 1)
-                #expect(result.operations == 2)
+                #expect(step.batch.operations.count == 2)
             }
-            previous = next
         }
     }
 
@@ -158,13 +148,14 @@ struct ForecastViewModelTests {
 
     @Test(arguments: [(#"{"day":"d-xyz"}"#, "day: unknown day"), (#"{}"#, "day: missing"), (#"{"day":3}"#, "day: expected a string"), (#"{"days":"d-mon"}"#, "days: unknown field")])
     func badSelectionsNameTheFieldAndChangeNothing(body: String, detail: String) async throws {
-        let (host, _) = try await hosted(ForecastViewModel())
+        let forecast = try await ViewModelHarness(ForecastViewModel())
         await #expect {
-            try await host.perform("select", body: Array(body.utf8))
+            try await forecast.perform("select", json: body)
         } throws: { error in
             isRefusal(error) && "\(error)".hasPrefix(detail)
         }
-        #expect(await host.state == ForecastViewModel.sample)
+        #expect(await forecast.state == ForecastViewModel.sample)
+        #expect(await forecast.response(toAction: "select", json: body).status == 422)
     }
 }
 
@@ -186,11 +177,11 @@ struct WeekViewModelTests {
     }
 
     @Test func theWeatherServiceDrivesTheFeed() async throws {
-        let (host, registry) = try await hosted(WeekViewModel())
-        let task = host.follow(WeatherService(every: .milliseconds(1)).readings().prefix(5)) { state, reading in state.apply(reading) }
+        let week = try await ViewModelHarness(WeekViewModel())
+        let task = week.host.follow(WeatherService(every: .milliseconds(1)).readings().prefix(5)) { state, reading in state.apply(reading) }
         try await task.value
-        let version = await registry.feed("feed")!.version
+        let version = await week.version
         #expect(version > 1 && version <= 6)
-        #expect(try wire(WeekViewModel(), await host.state) == (await registry.feed("feed")!.snapshot))
+        #expect(try wire(WeekViewModel(), await week.state) == (await week.snapshot))
     }
 }

@@ -1,49 +1,39 @@
 import DiffStream
 import DiffStreamJSON
+import DiffStreamTesting
 import Examples
 import FeedServer
 import Testing
 
 struct TodoViewModelTests {
-    func perform(_ host: ViewModelHost<TodoViewModel>, _ action: String, _ body: String = "{}") async throws -> ChangeResult {
-        try await host.perform(action, body: Array(body.utf8))
-    }
-
-    func counts(_ registry: FeedRegistry, around change: () async throws -> Void) async throws -> OperationCounts {
-        let before = await registry.feed("feed")!.snapshot
-        try await change()
-        return WireSnapshot.diff(from: before, to: await registry.feed("feed")!.snapshot).counts
-    }
-
     @Test func twoSectionsFromTheStart() async throws {
-        let (_, registry) = try await hosted(TodoViewModel())
-        let snapshot = await registry.feed("feed")!.snapshot
+        let snapshot = try await ViewModelHarness(TodoViewModel()).snapshot
         #expect(snapshot.sectionIDs == ["todo", "done"])
         #expect(snapshot.sections.map(\.model.value) == [["title": "To do"], ["title": "Done"]])
     }
 
     @Test func addTogglesRenameMoveRemoveAndClear() async throws {
-        let (host, registry) = try await hosted(TodoViewModel())
-        #expect(try await perform(host, "add", #"{"title":"milk"}"#).operations == 1)
-        _ = try await perform(host, "add", #"{"title":"eggs"}"#)
-        _ = try await perform(host, "add", #"{"title":"bread","before":"t1"}"#)
-        #expect(await host.state.todos.map(\.id) == ["t3", "t1", "t2"])
-        let toggled = try await counts(registry) { _ = try await perform(host, "toggle", #"{"id":"t1"}"#) }
+        let todo = try await ViewModelHarness(TodoViewModel())
+        #expect(try await todo.perform("add", ["title": "milk"]).batch.operations.count == 1)
+        _ = try await todo.perform("add", json: #"{"title":"eggs"}"#)
+        _ = try await todo.perform("add", json: #"{"title":"bread","before":"t1"}"#)
+        #expect(await todo.state.todos.map(\.id) == ["t3", "t1", "t2"])
+        let toggled = try await todo.perform("toggle", json: #"{"id":"t1"}"#).batch.counts
         #expect(toggled == OperationCounts([.move: 1, .update: 1]))
-        #expect(await registry.feed("feed")!.snapshot.items(inSection: "done")?.map(\.id) == ["t1"])
-        let renamed = try await counts(registry) { _ = try await perform(host, "rename", #"{"id":"t2","title":"brown eggs"}"#) }
+        #expect(await todo.snapshot.items(inSection: "done")?.map(\.id) == ["t1"])
+        let renamed = try await todo.perform("rename", json: #"{"id":"t2","title":"brown eggs"}"#).batch.counts
         #expect(renamed == OperationCounts([.update: 1]))
-        let moved = try await counts(registry) { _ = try await perform(host, "move", #"{"id":"t3","before":null}"#) }
+        let moved = try await todo.perform("move", json: #"{"id":"t3","before":null}"#).batch.counts
         #expect(moved == OperationCounts([.move: 1]))
-        #expect(await registry.feed("feed")!.snapshot.items(inSection: "todo")?.map(\.id) == ["t2", "t3"])
-        _ = try await perform(host, "toggle", #"{"id":"t2"}"#)
-        let cleared = try await counts(registry) { _ = try await perform(host, "clearDone") }
+        #expect(await todo.snapshot.items(inSection: "todo")?.map(\.id) == ["t2", "t3"])
+        _ = try await todo.perform("toggle", json: #"{"id":"t2"}"#)
+        let cleared = try await todo.perform("clearDone").batch.counts
         #expect(cleared == OperationCounts([.delete: 2]))
-        #expect(try await perform(host, "clearDone").operations == 0)
-        let removed = try await counts(registry) { _ = try await perform(host, "remove", #"{"id":"t3"}"#) }
+        #expect(try await todo.perform("clearDone").batch.isEmpty)
+        let removed = try await todo.perform("remove", json: #"{"id":"t3"}"#).batch.counts
         #expect(removed == OperationCounts([.delete: 1]))
-        _ = try await perform(host, "add", #"{"title":"again"}"#)
-        #expect(await host.state.todos.map(\.id) == ["t4"], "ids are never reused")
+        _ = try await todo.perform("add", json: #"{"title":"again"}"#)
+        #expect(await todo.state.todos.map(\.id) == ["t4"], "ids are never reused")
     }
 
     @Test(arguments: [
@@ -62,36 +52,36 @@ struct TodoViewModelTests {
         ("clearDone", #"{"x":1}"#, "x"),
     ])
     func badInputIs422NamingTheFieldAndChangesNothing(action: String, body: String, field: String) async throws {
-        let (host, registry) = try await hosted(TodoViewModel())
-        _ = try await perform(host, "add", #"{"title":"first"}"#)
-        let before = await host.state
+        let todo = try await ViewModelHarness(TodoViewModel())
+        _ = try await todo.perform("add", json: #"{"title":"first"}"#)
+        let before = await todo.state
         await #expect {
-            try await perform(host, action, body)
+            try await todo.perform(action, json: body)
         } throws: { error in
             isRefusal(error) && "\(error)".hasPrefix("\(field):")
         }
-        #expect(await host.state == before)
-        #expect(await registry.feed("feed")!.version == 2)
+        #expect(await todo.state == before)
+        #expect(await todo.version == 2)
+        #expect(await todo.response(toAction: action, json: body).status == 422)
     }
 
     @Test func titlesCountCharactersNotBytes() async throws {
-        let (host, _) = try await hosted(TodoViewModel())
+        let todo = try await ViewModelHarness(TodoViewModel())
         let title = String(repeating: "é", count: 200)
-        #expect(try await perform(host, "add", #"{"title":"\#(title)"}"#).operations == 1)
+        #expect(try await todo.perform("add", json: #"{"title":"\#(title)"}"#).batch.operations.count == 1)
     }
 
     @Test func theListHoldsAtMost500() async throws {
         var state = TodoViewModel.State()
         state.todos = (1...TodoViewModel.maximumCount).map { TodoViewModel.Todo(id: "t\($0)", title: "n\($0)", done: $0 % 2 == 0) }
         state.nextNumber = TodoViewModel.maximumCount + 1
-        let registry = FeedRegistry(replayLimit: 8)
-        let host = try await HostedFeeds(registry: registry).host(TodoViewModel(), as: "feed", state: state)
+        let todo = try await ViewModelHarness(TodoViewModel(), state: state)
         await #expect {
-            try await perform(host, "add", #"{"title":"one more"}"#)
+            try await todo.perform("add", json: #"{"title":"one more"}"#)
         } throws: { error in
             isRefusal(error) && "\(error)".contains("full")
         }
-        _ = try await perform(host, "remove", #"{"id":"t1"}"#)
-        #expect(try await perform(host, "add", #"{"title":"fits again"}"#).operations == 1)
+        _ = try await todo.perform("remove", json: #"{"id":"t1"}"#)
+        #expect(try await todo.perform("add", json: #"{"title":"fits again"}"#).batch.operations.count == 1)
     }
 }
