@@ -48,12 +48,21 @@ public struct AccessPolicy: Sendable {
     /// When no write credential is configured (no admin token, no JWT key): whether anyone may write.
     /// True on loopback and with `--open-writes`; false on a public address.
     public var openWrites: Bool
+    /// Origins besides the server's own from which a write may carry only the cookie: `--public-origin`
+    /// (the origin users reach the server at, behind a TLS proxy) and the `--allow-origin` values
+    /// (never `*`). Each is `scheme://host[:port]`.
+    public var trustedOrigins: Set<String>
+    /// Whether the server itself serves HTTPS: its own origin is `https://` + `Host` then.
+    public var tls: Bool
 
-    public init(adminToken: String? = nil, privateReads: Bool = false, publicFeeds: Set<String> = [], openWrites: Bool = true) {
+    public init(adminToken: String? = nil, privateReads: Bool = false, publicFeeds: Set<String> = [], openWrites: Bool = true,
+                trustedOrigins: Set<String> = [], tls: Bool = false) {
         self.adminToken = adminToken
         self.privateReads = privateReads
         self.publicFeeds = publicFeeds
         self.openWrites = openWrites
+        self.trustedOrigins = trustedOrigins.subtracting(["*"])
+        self.tls = tls
     }
 }
 
@@ -112,7 +121,10 @@ public struct Authorizer: Sendable {
             if case .publish = need { return .unauthorized("writes need a token: send 'Authorization: Bearer <token>'") }
             return .unauthorized("this feed is private: send a token ('Authorization: Bearer <token>' or the \(Self.cookieName) cookie)")
         case .success(let presented?):
-            token = presented
+            token = presented.token
+            if presented.fromCookie, case .publish = need, let refusal = crossSiteRefusal(headers) {
+                return .forbidden(refusal)
+            }
         }
 
         let principal: Principal
@@ -158,15 +170,32 @@ public struct Authorizer: Sendable {
     /// The detail of the `403` for writes on a public address without a write credential.
     public static let closedWritesHint = "writes are refused: this server listens on a public address without a write credential; start it with --token (or --jwt-secret-file) and send 'Authorization: Bearer <token>', or with --open-writes to let anyone write"
 
-    /// The token a request presents: nil if none, a failure if the `Authorization` header is unusable.
-    static func presentedToken(headers: HTTPHeaders, query: [(name: String, value: String)], isEventStream: Bool) -> Result<String?, TokenFailure> {
+    /// Why a write whose only credential is the cookie may not be taken, or nil when it comes from the
+    /// server's own origin or a trusted one. A browser sends the cookie with a request from any site,
+    /// and `SameSite=Strict` does not stop a sibling subdomain, so the request's `Origin` (RFC 6454 §7,
+    /// sent by browsers with every non-GET request) must be one of ours; without it, the fetch
+    /// metadata `Sec-Fetch-Site: same-origin` (W3C Fetch Metadata §2.1) is needed.
+    func crossSiteRefusal(_ headers: HTTPHeaders) -> String? {
+        guard let origin = headers["Origin"] else {
+            if headers["Sec-Fetch-Site"] == "same-origin" { return nil }
+            return "a write with only the \(Self.cookieName) cookie needs an Origin header (or Sec-Fetch-Site: same-origin) from this server's own origin; send 'Authorization: Bearer <token>' instead"
+        }
+        let own = headers["Host"].map { (policy.tls ? "https://" : "http://") + $0.lowercased() }
+        let normalized = origin.lowercased()
+        if normalized == own || policy.trustedOrigins.contains(where: { $0.lowercased() == normalized }) { return nil }
+        return "a write with only the \(Self.cookieName) cookie is refused from the origin '\(origin.prefix(200))': it is not this server's own origin\(own.map { " (\($0))" } ?? "") nor one given by --public-origin or --allow-origin; send 'Authorization: Bearer <token>' instead"
+    }
+
+    /// The token a request presents, and whether it came in the cookie: nil if none, a failure if the
+    /// `Authorization` header is unusable.
+    static func presentedToken(headers: HTTPHeaders, query: [(name: String, value: String)], isEventStream: Bool) -> Result<(token: String, fromCookie: Bool)?, TokenFailure> {
         if let authorization = headers["Authorization"] {
             // RFC 6750 §2.1: the scheme is case-insensitive; the token follows one space.
             let parts = authorization.split(separator: " ", maxSplits: 1)
             guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
                 return .failure(.malformed("the Authorization header must be 'Bearer <token>'"))
             }
-            return .success(String(parts[1]))
+            return .success((String(parts[1]), false))
         }
         for header in headers.values("Cookie") {
             for pair in header.split(separator: ";") {
@@ -174,11 +203,11 @@ public struct Authorizer: Sendable {
                 guard cookie.count == 2, cookie[0].trimmingCharacters(in: " ") == cookieName else { continue }
                 let raw = cookie[1].trimmingCharacters(in: " \"")
                 let value = PercentDecoding.decode(raw) ?? raw  // the page sets it with encodeURIComponent
-                if !value.isEmpty { return .success(value) }
+                if !value.isEmpty { return .success((value, true)) }
             }
         }
         if isEventStream, let value = query.first(where: { $0.name == queryName })?.value, !value.isEmpty {
-            return .success(value)
+            return .success((value, false))
         }
         return .success(nil)
     }

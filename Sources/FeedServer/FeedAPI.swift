@@ -29,6 +29,11 @@ public struct FeedAPI: Sendable {
         public var publicFeeds: Set<String> = []
         /// Whether writes are open when there is no write credential (loopback, or `--open-writes`).
         public var openWrites = true
+        /// `--public-origin`: the origin users reach the server at (behind a TLS proxy), from which a
+        /// write may carry only the cookie, like the server's own origin and the `--allow-origin` one.
+        public var publicOrigin: String?
+        /// The server itself serves HTTPS (its own origin is `https://` + `Host`).
+        public var tls = false
         /// Seconds since 1970: when tokens are checked and when event streams end at a token's expiry.
         public var now: @Sendable () -> Double = Authorizer.wallClock
         public init(token: String? = nil, allowOrigin: String? = nil, compression: Bool = true) {
@@ -59,7 +64,8 @@ public struct FeedAPI: Sendable {
         self.serverMetrics = serverMetrics
         self.metrics = metrics
         self.authorizer = Authorizer(
-            policy: AccessPolicy(adminToken: options.token, privateReads: options.privateReads, publicFeeds: options.publicFeeds, openWrites: options.openWrites),
+            policy: AccessPolicy(adminToken: options.token, privateReads: options.privateReads, publicFeeds: options.publicFeeds, openWrites: options.openWrites,
+                                 trustedOrigins: Set([options.publicOrigin, options.allowOrigin].compactMap { $0 }), tls: options.tls),
             verifier: options.verifier)
     }
 

@@ -116,3 +116,48 @@ struct AuthorizerTests {
         #expect(await auth.authorize(.write("x"), headers: bearer(Self.admin), query: [], now: F.now) == .allow(.admin))
     }
 }
+
+/// Writes whose only credential is the cookie (issue 24): only from the server's own origin, a
+/// `--public-origin` or an `--allow-origin`; Bearer writes and cookie reads are not affected.
+struct CookieWriteOriginTests {
+    typealias F = TokenFixtures
+    enum Credential { case cookie, bearer }
+
+    @Test(arguments: [
+        // (credential, access, headers besides the credential, trusted origins, tls, allowed)
+        (Credential.cookie, Access.write("inbox"), ["Origin": "http://app.example:8080"], [String](), false, true),
+        (.cookie, .write("inbox"), ["Origin": "https://app.example:8080"], [], true, true),
+        (.cookie, .write("inbox"), ["Origin": "http://app.example:8080"], [], true, false),   // http origin, https server
+        (.cookie, .write("inbox"), ["Origin": "https://evil.example"], [], false, false),
+        (.cookie, .write("inbox"), ["Origin": "http://sibling.app.example:8080"], [], false, false),
+        (.cookie, .write("inbox"), ["Origin": "null"], [], false, false),
+        (.cookie, .write("inbox"), [:], [], false, false),
+        (.cookie, .write("inbox"), ["Sec-Fetch-Site": "same-origin"], [], false, true),
+        (.cookie, .write("inbox"), ["Sec-Fetch-Site": "same-site"], [], false, false),
+        (.cookie, .write("inbox"), ["Origin": "https://public.example"], ["https://public.example"], false, true),
+        (.cookie, .write("inbox"), ["Origin": "https://evil.example"], ["*"], false, false),  // * never counts
+        (.cookie, .publicAction("inbox"), ["Origin": "https://evil.example"], [], false, false),
+        (.cookie, .subscribe("inbox"), ["Origin": "https://evil.example"], [], false, true),   // reads keep the cookie
+        (.cookie, .read("inbox"), [:], [], false, true),
+        (.bearer, .write("inbox"), ["Origin": "https://evil.example"], [], false, true),
+        (.bearer, .write("inbox"), [:], [], false, true),
+    ] as [(Credential, Access, [String: String], [String], Bool, Bool)])
+    func aCookieWriteIsTakenOnlyFromATrustedOrigin(credential: Credential, access: Access, extra: [String: String], trusted: [String], tls: Bool, allowed: Bool) async throws {
+        let auth = Authorizer(policy: AccessPolicy(privateReads: true, trustedOrigins: Set(trusted), tls: tls),
+                              verifier: try await JWTVerifier(hmacSecret: F.secret))
+        let token = try await F.hs256(F.claims(subscribe: ["inbox"], publish: ["inbox"]))
+        var headers: HTTPHeaders = ["Host": "app.example:8080"]
+        switch credential {
+        case .cookie: headers.set("Cookie", "other=1; \(Authorizer.cookieName)=\(token)")
+        case .bearer: headers.set("Authorization", "Bearer \(token)")
+        }
+        for (name, value) in extra { headers.set(name, value) }
+        let decision = await auth.authorize(access, headers: headers, query: [], now: F.now)
+        if allowed {
+            guard case .allow(.token) = decision else { Issue.record("\(decision)"); return }
+        } else {
+            guard case .forbidden(let detail) = decision else { Issue.record("\(decision)"); return }
+            #expect(detail.contains(Authorizer.cookieName) && detail.contains("Bearer"))
+        }
+    }
+}

@@ -260,3 +260,41 @@ def test_bad_jwt_settings_stop_the_start(tmp_path):
                          (["--public-feeds", "bad name!"], "public-feeds")]:
         result = run_binary("--port", "0", "--public", tmp_path, *args)
         assert result.returncode == 2 and needle in result.stderr, (args, result.stderr)
+
+
+@pytest.mark.parametrize("origin, allowed", [
+    ("https://evil.example", False),           # another site
+    (None, False),                             # no Origin and no Sec-Fetch-Site
+    ("http://sibling.127.0.0.1", False),       # a same-site sibling
+    ("null", False),                           # an opaque origin (a sandboxed frame)
+    ("own", True),                             # the server's own origin: scheme and Host
+])
+def test_a_write_with_only_the_cookie_needs_the_servers_own_origin(private_server, origin, allowed):
+    """Issue 24: a browser sends the cookie from any site, so a cookie-only write must come from our origin."""
+    token = jwt_token(rights(subscribe=["user-42-*"], publish=["user-42-inbox"]))
+    headers = {"Cookie": f"diffstreamAuthorization={token}"}
+    if origin == "own":
+        headers["Origin"] = f"http://127.0.0.1:{private_server.port}"
+    elif origin:
+        headers["Origin"] = origin
+    reply = private_server.http("PUT", "/feeds/user-42-inbox", json_body=snapshot(("s", ["i1", "i2"])), headers=headers)
+    if allowed:
+        assert reply.status == 200, reply
+    else:
+        assert reply.status == 403, reply
+        detail = reply.json()["detail"]
+        assert "cookie" in detail and "Bearer" in detail, detail
+    # The same write with the token as a Bearer header is unchanged, whatever the origin.
+    bearer_headers = bearer(token) | ({"Origin": headers["Origin"]} if "Origin" in headers else {})
+    assert private_server.http("PUT", "/feeds/user-42-inbox", json_body=snapshot(("s", ["i1"])), headers=bearer_headers).status == 200
+    # Reads and event streams keep taking the cookie from anywhere.
+    read_headers = {"Cookie": headers["Cookie"], "Origin": "https://evil.example"}
+    assert private_server.http("GET", "/feeds/user-42-inbox", headers=read_headers).status == 200
+
+
+def test_a_cookie_write_without_origin_is_taken_with_sec_fetch_site_same_origin(private_server):
+    token = jwt_token(rights(publish=["user-42-inbox"]))
+    headers = {"Cookie": f"diffstreamAuthorization={token}", "Sec-Fetch-Site": "same-origin"}
+    assert private_server.http("PUT", "/feeds/user-42-inbox", json_body=snapshot(("s", ["i3"])), headers=headers).status == 200
+    headers["Sec-Fetch-Site"] = "same-site"
+    assert private_server.http("PUT", "/feeds/user-42-inbox", json_body=snapshot(("s", ["i4"])), headers=headers).status == 403
