@@ -33,8 +33,7 @@ public actor Feed {
     /// The view-model state last stored with this feed (restored at start), or nil.
     public private(set) var viewState: [UInt8]?
     /// One write at a time: the holder diffs against the durable state, commits, then publishes.
-    private var writing = false
-    private var writers: [CheckedContinuation<Void, Never>] = []
+    private var writeTurn = FIFOTurn()
     /// The resync snapshot event of one version (of one history: a recreated feed starts again at 1),
     /// encoded once and shared by every lagging subscriber.
     /// The current snapshot as an event (after a `retry:` field), encoded once per version and shared
@@ -195,20 +194,12 @@ public actor Feed {
     }
 
     private func acquireWrite() async {
-        guard writing else {
-            writing = true
-            return
-        }
-        await withCheckedContinuation { writers.append($0) }
+        if !writeTurn.tryTake() { await withCheckedContinuation { writeTurn.enqueue($0) } }
     }
 
     /// Hands the write turn to the next waiting writer (first come, first served), or frees it.
     private func releaseWrite() {
-        if writers.isEmpty {
-            writing = false
-        } else {
-            writers.removeFirst().resume()
-        }
+        writeTurn.pass()
     }
 
     /// Adds a subscriber. It first gets a `retry:` field, then either the batches it missed since

@@ -31,8 +31,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// Why the last element of a source could not be applied, if it could not (nil once one applies).
     public private(set) var lastSourceError: ViewModelError?
     /// One change at a time, across the suspension of publishing (an actor alone would interleave).
-    private var changing = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private var turn = FIFOTurn()
 
     init(name: String, model: Model, state: Model.State, registry: FeedRegistry) {
         self.name = name
@@ -73,15 +72,11 @@ public actor ViewModelHost<Model: HostedViewModel> {
     }
 
     private func takeTurn() async {
-        guard changing else {
-            changing = true
-            return
-        }
-        await withCheckedContinuation { waiting.append($0) }
+        if !turn.tryTake() { await withCheckedContinuation { turn.enqueue($0) } }
     }
 
     private func passTurn() {
-        if waiting.isEmpty { changing = false } else { waiting.removeFirst().resume() }
+        turn.pass()
     }
 
     /// Changes the state with `body` (on a copy) and commits it, in turn with every other change.
