@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "FeedStore", targets: ["FeedStore"]),
         .library(name: "LogLines", targets: ["LogLines"]),
         .library(name: "Examples", targets: ["Examples"]),
+        // Hosts view models from a program of one's own: `import DiffStreamServer` (see README).
+        .library(name: "DiffStreamServer", targets: ["DiffStreamServer"]),
         .executable(name: "diffstream", targets: ["diffstream"]),
     ],
     dependencies: [
@@ -26,6 +28,8 @@ let package = Package(
         // Metrics through swift-metrics; `/metrics` renders swift-prometheus's registry (2.4.1: `# HELP` texts).
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // `DiffStreamServer` is a `Service`, to run in a `ServiceGroup` beside a program's other services.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // Snapshots, the result-builder DSL, the diff and `apply`. No HTTP, no Foundation.
@@ -51,10 +55,15 @@ let package = Package(
                                                   .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.
         .target(name: "Examples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
-        // Parses flags and wires the pieces together.
+        // The library a program hosts its view models with: the store, the registry, the API and the
+        // server wired together, with a graceful shutdown (a swift-service-lifecycle `Service`).
+        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStore", "HTTPServer", "Examples",
+                                                        .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
+                                                        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
+        // Parses flags into a `DiffStreamServer.Configuration` and runs the server.
         .executableTarget(
             name: "diffstream",
-            dependencies: ["FeedServer", "HTTPServer", "Examples", "LogLines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["DiffStreamServer", "FeedServer", "HTTPServer", "Examples", "LogLines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
@@ -67,6 +76,8 @@ let package = Package(
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "DiffStreamServerTests", dependencies: ["DiffStreamServer", .product(name: "Logging", package: "swift-log"),
+                                                                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer"], swiftSettings: strict),
     ]
 )
