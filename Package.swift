@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "LogLines", targets: ["LogLines"]),
         .library(name: "Examples", targets: ["Examples"]),
         .library(name: "DiffStreamTesting", targets: ["DiffStreamTesting"]),
+        // Hosts view models from a program of one's own: `import DiffStreamServer` (see README).
+        .library(name: "DiffStreamServer", targets: ["DiffStreamServer"]),
         .executable(name: "diffstream", targets: ["diffstream"]),
     ],
     dependencies: [
@@ -28,6 +30,8 @@ let package = Package(
         // Metrics through swift-metrics; `/metrics` renders swift-prometheus's registry (2.4.1: `# HELP` texts).
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // `DiffStreamServer` is a `Service`, to run in a `ServiceGroup` beside a program's other services.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // Snapshots, the result-builder DSL, the diff and `apply`. No HTTP, no Foundation.
@@ -60,10 +64,15 @@ let package = Package(
         .target(name: "Examples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         // `ViewModelHarness`: drives a hosted view model in a unit test, with no server and no store.
         .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
-        // Parses flags and wires the pieces together.
+        // The library a program hosts its view models with: the store, the registry, the API and the
+        // server wired together, with a graceful shutdown (a swift-service-lifecycle `Service`).
+        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStore", "HTTPServer", "Examples",
+                                                        .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
+                                                        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
+        // Parses flags into a `DiffStreamServer.Configuration` and runs the server.
         .executableTarget(
             name: "diffstream",
-            dependencies: ["FeedServer", "HTTPServer", "Examples", "LogLines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["DiffStreamServer", "FeedServer", "HTTPServer", "Examples", "LogLines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
@@ -79,5 +88,7 @@ let package = Package(
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamTestingTests", dependencies: ["DiffStreamTesting", "DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer", "DiffStreamTesting"], swiftSettings: strict),
+        .testTarget(name: "DiffStreamServerTests", dependencies: ["DiffStreamServer", .product(name: "Logging", package: "swift-log"),
+                                                                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
     ]
 )

@@ -4,7 +4,8 @@
 #  2. builds debug and release with warnings as errors
 #  3. swift test (unit, shared vectors, property-based)
 #  4. end-to-end tests against the built binary over real sockets (tests/e2e), twice: with the default
-#     number of event loops and feeds in memory, then with --loops 1 and a durable --data directory
+#     number of event loops and feeds in memory, then with --loops 1 and a durable --data directory; the
+#     first pass also builds and drives the example package Examples/Scoreboard (tests/e2e/test_embedding.py)
 #  5. browser tests in headless Chromium (tests/browser)
 #  6. the Dockerfile: hadolint, and the release binary in a minimal Debian root (scripts/check-docker-runtime.sh)
 #  7. every libFuzzer target of Fuzz/ for 10 seconds, all at once (scripts/fuzz.sh 10; debug build, its

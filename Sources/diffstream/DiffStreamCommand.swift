@@ -26,6 +26,7 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Option(help: "debug, info, warning, error or off. [env: DIFFSTREAM_LOG_LEVEL] (default: info)") var logLevel: String?
     @Option(help: "text (one readable line per message) or json (one JSON object per line). [env: DIFFSTREAM_LOG_FORMAT] (default: text)") var logFormat: String?
     @Option(help: "Value of Access-Control-Allow-Origin (enables CORS). [env: DIFFSTREAM_ALLOW_ORIGIN]") var allowOrigin: String?
+    @Option(help: "The origin users reach the server at behind a TLS proxy (https://host[:port]); writes with only the cookie are taken from it as from the server's own. [env: DIFFSTREAM_PUBLIC_ORIGIN]") var publicOrigin: String?
     @Option(help: "PEM certificate chain; serves HTTPS with --tls-key. [env: DIFFSTREAM_TLS_CERT]") var tlsCert: String?
     @Option(help: "PEM private key for --tls-cert. [env: DIFFSTREAM_TLS_KEY]") var tlsKey: String?
     @Option(help: "Bytes queued per event stream before it counts as fallen behind. [env: DIFFSTREAM_STREAM_BUFFER] (default: 1048576)") var streamBuffer: String?

@@ -1,7 +1,7 @@
+import DiffStreamServer
 import Examples
 import FeedServer
 import Foundation
-import HTTPServer
 import LogLines
 import Logging
 
@@ -12,24 +12,10 @@ struct ConfigurationError: Error {
 
 /// The resolved configuration: flags, then environment, then defaults; every value validated.
 struct Settings {
-    var server: HTTPServer.Configuration
+    /// Everything the server is made with (the command's defaults: ./Public, every example, ./data).
+    var server: DiffStreamServer.Configuration
     /// `--log-level` and `--log-format`.
     var logging: LogSettings
-    var publicDirectory: String
-    var api: FeedAPI.Options
-    var replay: Int
-    var demo: Bool
-    /// The data directory; nil for `--data none` (in memory only).
-    var dataDirectory: String?
-    var setAsideDamaged: Bool
-    /// The example view models to host (`--examples`).
-    var examples: [String]
-    /// `--max-feeds`, `--max-feed-bytes`, `--max-store-bytes`.
-    var storage: StorageLimits
-    /// The JWT keys, if any (the verifier is built from them at start).
-    var jwt: JWTKeys?
-    /// Bound to a public address with no write credential and no `--open-writes`: writes are refused.
-    var writesClosed: Bool
 }
 
 /// How log lines are written: the least severe level (nil for `off`) and the format.
@@ -58,12 +44,6 @@ struct LogSettings {
     }
 }
 
-/// The configured JWT keys: the HS256 secret and/or a public key in PEM.
-struct JWTKeys {
-    var secret: [UInt8]?
-    var publicKeyPEM: String?
-}
-
 /// Reading the JWT secret: `--jwt-secret-file PATH`, `DIFFSTREAM_JWT_SECRET_FILE` (a path), or
 /// `DIFFSTREAM_JWT_SECRET` (the secret itself). One trailing newline of a file is dropped.
 enum JWTSecret {
@@ -78,22 +58,6 @@ enum JWTSecret {
         }
         if let secret = environment["DIFFSTREAM_JWT_SECRET"], !secret.isEmpty { return Array(secret.utf8) }
         return nil
-    }
-}
-
-/// Whether a bind address only accepts connections from this machine.
-enum BindAddress {
-    static func isLoopback(_ host: String) -> Bool {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, host, &v6) == 1 {
-            let bytes = withUnsafeBytes(of: v6) { Array($0) }
-            if bytes == [UInt8](repeating: 0, count: 15) + [1] { return true }               // ::1
-            if bytes.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] { return bytes[12] == 127 }  // ::ffff:127.x
-            return false
-        }
-        return host == "localhost"
     }
 }
 
@@ -123,7 +87,7 @@ extension DiffStreamCommand {
             guard let parsed = LogFormat(rawValue: text.lowercased()) else { throw ConfigurationError(message: "\(source) must be text or json, not '\(text)'") }
             logging.format = parsed
         }
-        var configuration = HTTPServer.Configuration()
+        var configuration = DiffStreamServer.Configuration()
         configuration.host = value(host, "host")?.text ?? "127.0.0.1"
         configuration.port = UInt16(try integer(port, "port", 0...65535, default: 8080))
         configuration.heartbeat = Double(try integer(heartbeat, "heartbeat", 1...3600, default: 15))
@@ -131,11 +95,11 @@ extension DiffStreamCommand {
         configuration.maxConnectionsPerAddress = try integer(maxConnectionsPerIp, "max-connections-per-ip", 0...1_000_000, default: 256)
         configuration.loops = try integer(loops, "loops", 1...256, default: ProcessInfo.processInfo.activeProcessorCount)
         configuration.streamBufferLimit = try integer(streamBuffer, "stream-buffer", 4096...(1 << 30), default: 1 << 20)
-        configuration.limits.headerTimeout = Double(try integer(headerTimeout, "header-timeout", 1...3600, default: 10))
-        configuration.limits.idleTimeout = Double(try integer(idleTimeout, "idle-timeout", 1...86400, default: 60))
-        configuration.limits.bodyTimeout = Double(try integer(bodyTimeout, "body-timeout", 1...3600, default: 30))
-        configuration.limits.writeTimeout = Double(try integer(writeTimeout, "write-timeout", 1...3600, default: 30))
-        configuration.limits.maxBodyBytes = try integer(maxBody, "max-body", 0...(1 << 30), default: 8 << 20)
+        configuration.headerTimeout = Double(try integer(headerTimeout, "header-timeout", 1...3600, default: 10))
+        configuration.idleTimeout = Double(try integer(idleTimeout, "idle-timeout", 1...86400, default: 60))
+        configuration.bodyTimeout = Double(try integer(bodyTimeout, "body-timeout", 1...3600, default: 30))
+        configuration.writeTimeout = Double(try integer(writeTimeout, "write-timeout", 1...3600, default: 30))
+        configuration.maxBodyBytes = try integer(maxBody, "max-body", 0...(1 << 30), default: 8 << 20)
         if let (text, source) = value(compression, "compression") {
             switch text.lowercased() {
             case "on", "true", "1", "yes": configuration.compression = true
@@ -146,7 +110,9 @@ extension DiffStreamCommand {
         let cert = value(tlsCert, "tls-cert")
         let key = value(tlsKey, "tls-key")
         switch (cert, key) {
-        case (let cert?, let key?): configuration.tls = TLSConfiguration(certificatePath: cert.text, privateKeyPath: key.text)
+        case (let cert?, let key?):
+            configuration.tlsCertificatePath = cert.text
+            configuration.tlsPrivateKeyPath = key.text
         case (nil, nil): break
         default: throw ConfigurationError(message: "--tls-cert and --tls-key go together: give both or neither")
         }
@@ -163,16 +129,27 @@ extension DiffStreamCommand {
         func enabled(_ flag: Bool, _ name: String) -> Bool {
             flag || ["1", "true", "on", "yes"].contains(environment[name]?.lowercased() ?? "")
         }
-        let demoFlag = enabled(demo, "DIFFSTREAM_DEMO")
+        configuration.publicDirectory = directory
+        configuration.token = token
+        configuration.allowOrigin = value(allowOrigin, "allow-origin")?.text
+        if let (text, source) = value(publicOrigin, "public-origin") {
+            guard let url = URLComponents(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme.lowercased()),
+                  url.host?.isEmpty == false, url.path.isEmpty || url.path == "/", url.query == nil else {
+                throw ConfigurationError(message: "\(source) must be an origin such as https://example.com or https://example.com:8443, not '\(text)'")
+            }
+            configuration.publicOrigin = text.hasSuffix("/") ? String(text.dropLast()) : text
+        }
+        configuration.demo = enabled(demo, "DIFFSTREAM_DEMO")
         let dataText = value(data, "data")?.text ?? "data"
-        let dataDirectory = dataText == "none" ? nil : dataText
-        let setAside = enabled(setAsideDamaged, "DIFFSTREAM_SET_ASIDE_DAMAGED")
+        configuration.dataDirectory = dataText == "none" ? nil : dataText
+        configuration.setAsideDamaged = enabled(setAsideDamaged, "DIFFSTREAM_SET_ASIDE_DAMAGED")
+        configuration.replay = try integer(replay, "replay", 0...1_000_000, default: 1024)
 
         // Storage limits (issue 15).
-        let storage = StorageLimits(
-            maxFeeds: try integer(maxFeeds, "max-feeds", 1...10_000_000, default: 10_000),
-            maxFeedBytes: try integer(maxFeedBytes, "max-feed-bytes", 1024...(1 << 40), default: 8 << 20),
-            maxStoreBytes: try integer(maxStoreBytes, "max-store-bytes", 4096...(1 << 50), default: StorageLimits.defaultMaxStoreBytes(dataDirectory: dataDirectory)))
+        configuration.maxFeeds = try integer(maxFeeds, "max-feeds", 1...10_000_000, default: 10_000)
+        configuration.maxFeedBytes = try integer(maxFeedBytes, "max-feed-bytes", 1024...(1 << 40), default: 8 << 20)
+        configuration.maxStoreBytes = try integer(
+            maxStoreBytes, "max-store-bytes", 4096...(1 << 50), default: StorageLimits.defaultMaxStoreBytes(dataDirectory: configuration.dataDirectory))
 
         // Rights (issue 13).
         let secret = try JWTSecret.load(file: jwtSecretFile, environment: environment)
@@ -183,21 +160,19 @@ extension DiffStreamCommand {
             }
             publicKeyPEM = text
         }
-        let jwt = secret == nil && publicKeyPEM == nil ? nil : JWTKeys(secret: secret, publicKeyPEM: publicKeyPEM)
+        configuration.jwtSecret = secret
+        configuration.jwtPublicKeyPEM = publicKeyPEM
         let privateReads = enabled(privateFlag, "DIFFSTREAM_PRIVATE")
         let publicFeedNames = (value(publicFeeds, "public-feeds")?.text ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if let bad = publicFeedNames.first(where: { !FeedID.isValid($0) }) {
             throw ConfigurationError(message: "--public-feeds: '\(bad)' is not a feed name")
         }
-        if privateReads && token == nil && jwt == nil {
+        if privateReads && token == nil && secret == nil && publicKeyPEM == nil {
             throw ConfigurationError(message: "--private needs a way to grant reads: --jwt-secret-file, --jwt-public-key or --token")
         }
-        let openWritesFlag = enabled(openWrites, "DIFFSTREAM_OPEN_WRITES")
-        let loopback = BindAddress.isLoopback(configuration.host)
-        var api = FeedAPI.Options(token: token, allowOrigin: value(allowOrigin, "allow-origin")?.text, compression: configuration.compression)
-        api.privateReads = privateReads
-        api.publicFeeds = Set(publicFeedNames)
-        api.openWrites = loopback || openWritesFlag
+        configuration.privateReads = privateReads
+        configuration.publicFeeds = Set(publicFeedNames)
+        configuration.openWrites = enabled(openWrites, "DIFFSTREAM_OPEN_WRITES")
         var examples = Examples.names
         if let (text, source) = value(self.examples, "examples") {
             switch text.lowercased() {
@@ -210,9 +185,7 @@ extension DiffStreamCommand {
                 }
             }
         }
-        return Settings(
-            server: configuration, logging: logging, publicDirectory: directory, api: api,
-            replay: try integer(replay, "replay", 0...1_000_000, default: 1024), demo: demoFlag,
-            dataDirectory: dataDirectory, setAsideDamaged: setAside, examples: examples, storage: storage, jwt: jwt, writesClosed: !loopback && !openWritesFlag && token == nil && jwt == nil)
+        configuration.examples = examples
+        return Settings(server: configuration, logging: logging)
     }
 }

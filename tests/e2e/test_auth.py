@@ -298,3 +298,14 @@ def test_a_cookie_write_without_origin_is_taken_with_sec_fetch_site_same_origin(
     assert private_server.http("PUT", "/feeds/user-42-inbox", json_body=snapshot(("s", ["i3"])), headers=headers).status == 200
     headers["Sec-Fetch-Site"] = "same-site"
     assert private_server.http("PUT", "/feeds/user-42-inbox", json_body=snapshot(("s", ["i4"])), headers=headers).status == 403
+
+
+def test_a_cookie_write_from_the_public_origin_behind_a_proxy_is_taken(start, secret_file):
+    """--public-origin: the origin users reach the server at behind a TLS proxy counts as the server's own."""
+    server = start("--jwt-secret-file", secret_file, "--private", "--public-origin", "https://feeds.example")
+    token = jwt_token(rights(publish=["inbox"]))
+    cookie = {"Cookie": f"diffstreamAuthorization={token}"}
+    reply = server.http("PUT", "/feeds/inbox", json_body=snapshot(("s", ["a"])), headers=cookie | {"Origin": "https://feeds.example"})
+    assert reply.status == 201, reply
+    reply = server.http("PUT", "/feeds/inbox", json_body=snapshot(("s", ["b"])), headers=cookie | {"Origin": "https://other.example"})
+    assert reply.status == 403, reply

@@ -16,7 +16,7 @@ def test_help_exits_zero_and_lists_every_option():
     for option in ["--host", "--port", "--public", "--token", "--heartbeat", "--replay", "--max-connections", "--max-connections-per-ip", "--log-level", "--log-format",
                    "--allow-origin", "--stream-buffer", "--compression", "--header-timeout", "--idle-timeout", "--max-body", "--demo",
                    "--data", "--set-aside-damaged", "--max-feeds", "--max-feed-bytes", "--max-store-bytes", "--jwt-secret-file",
-                   "--jwt-public-key", "--private", "--public-feeds", "--open-writes", "token"]:
+                   "--jwt-public-key", "--private", "--public-feeds", "--open-writes", "--public-origin", "token"]:
         assert option in result.stdout, option
     assert "DIFFSTREAM_" in result.stdout
 
@@ -32,7 +32,8 @@ BAD_VALUES = [
     (["--token", "short"], "token"), (["--token", "has a space in it"], "token"), (["--nope"], "--nope"),
     (["--port"], "--port"), (["--host", "999.1.1.1"], "999.1.1.1"),
     (["--max-feeds", "0"], "--max-feeds"), (["--max-feed-bytes", "10"], "--max-feed-bytes"),
-    (["--max-store-bytes", "lots"], "--max-store-bytes"),
+    (["--max-store-bytes", "lots"], "--max-store-bytes"), (["--public-origin", "example.com"], "--public-origin"),
+    (["--public-origin", "https://example.com/path"], "--public-origin"),
 ]
 
 

@@ -1,0 +1,40 @@
+import DiffStreamServer
+import Foundation
+import Logging
+import Metrics
+
+/// Two teams and their goals; `POST /feeds/scores/actions/goal {"team": "home"}` scores one.
+struct Scoreboard: HostedViewModel {
+    struct State: Codable, Sendable { var goals = ["home": 0, "away": 0] }
+    struct Board: WireSectionConvertible { var id: String { "board" }; var wireSection: WireSection { WireSection(id: id, model: ["title": "Scores"]) } }
+    struct Team: WireItemConvertible {
+        var id: String, goals: Int
+        var wireItem: WireItem { WireItem(id: id, kind: "team", model: ["goals": .number(Double(goals))]) }
+    }
+    struct Goal: Decodable, Sendable { var team: String }
+    let goals = Counter(label: "scoreboard_goals_total")  // made after the server: shows on /metrics
+
+    var initialState: State { State() }
+    func render(_ state: State) throws -> Snapshot<Board, Team> {
+        try Snapshot { Section(Board()) { for (team, goals) in state.goals.sorted(by: { $0.key < $1.key }) { Team(id: team, goals: goals) } } }
+    }
+    var actions: [HostedAction<State>] {
+        [HostedAction("goal", input: Goal.self, fields: [.string("team")]) { [goals] state, goal in
+            guard state.goals[goal.team] != nil else { throw InvalidInput(field: "team", "no team '\(goal.team)'") }
+            state.goals[goal.team, default: 0] += 1
+            goals.increment()
+        }]
+    }
+}
+
+@main struct Scores {
+    static func main() async throws {
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        var configuration = DiffStreamServer.Configuration()
+        configuration.port = UInt16(ProcessInfo.processInfo.environment["SCOREBOARD_PORT"] ?? "") ?? 8080
+        configuration.dataDirectory = ProcessInfo.processInfo.environment["SCOREBOARD_DATA"] ?? "data"
+        let server = try await DiffStreamServer(configuration: configuration)
+        try await server.host(Scoreboard(), as: "scores")
+        try await server.run()          // until SIGINT/SIGTERM, then a graceful shutdown
+    }
+}

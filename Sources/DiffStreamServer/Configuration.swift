@@ -1,0 +1,103 @@
+import Foundation
+import Logging
+import Prometheus
+
+extension DiffStreamServer {
+    /// Everything that can be set about a server: one field per flag of the `diffstream` command
+    /// (named in each field's comment), with a library's defaults.
+    ///
+    /// `Configuration()` listens on 127.0.0.1:8080, serves no page, hosts no example feed and keeps
+    /// feeds in memory. The `diffstream` command has its own defaults (`./Public`, every example,
+    /// `./data`). `--log-level` and `--log-format` have no field: they are the ``logger``'s business.
+    public struct Configuration: Sendable {
+        // Listening.
+        /// The address to bind, IPv4 or IPv6 (`--host`).
+        public var host = "127.0.0.1"
+        /// The port to listen on; 0 picks a free one, which ``DiffStreamServer/port`` then tells (`--port`).
+        public var port: UInt16 = 8080
+        /// Event loops, the threads serving sockets; at least 1 (`--loops`).
+        public var loops = ProcessInfo.processInfo.activeProcessorCount
+        /// The most simultaneous connections (`--max-connections`); lowered to fit the open-file limit.
+        public var maxConnections = 10_000
+        /// The most simultaneous connections from one IP address; 0 turns the cap off (`--max-connections-per-ip`).
+        public var maxConnectionsPerAddress = 256
+        /// A PEM certificate chain: with ``tlsPrivateKeyPath``, HTTPS is served (`--tls-cert`).
+        public var tlsCertificatePath: String?
+        /// The PEM private key for ``tlsCertificatePath`` (`--tls-key`).
+        public var tlsPrivateKeyPath: String?
+        /// gzip responses and event streams for clients that accept it (`--compression`).
+        public var compression = true
+        /// Seconds between heartbeat comments on idle event streams (`--heartbeat`).
+        public var heartbeat: Double = 15
+        /// Bytes queued per event stream before it counts as fallen behind (`--stream-buffer`).
+        public var streamBufferLimit = 1 << 20
+        /// Seconds for a request's header section to arrive (`--header-timeout`).
+        public var headerTimeout: Double = 10
+        /// Seconds an idle keep-alive connection is kept (`--idle-timeout`).
+        public var idleTimeout: Double = 60
+        /// Seconds a request body may take to arrive, then 408 (`--body-timeout`).
+        public var bodyTimeout: Double = 30
+        /// Seconds a response or event stream may make no write progress before it is dropped (`--write-timeout`).
+        public var writeTimeout: Double = 30
+        /// The largest request body in bytes (`--max-body`).
+        public var maxBodyBytes = 8 << 20
+        /// The value of `Access-Control-Allow-Origin`; nil sends no CORS headers (`--allow-origin`).
+        public var allowOrigin: String?
+        /// The origin users reach the server at, `scheme://host[:port]`, when that is not the request's
+        /// `Host` with the scheme the server serves (behind a TLS proxy): writes that carry only the
+        /// cookie are taken from it too (`--public-origin`).
+        public var publicOrigin: String?
+
+        // The page.
+        /// The directory of the page's static files; nil serves the API and the streams only (`--public`).
+        public var publicDirectory: String?
+
+        // Feeds.
+        /// Batches kept per feed for resuming clients (`--replay`).
+        public var replay = 1024
+        /// The most feeds clients may create; hosted view models do not count (`--max-feeds`).
+        public var maxFeeds = 10_000
+        /// The largest snapshot one feed may hold, in encoded bytes (`--max-feed-bytes`).
+        public var maxFeedBytes = 8 << 20
+        /// Encoded bytes of all snapshots and replay windows together; nil: a quarter of the memory, at
+        /// least 64 MiB, and no more than the data directory's disk has free (`--max-store-bytes`).
+        public var maxStoreBytes: Int?
+        /// The durable feed store's directory, opened and locked at start; nil keeps feeds in memory (`--data`).
+        public var dataDirectory: String?
+        /// Start even if the data is damaged: set damaged feeds aside and keep the rest (`--set-aside-damaged`).
+        public var setAsideDamaged = false
+        /// The built-in example view models to host: home, week, blackjack, forecast, todo (`--examples`).
+        public var examples: [String] = []
+        /// Drive the home and week examples with live changes (`--demo`).
+        public var demo = false
+
+        // Rights.
+        /// The bearer token every write must carry (`--token`).
+        public var token: String?
+        /// The HS256 secret (32 bytes or more) that signed tokens are checked with (`--jwt-secret-file`).
+        public var jwtSecret: [UInt8]?
+        /// A PEM public key (RSA for RS256, P-256 for ES256) that signed tokens are checked with (`--jwt-public-key`).
+        public var jwtPublicKeyPEM: String?
+        /// Reads need a token whose subscribe patterns match the feed, except for ``publicFeeds`` (`--private`).
+        public var privateReads = false
+        /// Feeds anyone may read under ``privateReads`` (`--public-feeds`).
+        public var publicFeeds: Set<String> = []
+        /// Allow writes without a credential even on a public address (`--open-writes`). On a loopback
+        /// address writes are always open to this machine.
+        public var openWrites = false
+
+        // The process.
+        /// Where every log line goes (requests, stream connects and disconnects, the store, the start).
+        public var logger = Logger(label: "diffstream")
+        /// The Prometheus registry `/metrics` serves. Nil: unless the program bootstrapped swift-metrics
+        /// itself, the server bootstraps it with a registry of its own; if the program did, `/metrics`
+        /// answers 404 (see ``FeedServer/MetricsEndpoint``).
+        public var metricsRegistry: PrometheusCollectorRegistry?
+        /// ``DiffStreamServer/run()`` stops at SIGINT or SIGTERM (caught from the server's creation on).
+        /// Set it to false in a `ServiceGroup`, whose `gracefulShutdownSignals` then own the signals.
+        public var catchesSignals = true
+
+        /// A library's defaults: loopback, port 8080, no page, no examples, feeds in memory.
+        public init() {}
+    }
+}

@@ -1,0 +1,114 @@
+"""DiffStream as a library: builds the example package `Examples/Scoreboard` (a program of one's own that
+depends on DiffStream by path and hosts its own view model through `DiffStreamServer`), runs it on port 0
+and drives it over HTTP: its action reaches a subscriber as a minimal batch, its swift-log handler gets
+the request line, and its own swift-metrics counter is on `/metrics`.
+
+The first build of the example takes minutes (it is a separate package with its own `.build`); set
+DIFFSTREAM_SKIP_EMBEDDING=1 to skip this module. It runs in the suite's first pass only: the second pass's
+settings (`E2E_LOOPS`, `DIFFSTREAM_E2E_DATA`) are the `diffstream` command's, which the example does not use.
+"""
+import os
+import re
+import subprocess
+import threading
+
+import pytest
+
+from conftest import ARTIFACTS, E2E_DATA, E2E_LOOPS, Server, finish, log_name
+from e2e_helpers import ROOT, SSEClient, apply_ops, check_minimal, clean_environment
+
+PACKAGE = ROOT / "Examples" / "Scoreboard"
+
+if os.environ.get("DIFFSTREAM_SKIP_EMBEDDING"):
+    pytest.skip("DIFFSTREAM_SKIP_EMBEDDING is set: the example package is not built", allow_module_level=True)
+if E2E_DATA != "none" or E2E_LOOPS:
+    pytest.skip("the second pass's E2E_LOOPS and DIFFSTREAM_E2E_DATA do not apply to the example program", allow_module_level=True)
+
+
+class ExampleServer(Server):
+    """The example program instead of `diffstream`: configured through its environment, read like a Server."""
+
+    def __init__(self, binary, env, log_path):
+        self.host = "127.0.0.1"
+        self.args = [str(binary)]
+        self.lines = []
+        self.changed = threading.Condition()
+        self.eof = False
+        self.expected_exit = False
+        self.log_file = open(log_path, "w", buffering=1, encoding="utf-8")
+        self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                        env=clean_environment(env), cwd=PACKAGE)
+        self.pid = self.process.pid
+        threading.Thread(target=self._read, daemon=True).start()
+        try:
+            self.port = int(self.wait_log(r"diffstream listening on http://127\.0\.0\.1:(\d+)", timeout=20).group(1))
+        except AssertionError:
+            self.kill()
+            self.close_log()
+            raise
+
+
+@pytest.fixture(scope="module")
+def example_binary():
+    """Builds the example package (its own scratch directory, under the package) and returns its binary."""
+    scratch = PACKAGE / ".build"
+    build = subprocess.run(["swift", "build", "--package-path", str(PACKAGE), "--scratch-path", str(scratch), "--product", "Scoreboard"],
+                           capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
+    assert build.returncode == 0, f"building {PACKAGE} failed:\n{build.stdout[-4000:]}\n{build.stderr[-4000:]}"
+    binary = scratch / "debug" / "Scoreboard"
+    assert binary.exists(), f"no binary at {binary}"
+    return binary
+
+
+@pytest.fixture
+def scoreboard(example_binary, tmp_path, request):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    server = ExampleServer(example_binary, {"SCOREBOARD_PORT": "0", "SCOREBOARD_DATA": str(tmp_path / "data")},
+                           ARTIFACTS / f"{log_name(request.node)}-scoreboard.log")
+    yield server
+    problems = finish([server])
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+def test_the_example_program_hosts_its_view_model(scoreboard):
+    assert scoreboard.get("/feeds")  # the API is served without a page directory
+    assert scoreboard.http("GET", "/").status == 404  # and no page
+    with SSEClient(scoreboard.port, "/feeds/scores/events") as client:
+        _, document = client.expect_event("snapshot")
+        goals = {item["id"]: item["model"]["goals"] for section in document["sections"] for item in section["items"]}
+        assert goals == {"away": 0, "home": 0}
+
+        scoreboard.ok("POST", "/feeds/scores/actions/goal", {"team": "home"})
+        _, batch = client.expect_event("batch")
+        after = apply_ops(document, batch["ops"])
+        check_minimal(document, after, batch["ops"])
+        assert batch["ops"] == [{"op": "update", "item": "home", **{k: v for k, v in batch["ops"][0].items() if k not in ("op", "item")}}]
+        assert {item["id"]: item["model"]["goals"] for section in after["sections"] for item in section["items"]} == {"away": 0, "home": 1}
+
+    assert scoreboard.http("POST", "/feeds/scores/actions/goal", json_body={"team": "nobody"}).status == 422
+
+
+def test_the_programs_log_handler_gets_the_request_line(scoreboard):
+    scoreboard.ok("POST", "/feeds/scores/actions/goal", {"team": "away"})
+    # The program bootstrapped swift-log's StreamLogHandler: its format, with the request's metadata.
+    line = scoreboard.wait_log(r"^\S+ info diffstream: .*\[HTTPServer\] POST /feeds/scores/actions/goal 200").string
+    assert re.search(r"\bfeed=scores\b", line) and re.search(r"\bstatus=200\b", line) and re.search(r"\bmethod=POST\b", line), line
+
+
+def test_the_programs_own_metric_is_on_metrics(scoreboard):
+    assert scoreboard.metrics().get("scoreboard_goals_total") == 0
+    scoreboard.ok("POST", "/feeds/scores/actions/goal", {"team": "home"})
+    scoreboard.ok("POST", "/feeds/scores/actions/goal", {"team": "home"})
+    metrics = scoreboard.metrics()
+    assert metrics["scoreboard_goals_total"] == 2
+    assert "diffstream_requests_total" in metrics  # beside DiffStream's own
+
+
+def test_sigterm_shuts_the_program_down_gracefully(scoreboard):
+    with SSEClient(scoreboard.port, "/feeds/scores/events") as client:
+        client.expect_event("snapshot")
+        assert scoreboard.stop() == 0
+        assert client.wait_closed()
+    scoreboard.wait_log(r"signal 15: shutting down")
+    scoreboard.wait_log(r"\bshut down$")
