@@ -188,7 +188,7 @@ public actor Feed {
         metrics.recordBatch(name)
         let broadcastAt = ContinuousClock.now
         transport?.broadcast(payload, to: Array(subscribers.values)) {
-            CoreMetrics.Timer(label: MetricName.publishToLastWrite).record(duration: ContinuousClock.now - broadcastAt)
+            MetricHandles.shared.timer(MetricName.publishToLastWrite).record(duration: ContinuousClock.now - broadcastAt)
         }
         return (false, version, batch.operations.count)
     }

@@ -130,14 +130,14 @@ public struct FeedAPI: Sendable {
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let started = ContinuousClock.now
         var response: HTTPResponse
+        let (pattern, parameters) = Self.match(Self.segments(of: request))
         do {
-            response = try await route(request)
+            response = try await route(request, pattern, parameters)
         } catch {
             response = error.response
         }
-        let (pattern, parameters) = Self.match(Self.segments(of: request))
         if let feed = parameters.values["feed"], FeedID.isValid(feed) { response.logMetadata["feed"] = "\(feed)" }
-        Metrics.Timer(label: MetricName.requestDuration, dimensions: [("route", pattern.description), ("status", String(response.status.code))])
+        MetricHandles.shared.timer(MetricName.requestDuration, [("route", pattern.description), ("status", String(response.status.code))])
             .record(duration: ContinuousClock.now - started)
         if let origin = options.allowOrigin {
             response.headers.set("Access-Control-Allow-Origin", origin)
@@ -149,12 +149,11 @@ public struct FeedAPI: Sendable {
     /// Finds the request's row of the table: its path's pattern (a `{feed}` must be a feed id, else
     /// `404`), the rows that apply to it (none: `404`), the row of its method (none: `405` with
     /// `Allow`), then runs the row's handler.
-    private func route(_ request: HTTPRequest) async throws(APIError) -> HTTPResponse {
+    private func route(_ request: HTTPRequest, _ pattern: RoutePattern, _ parameters: RouteParameters) async throws(APIError) -> HTTPResponse {
         guard Self.knownMethods.contains(request.method) else {
             throw APIError(.notImplemented, "not implemented", "method \(request.method) is not supported")
         }
         if request.method == "OPTIONS" { return preflight() }
-        let (pattern, parameters) = Self.match(Self.segments(of: request))
         if parameters.values["feed"] != nil { _ = try feedName(parameters["feed"]) }
         let applicable = Self.routes.filter { $0.pattern == pattern && applies($0.condition, parameters) }
         guard !applicable.isEmpty else {

@@ -27,7 +27,7 @@ public final class FeedMetrics: Sendable {
     func recordResync() { state.withLock { $0.resyncs += 1 } }
     func removeFeed(_ feed: String) { state.withLock { $0.subscribers[feed] = nil } }
     func recordDiff(seconds: Double) {
-        CoreMetrics.Timer(label: MetricName.diff).recordSeconds(seconds)
+        MetricHandles.shared.timer(MetricName.diff).recordSeconds(seconds)
     }
 
     /// The feed and store values `/metrics` publishes (the diff and commit histograms are recorded as

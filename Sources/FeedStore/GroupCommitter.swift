@@ -12,7 +12,8 @@ import Darwin
 /// it, then answers each writer.
 final class GroupCommitter: @unchecked Sendable {
     // `@unchecked Sendable`: every stored property but `path` and `stopped` is guarded by `condition`;
-    // `commitGroup` is set once by `start` before the thread starts and used only by that thread.
+    // `commitGroup` is set once by `start` before the thread starts and used only by that thread;
+    // `commitTimer` is used only by that thread.
     typealias Reply = CheckedContinuation<Result<Void, StoreError>, Never>
 
     /// Named in the error a write gets when the store is not open.
@@ -27,6 +28,8 @@ final class GroupCommitter: @unchecked Sendable {
     private var closed = false
     private let stopped = DispatchSemaphore(value: 0)
     private var commitGroup: (([FeedWrite]) -> [Result<Void, StoreError>])?
+    /// Used only by the committing thread.
+    private var commitTimer: CoreMetrics.Timer?
 
     init(path: String) {
         self.path = path
@@ -101,7 +104,10 @@ final class GroupCommitter: @unchecked Sendable {
             let started = Self.clock()
             let results = commit?(group.map(\.write)) ?? group.map { _ in .failure(.io(path: path, reason: "the store is not open")) }
             let seconds = Self.clock() - started
-            CoreMetrics.Timer(label: StoreMetrics.commitDurationLabel).recordSeconds(seconds)  // once per fsync: cheap beside it
+            // Made on the first commit (after the metrics system is bootstrapped), then kept: making one
+            // looks it up in the backend's registry.
+            if commitTimer == nil { commitTimer = CoreMetrics.Timer(label: StoreMetrics.commitDurationLabel) }
+            commitTimer?.recordSeconds(seconds)
             condition.lock()
             counters.commits += 1
             counters.writes += group.count

@@ -21,6 +21,14 @@ import Logging
 /// lingering close, so the client reads our answer rather than a reset).
 package struct ConnectionMachine: Sendable {
     package enum Phase: Equatable, Sendable {
+        /// Whether the executor should read from the socket in this phase.
+        package var wantsInput: Bool {
+            switch self {
+            case .awaitingRequest, .streaming, .draining: true
+            default: false
+            }
+        }
+
         case handshaking
         case awaitingRequest
         case processing
@@ -124,12 +132,7 @@ package struct ConnectionMachine: Sendable {
     }
 
     /// Whether the executor should read from the socket now.
-    package var wantsInput: Bool {
-        switch phase {
-        case .awaitingRequest, .streaming, .draining: true
-        default: false
-        }
-    }
+    package var wantsInput: Bool { phase.wantsInput }
 
     /// Whether an event stream is open on this connection.
     package var isStreaming: Bool { phase == .streaming }
@@ -304,7 +307,17 @@ package struct ConnectionMachine: Sendable {
     /// The earliest time at which ``tick(now:date:)`` may have something to do; nil when only another
     /// event can give it something. A tick before this time returns no actions and changes nothing, so
     /// the executor ticks the machine only once it has come (it may be early, never late).
-    package var nextDeadline: Double? {
+    package var nextDeadline: Double? { computeNextDeadline() }
+
+    /// ``nextDeadline`` for an executor that keeps the machine in a class: `inout`, so the machine is
+    /// read in place. (A getter called from another module takes the whole struct as a copy, which cost
+    /// two copies of it per event in a fan-out.)
+    package static func nextDeadline(of machine: inout ConnectionMachine) -> Double? {
+        machine.computeNextDeadline()
+    }
+
+    @inline(__always)
+    private func computeNextDeadline() -> Double? {
         let limits = settings.limits
         var deadline = Double.infinity
         switch phase {

@@ -75,7 +75,7 @@ final class Connection: EventHandler, @unchecked Sendable {
     private func updateInterest() {
         guard !isClosed, machine.phase != .handshaking else { return }
         var wanted: UInt32 = Epoll.rdhup
-        if machine.wantsInput { wanted |= Epoll.`in` }
+        if machine.phase.wantsInput { wanted |= Epoll.`in` }
         if outputHead < output.count { wanted |= Epoll.out }
         if wanted != interest {
             interest = wanted
@@ -107,7 +107,7 @@ final class Connection: EventHandler, @unchecked Sendable {
 
     private func readAvailable() {
         var rounds = 0
-        while machine.wantsInput {
+        while machine.phase.wantsInput {
             rounds += 1
             let result: Socket.IOResult
             do {
@@ -247,7 +247,7 @@ final class Connection: EventHandler, @unchecked Sendable {
     /// Queues the connection in its loop's timers if its machine's next deadline comes before the one
     /// it is queued at (a later deadline is found when the earlier entry comes due).
     private func scheduleTimer() {
-        guard let deadline = machine.nextDeadline else { return }
+        guard let deadline = ConnectionMachine.nextDeadline(of: &machine) else { return }
         if let queued = timerDeadline, queued <= deadline { return }
         timerDeadline = deadline
         loop.scheduleTimer(at: deadline, for: id)

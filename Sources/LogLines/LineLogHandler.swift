@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Logging
+import Synchronization
 
 /// How ``LineLogHandler`` writes a message.
 public enum LogFormat: String, Sendable, CaseIterable {
@@ -51,9 +52,15 @@ public struct LineLogHandler: LogHandler {
 
     /// Writes one line (swift-log checks the level before calling this).
     public func log(event: LogEvent) {
-        var merged = self.metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
-        if let explicit = event.metadata { merged.merge(explicit) { _, new in new } }
+        let merged: Logger.Metadata
+        if self.metadata.isEmpty && metadataProvider == nil {
+            merged = event.metadata ?? [:]  // the common case: nothing to merge (a request's log line)
+        } else {
+            var all = self.metadata
+            if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
+            if let explicit = event.metadata { all.merge(explicit) { _, new in new } }
+            merged = all
+        }
         var text = LineLogHandler.line(format: format, timestamp: LineLogHandler.timestamp(), level: event.level, label: label,
                                        message: event.message.description, metadata: merged)
         text.withUTF8 { bytes in _ = write(fileDescriptor, bytes.baseAddress, bytes.count) }
@@ -116,9 +123,19 @@ public struct LineLogHandler: LogHandler {
         return out + "\""
     }
 
+    /// The last second's timestamp: lines in the same second share it.
+    private static let lastTimestamp = Mutex<(second: Int, text: String)>((-1, ""))
+
     /// Now, as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
     static func timestamp() -> String {
         var now = time(nil)
+        if let cached = lastTimestamp.withLock({ $0.second == Int(now) ? $0.text : nil }) { return cached }
+        let text = format(&now)
+        lastTimestamp.withLock { $0 = (Int(now), text) }
+        return text
+    }
+
+    private static func format(_ now: inout time_t) -> String {
         var parts = tm()
         gmtime_r(&now, &parts)
         func pad(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
