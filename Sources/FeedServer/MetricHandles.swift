@@ -7,6 +7,20 @@ import Synchronization
 final class MetricHandles: Sendable {
     static let shared = MetricHandles()
     private let timers = Mutex<[String: CoreMetrics.Timer]>([:])
+    /// The request-duration timers by route pattern, then status code: looked up by the pattern's
+    /// text (a few dozen at most) without building a key per request.
+    private let requestTimers = Mutex<[String: [Int: CoreMetrics.Timer]]>([:])
+
+    /// The timer of ``MetricName/requestDuration`` for a route pattern and a status.
+    func requestTimer(route: String, status: Int) -> CoreMetrics.Timer {
+        if let timer = requestTimers.withLock({ $0[route]?[status] }) { return timer }
+        let timer = CoreMetrics.Timer(label: MetricName.requestDuration, dimensions: [("route", route), ("status", String(status))])
+        return requestTimers.withLock { timers in
+            if let existing = timers[route]?[status] { return existing }
+            timers[route, default: [:]][status] = timer
+            return timer
+        }
+    }
 
     func timer(_ label: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Timer {
         var key = label
