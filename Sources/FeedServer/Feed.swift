@@ -34,12 +34,10 @@ public actor Feed {
     public private(set) var viewState: [UInt8]?
     /// One write at a time: the holder diffs against the durable state, commits, then publishes.
     private var writeTurn = FIFOTurn()
-    /// The resync snapshot event of one version (of one history: a recreated feed starts again at 1),
-    /// encoded once and shared by every lagging subscriber.
-    /// The current snapshot as an event (after a `retry:` field), encoded once per version and shared
-    /// by every subscriber that needs it: new ones, and lagging ones being caught up.
+    /// The current snapshot as an event, encoded once per version (of one history: a recreated feed
+    /// starts again at 1) and shared by every subscriber that needs it: new ones, and lagging ones
+    /// being caught up.
     private var snapshotPayload: (history: String, version: Int, payload: EventPayload)?
-    static let retryMilliseconds = 2000
     /// Whether the server hosts this feed (a view model): it does not count against `--max-feeds`.
     private(set) var isHosted = false
 
@@ -202,8 +200,9 @@ public actor Feed {
         writeTurn.pass()
     }
 
-    /// Adds a subscriber. It first gets a `retry:` field, then either the batches it missed since
-    /// `lastEventID` (when that id is ours and still in the replay window) or a fresh snapshot.
+    /// Adds a subscriber. It first gets either the batches it missed since `lastEventID` (when that id
+    /// is ours and still in the replay window; none when it is the current one) or a fresh snapshot.
+    /// (The stream's first block, `retry:` and the heartbeat announcement, is the API's.)
     public func subscribe(_ stream: any EventSink, lastEventID: String?) {
         guard version > 0 else {
             stream.send(EventPayload(FeedEvents.deletedEvent(feed: name)))
@@ -211,9 +210,7 @@ public actor Feed {
             return
         }
         if let missed = missedBatches(since: lastEventID) {
-            var initial = ServerSentEvent.retry(milliseconds: Self.retryMilliseconds)
-            for payload in missed { initial += payload.bytes }
-            stream.send(EventPayload(initial))
+            if !missed.isEmpty { stream.send(EventPayload(missed.flatMap(\.bytes))) }
         } else {
             stream.send(currentSnapshotPayload())
         }
@@ -247,7 +244,7 @@ public actor Feed {
     private func currentSnapshotPayload() -> EventPayload {
         if let cached = snapshotPayload, cached.version == version, cached.history == history { return cached.payload }
         let event = FeedEvents.snapshotEvent(feed: name, id: EventID(history: history, version: version), snapshot: snapshot)
-        let payload = EventPayload(ServerSentEvent.retry(milliseconds: Self.retryMilliseconds) + event)
+        let payload = EventPayload(event)
         snapshotPayload = (history, version, payload)
         return payload
     }

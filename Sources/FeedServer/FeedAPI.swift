@@ -36,6 +36,9 @@ public struct FeedAPI: Sendable {
         public var tls = false
         /// Seconds since 1970: when tokens are checked and when event streams end at a token's expiry.
         public var now: @Sendable () -> Double = Authorizer.wallClock
+        /// The transport's heartbeat interval in seconds (`--heartbeat`), announced at the start of
+        /// every event stream (`: heartbeat 15`); keep it equal to the transport's.
+        public var heartbeat: Double = 15
         public init(token: String? = nil, allowOrigin: String? = nil, compression: Bool = true) {
             self.token = token
             self.allowOrigin = allowOrigin
@@ -51,6 +54,10 @@ public struct FeedAPI: Sendable {
     /// Where DiffStream's metrics go and what `/metrics` serves.
     public let metrics: MetricsEndpoint
     let authorizer: Authorizer
+    /// The first block of every event stream (`retry:` and the heartbeat announcement), encoded once.
+    let announcement: EventPayload
+    /// What `retry:` tells clients to wait before reconnecting, in milliseconds.
+    static let retryMilliseconds = 2000
 
     /// The API over `registry`. `metrics` defaults to an endpoint made here, which bootstraps
     /// swift-metrics unless the program did (see ``MetricsEndpoint``); make it sooner and pass it when
@@ -67,6 +74,7 @@ public struct FeedAPI: Sendable {
             policy: AccessPolicy(adminToken: options.token, privateReads: options.privateReads, publicFeeds: options.publicFeeds, openWrites: options.openWrites,
                                  trustedOrigins: Set([options.publicOrigin, options.allowOrigin].compactMap { $0 }), tls: options.tls),
             verifier: options.verifier)
+        self.announcement = EventPayload(FeedEvents.announcement(retryMilliseconds: Self.retryMilliseconds, heartbeat: options.heartbeat))
     }
 
     /// The methods this server knows, in the order `Allow` and `OPTIONS` list them; any other is `501`.
@@ -311,7 +319,8 @@ public struct FeedAPI: Sendable {
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",
-        ]) { stream in
+        ]) { [announcement] stream in
+            stream.send(announcement)
             Task {
                 await feed.subscribe(stream, lastEventID: lastEventID)
                 if let expires { Self.endAtExpiry(stream, feed: name, expires: expires, now: now) }

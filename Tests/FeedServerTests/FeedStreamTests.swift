@@ -66,6 +66,35 @@ struct FeedStreamTests {
         }
     }
 
+    @Test func everyStreamOpensWithTheRetryAndHeartbeatAnnouncementAndEventsCarryTheHistory() async throws {
+        let api = try await makeAPI()
+        _ = await put(api, "list", items: ["a"])
+        let sink = try await subscribe(api, "/feeds/list/events")
+        let snapshot = try #require(await sink.next())
+        #expect(sink.text.hasPrefix("retry: 2000\n: heartbeat 15\n\nevent: snapshot\n"))
+        let history = try #require(snapshot.id.flatMap { EventID($0)?.history })
+        #expect(field(snapshot, "history") == .string(history))
+        _ = await put(api, "list", items: ["a", "b"])
+        let batch = await sink.next()
+        #expect(field(batch, "history") == .string(history))
+        #expect(batch?.data.hasPrefix(#"{"feed":"list","history":"\#(history)","from":1,"version":2,"ops":"#) == true)
+        let document = await api.handle(HTTPRequest(method: "GET", target: "/feeds/list", headers: ["Host": "x"]))
+        guard case .bytes(let body) = document.body else { Issue.record("not a body"); return }
+        #expect(String(decoding: body, as: UTF8.self).hasPrefix(#"{"feed":"list","version":2,"sections":"#), "the document has no history")
+    }
+
+    @Test(arguments: [(15.0, ": heartbeat 15"), (2, ": heartbeat 2"), (0.5, ": heartbeat 0.5")])
+    func theAnnouncementNamesTheHeartbeatAsTheFlagWritesIt(seconds: Double, line: String) async throws {
+        let registry = FeedRegistry(replayLimit: 8, transport: MemoryBroadcaster())
+        var options = FeedAPI.Options()
+        options.heartbeat = seconds
+        let api = FeedAPI(registry: registry, hosted: nil, files: nil, options: options, serverMetrics: { nil })
+        _ = await put(api, "list", items: ["a"])
+        let sink = try await subscribe(api, "/feeds/list/events", headers: ["Host": "x"])
+        _ = await sink.next()
+        #expect(sink.text.hasPrefix("retry: 2000\n\(line)\n\n"))
+    }
+
     @Test func aResumingSubscriberGetsOnlyTheBatchesItMissed() async throws {
         let api = try await makeAPI()
         _ = await put(api, "list", items: ["a"])
