@@ -30,9 +30,9 @@ struct FeedStreamTests {
         return FeedAPI(registry: registry, hosted: hosted, files: nil, options: options, serverMetrics: { nil })
     }
 
-    func put(_ api: FeedAPI, _ feed: String, items: [String]) async -> HTTPStatus {
+    func put(_ api: FeedAPI, _ feed: String, items: [String], headers: HTTPHeaders = ["Host": "x"]) async -> HTTPStatus {
         let body = #"{"sections":[{"id":"s","model":null,"items":["# + items.map { #"{"id":"\#($0)","kind":"k","model":null}"# }.joined(separator: ",") + "]}]}"
-        return await api.handle(HTTPRequest(method: "PUT", target: "/feeds/" + feed, headers: ["Host": "x"], body: Array(body.utf8))).status
+        return await api.handle(HTTPRequest(method: "PUT", target: "/feeds/" + feed, headers: headers, body: Array(body.utf8))).status
     }
 
     /// Opens `target` as an event stream on a new in-memory sink.
