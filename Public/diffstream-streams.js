@@ -61,7 +61,20 @@ export function openStreams(options = {}) {
   let transport = null;
   const delivered = [];   // the last events handed to listeners: [{feed, event, from, version}], for tests and debugging
 
-  const post = (message) => { if (ready && !closed) transport.post(message); };
+  // The messages of one task go to the hub as one, so that a page subscribing to many feeds at once
+  // opens one stream, not one per feed.
+  let outgoing = [];
+  const post = (message) => {
+    if (!ready || closed) return;
+    outgoing.push(message);
+    if (outgoing.length === 1) queueMicrotask(flush);
+  };
+  function flush() {
+    const messages = outgoing;
+    outgoing = [];
+    if (!ready || closed || messages.length === 0) return;
+    transport.post(messages.length === 1 ? messages[0] : { type: 'many', messages });
+  }
   const subscribeMessage = (sub, entry) => ({ type: 'subscribe', sub, feed: entry.feed, history: entry.history, version: entry.version, id: entry.id });
 
   /// The hub changed (a new worker or a new elected tab): subscribe again from where each feed stands,
@@ -282,6 +295,7 @@ export function openStreams(options = {}) {
     if (closed) return;
     for (const sub of subs.keys()) post({ type: 'unsubscribe', sub });
     subs.clear();
+    flush();
     closed = true;
     if (transport && transport.close) transport.close();
     if (releaseTabLock) releaseTabLock();

@@ -155,7 +155,7 @@ class FeedSlot {
 /// subscriptions `sub`, each to one feed.
 ///
 /// Messages in: subscribe {sub, feed, history, version, id}, unsubscribe {sub}, resync {sub}, retry {sub},
-/// token {token}. Messages out (to the subscription's `send`, with `sub` and `feed`):
+/// token {token}, many {messages} (several of these, sent in one task). Messages out (to the subscription's `send`, with `sub` and `feed`):
 /// event {event: snapshot|batch|deleted|notfound|forbidden|unauthorized, data, id} and
 /// state {state: connecting|open|retrying|closed, status?, detail?}.
 ///
@@ -349,6 +349,9 @@ export class StreamHub {
       }
       case 'unsubscribe':
         return this.unsubscribe(key);
+      case 'many': // the messages a tab sent in one task, as one: its subscriptions open one stream
+        for (const m of message.messages) this.handle(client, m, send);
+        return;
       case 'resync': { // the tab could not apply what it got: the feed is asked for afresh (a snapshot)
         const slot = this.subs.get(key);
         if (slot && !slot.ended) { slot.reposition(null); this.schedule(true); }

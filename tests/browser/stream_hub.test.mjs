@@ -3,7 +3,9 @@
 // (scripts/test.sh, and test_stream_hub.py under pytest).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { StreamHub, HUB_LOG_LIMIT, HUB_LOG_CHARS } from '../../Public/stream-hub.js';
+import { importPublic } from './public_modules.mjs';
+
+const { StreamHub, HUB_LOG_LIMIT, HUB_LOG_CHARS } = await importPublic('stream-hub.js');
 
 class FakeEventSource {
   constructor(url) {
@@ -99,6 +101,13 @@ test('several subscriptions in one message burst open one stream', () => {
   flush();
   assert.equal(sources.length, 1);
   assert.deepEqual(sources[0].feeds, ['f1', 'f2', 'f3']);
+});
+
+test('the messages a tab sent in one task come as one: one stream for all its feeds', () => {
+  const { client, sources } = setup();
+  client('a')({ type: 'many', messages: [sub('f1', 1), sub('f2', 2), { type: 'unsubscribe', sub: 1 }, sub('f3', 3)] });
+  assert.equal(sources.length, 1);
+  assert.deepEqual(sources[0].feeds, ['f2', 'f3']);
 });
 
 test('a tab that rejoins gets only the batches it lacks; one that is ahead skips what it holds', () => {

@@ -16,8 +16,10 @@
 // The seed is in every failure message; STREAM_HUB_SEED changes the first seed.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { StreamHub } from '../../Public/stream-hub.js';
-import { FeedState } from '../../Public/diffstream-protocol.js';
+import { importPublic } from './public_modules.mjs';
+
+const { StreamHub } = await importPublic('stream-hub.js');
+const { FeedState } = await importPublic('diffstream-protocol.js');
 
 /// SplitMix32-like generator: the same seed gives the same schedule.
 function random(seed) {

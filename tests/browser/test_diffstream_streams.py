@@ -54,6 +54,7 @@ def test_many_feeds_on_one_stream_and_a_feed_added_without_resyncing_the_others(
     first = open_page(tabs, server, ["a", "b", "c"], mode)
     wait_for(lambda: current(tabs, first, server, "abc"), message="three feeds live")
     assert tabs.run(first, "return streams.mode") == mode
+    assert [sorted(r) for r in server.requests] == [["a", "b", "c"]], "the feeds subscribed to at once open one stream"
     for feed in "abc":
         server.write(feed)
     wait_for(lambda: current(tabs, first, server, "abc"), message="the writes to arrive")
