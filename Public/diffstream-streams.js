@@ -33,7 +33,8 @@ const randomId = () => Math.random().toString(36).slice(2) + Date.now().toString
 /// `{type: 'snapshot'|'batch'|'deleted'|'notfound'|'forbidden'|'unauthorized', feed, id, data}` and
 /// `{type: 'state', feed, state: 'connecting'|'open'|'retrying'|'closed', status?, detail?}`. Each
 /// feed arrives as a snapshot and the batches that follow it: a batch the tab already got (around a
-/// change of hub) is skipped here, so the listener sees none twice.
+/// change of hub) is skipped here, so the listener sees none twice; after `resync()`, batches are
+/// dropped until the fresh snapshot.
 export function openStreams(options = {}) {
   const base = options.baseURL ? new URL(options.baseURL, location.href) : null;
   const foreign = base !== null && base.origin !== location.origin;
@@ -108,9 +109,12 @@ export function openStreams(options = {}) {
     }
     const { event: type, data, id } = message;
     if (type === 'batch') {
+      // Asked afresh: what was on the way before the snapshot is of no use.
+      if (entry.resyncing) return;
       // Already got (it reached us twice around a change of hub): skip. Versions compare within one history.
       if (entry.version !== null && (data.history ?? null) === entry.history && data.version <= entry.version) return;
     }
+    if (type === 'snapshot') entry.resyncing = false;
     if (type === 'snapshot' || type === 'batch') Object.assign(entry, { history: data.history ?? null, version: data.version, id });
     if (type === 'deleted') subs.delete(message.sub);
     call(entry, { type, feed: entry.feed, id: id || null, data });
@@ -119,13 +123,13 @@ export function openStreams(options = {}) {
   function subscribe(feed, listener) {
     if (closed) throw new Error('these streams are closed');
     const sub = nextSub++;
-    const entry = { feed, listener, history: null, version: null, id: null, state: 'connecting' };
+    const entry = { feed, listener, history: null, version: null, id: null, state: 'connecting', resyncing: false };
     subs.set(sub, entry);
     post(subscribeMessage(sub, entry));
     return {
       resync() {
         if (subs.get(sub) !== entry) return;
-        Object.assign(entry, { history: null, version: null, id: null });
+        Object.assign(entry, { history: null, version: null, id: null, resyncing: true });
         post({ type: 'resync', sub });
       },
       close() { if (subs.delete(sub)) post({ type: 'unsubscribe', sub }); },

@@ -1,6 +1,6 @@
 // Property-based test of the StreamHub (Public/stream-hub.js) with many feeds on its one stream:
 // seeded random schedules of writes to random feeds, tabs joining and leaving, tabs subscribing to and
-// dropping feeds, the hub going away (a new worker or elected tab takes over), streams dropping, feeds
+// dropping feeds, tabs asking a feed afresh, the hub going away (a new worker or elected tab takes over), streams dropping, feeds
 // created late (notfound, retried), server restarts (a new history, or the same one for a durable
 // store), every message delayed in its own FIFO queue and timers fired in random order.
 //
@@ -157,6 +157,8 @@ function simulate(seed, steps) {
     if (event === 'notfound') return;
     if (event !== 'snapshot' && event !== 'batch') fail(`tab ${tab.n} got ${event} for ${entry.feed}`);
     if (data.feed !== entry.feed) fail(`tab ${tab.n} got ${data.feed} on its subscription to ${entry.feed}`);
+    if (event === 'batch' && entry.resyncing) return; // asked afresh: dropped until the snapshot, as diffstream-streams.js does
+    if (event === 'snapshot') entry.resyncing = false;
     const { result, reason } = entry.state.apply(event, data, id);
     if (result === 'duplicate') skipped++;
     if (result === 'resync') fail(`tab ${tab.n}, feed ${entry.feed}: ${reason} (got ${id})`);
@@ -215,6 +217,15 @@ function simulate(seed, steps) {
       tab.subs.delete(sub);
       outbox.push({ tab, message: { type: 'unsubscribe', sub }, to: hub });
     },
+    resync() { // a tab asks one of its feeds afresh (say, its rendering failed): a snapshot follows
+      const tab = pick(tabs.filter((t) => t.alive && t.subs.size));
+      if (!tab) return;
+      const sub = pick([...tab.subs.keys()]);
+      const entry = tab.subs.get(sub);
+      entry.state.reset();
+      entry.resyncing = true;
+      outbox.push({ tab, message: { type: 'resync', sub }, to: hub });
+    },
     takeover() { // the worker or the elected tab goes away, its stream with it; messages to it are lost
       hub.hub.closeAll();
       for (const source of [...server.sources]) source.close();
@@ -242,7 +253,7 @@ function simulate(seed, steps) {
       f();
     },
   };
-  const weights = [['write', 8], ['create', 0.3], ['restart', 0.2], ['drop', 0.4], ['join', 1], ['leave', 0.6], ['add', 1.2], ['remove', 1],
+  const weights = [['write', 8], ['create', 0.3], ['restart', 0.2], ['drop', 0.4], ['join', 1], ['leave', 0.6], ['add', 1.2], ['remove', 1], ['resync', 0.3],
     ['takeover', 0.5], ['serverEvent', 16], ['toHub', 6], ['toTab', 16], ['timer', 1]];
   const total = weights.reduce((sum, [, w]) => sum + w, 0);
   startHub();
