@@ -98,3 +98,39 @@ def test_a_server_on_another_origin_gets_its_own_stream(tabs, server):
         wait_for(lambda: tabs.run(handle, "return versions()").get("x") == 2, message="a write on the other origin")
     finally:
         other.stop()
+
+
+def one_chain_per_feed(events, feeds, server):
+    """Each feed: one snapshot, then batches that each follow the last (none lost, none twice), to the server's version."""
+    for feed in feeds:
+        chain = [e for e in events if e["feed"] == feed]
+        assert chain and chain[0]["event"] == "snapshot", chain
+        version = chain[0]["version"]
+        for event in chain[1:]:
+            assert event["event"] == "batch" and event["from"] == version and event["version"] == version + 1, chain
+            version = event["version"]
+        assert version == server.feeds[feed]["version"], chain
+
+
+@pytest.mark.parametrize("mode", ["worker", "tab"])
+def test_the_holder_goes_away_with_many_feeds_and_another_takes_over(tabs, server, mode):
+    handles = [open_page(tabs, server, ["a", "b", "c"], mode) for _ in range(3)]
+    wait_for(lambda: all(current(tabs, h, server, "abc") for h in handles), message="three tabs live")
+    for _ in range(3):
+        for feed in "abc":
+            server.write(feed)
+    if mode == "worker":
+        tabs.run(handles[0], "streams.exitWorker()")
+        survivors = handles
+    else:
+        leader = next(h for h in handles if tabs.run(h, "return streams.leading"))
+        tabs.close(leader)
+        survivors = [h for h in handles if h != leader]
+    for _ in range(3):
+        for feed in "abc":
+            server.write(feed)
+    wait_for(lambda: all(current(tabs, h, server, "abc") for h in survivors), message="the tabs to follow the new holder")
+    wait_for(lambda: server.open_streams() == 1, message="one stream again")
+    for handle in survivors:
+        no_resync(tabs, handle)
+        one_chain_per_feed(tabs.run(handle, "return streams.delivered"), "abc", server)
