@@ -110,7 +110,7 @@ class FeedSlot {
     if (event === 'notfound') {
       this.setState('retrying');
       this.hub.clearTimeout(this.timer);
-      this.timer = this.hub.setTimeout(() => { this.timer = 0; this.ended = null; this.hub.schedule(); }, backoff(this.failures++));
+      this.timer = this.hub.setTimeout(() => { this.timer = 0; this.hub.retryMissing(); }, backoff(this.failures++));
     } else {
       this.setState('closed');
     }
@@ -369,6 +369,18 @@ export class StreamHub {
         return;
       default:
     }
+  }
+
+  /// A feed that did not exist is due to be asked for again: every such feed goes in the same new
+  /// stream (one reconnect, not one per missing feed).
+  retryMissing() {
+    for (const slot of this.feeds.values()) {
+      if (!slot.ended || slot.ended.event !== 'notfound') continue;
+      this.clearTimeout(slot.timer);
+      slot.timer = 0;
+      slot.ended = null;
+    }
+    this.schedule();
   }
 
   retryNow(slots) {

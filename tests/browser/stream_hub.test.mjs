@@ -205,6 +205,19 @@ test('notfound ends one feed and retries it with backoff; the others go on', () 
   assert.deepEqual(seen(inbox.a, 'home'), ['snapshot:1', 'batch:2']);
 });
 
+test('the feeds that did not exist are asked for again in one stream', () => {
+  const { client, sources, timers } = setup();
+  client('a')(sub('home', 1), sub('x', 2), sub('y', 3));
+  sources[0].emit('notfound', { feed: 'x' });
+  sources[0].emit('notfound', { feed: 'y' });
+  assert.deepEqual(timers.map((t) => t.ms), [2000, 2000]);
+  timers[0].f();
+  assert.equal(sources.length, 2);
+  assert.deepEqual(sources[1].feeds, ['home', 'x', 'y']);
+  timers[1].f(); // cleared by the first: nothing more to do
+  assert.equal(sources.length, 2);
+});
+
 for (const [status, event] of [[404, 'notfound'], [401, 'unauthorized'], [403, 'forbidden']]) {
   test(`a stream refused with ${status} tells every feed ${event}`, async () => {
     const { inbox, client, sources, timers } = setup(status);
