@@ -2,7 +2,8 @@
 # Runs every test of DiffStream; fails on the first failure.
 #  1. installs what is missing (scripts/setup.sh --test)
 #  2. builds debug and release with warnings as errors
-#  3. swift test (unit, shared vectors, property-based)
+#  3. swift test (unit, shared vectors, property-based), then the page's Node tests (tests/browser/*.test.mjs:
+#     the protocol module on the shared vectors, the stream hub's unit and property-based tests)
 #  4. end-to-end tests against the built binary over real sockets (tests/e2e), twice: with the default
 #     number of event loops and feeds in memory, then with --loops 1 and a durable --data directory; the
 #     first pass also builds and drives the example package Examples/Scoreboard (tests/e2e/test_embedding.py)
@@ -26,6 +27,9 @@ swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --prod
 step "swift test"
 swift test -Xswiftc -warnings-as-errors
 
+step "node tests (the page's protocol module on the shared vectors, the stream hub)"
+node --test tests/browser/*.test.mjs
+
 export DIFFSTREAM_BIN="$PWD/.build/debug/diffstream"
 step "end-to-end tests (default: one event loop per core, feeds in memory unless a test asks for --data)"
 python3 -m pytest tests/e2e -q -p no:cacheprovider
@@ -34,7 +38,7 @@ step "end-to-end tests again with --loops 1 and every server on a fresh --data d
 E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider
 
 step "browser tests"
-python3 -m pytest tests/browser -q -p no:cacheprovider
+python3 -m pytest tests/browser -q -p no:cacheprovider --deselect tests/browser/test_stream_hub.py  # the node tests ran above
 
 step "Dockerfile checks"
 hadolint Dockerfile
