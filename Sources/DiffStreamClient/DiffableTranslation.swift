@@ -5,7 +5,7 @@ import DiffStream
 /// (``DiffableCall``), replayed on Apple platforms by `NSDiffableDataSourceSnapshot.replay(_:)`.
 ///
 /// ```swift
-/// let calls = try DiffableTranslation.calls(for: batch, from: previous)
+/// let calls = try DiffableTranslation.calls(for: update.operations, from: previous)
 /// var ids = dataSource.snapshot()
 /// ids.replay(calls)
 /// dataSource.apply(ids, animatingDifferences: true)
@@ -72,6 +72,51 @@ public enum DiffableTranslation {
             }
         }
         return translator.finish(needsNewCell: needsNewCell)
+    }
+
+    /// The calls for a batch given as its operations (a batch update's `operations`), as for a `Batch`.
+    ///
+    /// - Complexity: O(n + m), as for a batch.
+    public static func calls<SectionType, ItemType>(
+        for operations: [DiffStream.Operation<SectionType, ItemType>],
+        from old: Snapshot<SectionType, ItemType>,
+        needsNewCell: (_ old: ItemType, _ new: ItemType) -> Bool = { _, _ in false }
+    ) throws(BatchError) -> [DiffableCall<SectionType.ID, ItemType.ID>] {
+        try calls(for: Batch(operations), from: old, needsNewCell: needsNewCell)
+    }
+
+    /// The calls from one snapshot to another, when no batch joins them (after a resync, or a new
+    /// history): the translation of ``Snapshot/diff(from:to:)``. Unlike applying a whole new snapshot,
+    /// this also reconfigures the items whose content changed, which the data source cannot see in a
+    /// snapshot of ids.
+    ///
+    /// - Complexity: O(n log n) in the sections and items of both snapshots.
+    public static func calls<SectionType, ItemType>(
+        from old: Snapshot<SectionType, ItemType>,
+        to new: Snapshot<SectionType, ItemType>,
+        needsNewCell: (_ old: ItemType, _ new: ItemType) -> Bool = { _, _ in false }
+    ) -> [DiffableCall<SectionType.ID, ItemType.ID>] {
+        do {
+            return try calls(for: Snapshot.diff(from: old, to: new), from: old, needsNewCell: needsNewCell)
+        } catch {
+            preconditionFailure("the diff of two snapshots applies to the first: \(error)")
+        }
+    }
+
+    /// The calls that fill an empty `NSDiffableDataSourceSnapshot` with the ids of `snapshot` (the first
+    /// update of a feed): one `appendSections`, then one `appendItems` per section that has items.
+    ///
+    /// - Complexity: O(n) in the sections and items.
+    public static func calls<SectionType, ItemType>(
+        building snapshot: Snapshot<SectionType, ItemType>
+    ) -> [DiffableCall<SectionType.ID, ItemType.ID>] {
+        guard snapshot.numberOfSections > 0 else { return [] }
+        var calls: [DiffableCall<SectionType.ID, ItemType.ID>] = [.appendSections(snapshot.sectionIDs)]
+        for (index, section) in snapshot.sections.enumerated() {
+            let items = snapshot.items(atSectionIndex: index)
+            if !items.isEmpty { calls.append(.appendItems(items.map(\.id), toSection: section.id)) }
+        }
+        return calls
     }
 }
 

@@ -355,3 +355,33 @@ struct DiffableTranslationTests {
         }
     }
 }
+
+/// The two forms without a batch: a whole snapshot into an empty diffable snapshot, and one snapshot
+/// to another (a resync).
+struct DiffableTranslationWithoutBatchTests {
+    @Test(arguments: 0..<4)
+    func buildingGivesTheSnapshotsIds(chunk: Int) throws {
+        for round in 0..<100 {
+            let seed = UInt64(chunk * 1_000_003 + round) | 1 << 41
+            var generator = DiffableGenerator(seed: seed, sections: 4, items: 10)
+            let snapshot = generator.snapshot()
+            let calls = DiffableTranslation.calls(building: snapshot)
+            DiffableCheck.verify(calls, from: DiffableTestSnapshot(), to: snapshot, context: "seed \(seed)\n\(snapshot)")
+            #expect(calls.count == (snapshot.numberOfSections == 0 ? 0 : 1 + snapshot.sections.filter { snapshot.numberOfItems(inSection: $0.id)! > 0 }.count))
+        }
+    }
+
+    @Test func aResyncReconfiguresWhatChanged() {
+        let old = try! DiffableTestSnapshot(sections: [DiffStream.Section(DiffableTestSection(id: "a"), items: [DiffableTestItem(id: "1"), DiffableTestItem(id: "2")])])
+        let new = try! DiffableTestSnapshot(sections: [DiffStream.Section(DiffableTestSection(id: "a"), items: [DiffableTestItem(id: "2"), DiffableTestItem(id: "1", text: 1)])])
+        let calls = DiffableTranslation.calls(from: old, to: new)
+        #expect(calls == [.moveItemBefore("2", beforeItem: "1"), .reconfigureItems(["1"])])
+        DiffableCheck.verify(calls, from: old, to: new, context: "resync")
+    }
+
+    @Test func operationsAreTranslatedAsTheirBatch() throws {
+        let old = DiffableTranslationTests.snapshot([("a", ["1", "2"])])
+        let operations: [DiffStream.Operation<DiffableTestSection, DiffableTestItem>] = [.move("1", section: "a", before: nil)]
+        #expect(try DiffableTranslation.calls(for: operations, from: old) == [.moveItemAfter("1", afterItem: "2")])
+    }
+}
