@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "DiffStreamTesting", targets: ["DiffStreamTesting"]),
         // Hosts view models from a program of one's own: `import DiffStreamServer` (see README).
         .library(name: "DiffStreamServer", targets: ["DiffStreamServer"]),
+        // Follows feeds from a Swift program; translates batches into diffable data source calls.
+        .library(name: "DiffStreamClient", targets: ["DiffStreamClient"]),
         .executable(name: "diffstream", targets: ["diffstream"]),
     ],
     dependencies: [
@@ -69,6 +71,8 @@ let package = Package(
         .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStore", "HTTPServer", "Examples",
                                                         .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
+        // The Swift client: batches translated into `NSDiffableDataSourceSnapshot` calls (pure, any platform).
+        .target(name: "DiffStreamClient", dependencies: ["DiffStream"], swiftSettings: strict),
         // Parses flags into a `DiffStreamServer.Configuration` and runs the server.
         .executableTarget(
             name: "diffstream",
@@ -88,6 +92,7 @@ let package = Package(
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamTestingTests", dependencies: ["DiffStreamTesting", "DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer", "DiffStreamTesting"], swiftSettings: strict),
+        .testTarget(name: "DiffStreamClientTests", dependencies: ["DiffStreamClient", "DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamServerTests", dependencies: ["DiffStreamServer", .product(name: "Logging", package: "swift-log"),
                                                                  .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
     ]
