@@ -68,7 +68,10 @@ public actor Feed {
         self.snapshot = snapshot
         self.version = stored.version
         self.replayLimit = max(0, replayLimit)
-        self.replay = stored.batches.suffix(self.replayLimit).map { ($0.version, EventPayload($0.bytes)) }
+        // Batches stored before events carried `history` get it, so a resuming client sees the same data.
+        self.replay = stored.batches.suffix(self.replayLimit).map {
+            ($0.version, EventPayload(FeedEvents.addingHistory($0.bytes, feed: stored.name, history: stored.history)))
+        }
         self.snapshotBytes = stored.snapshot.count
         self.replayBytes = replay.reduce(0) { $0 + $1.payload.bytes.count }
         account?.restoreFeed(bytes: snapshotBytes + replayBytes)

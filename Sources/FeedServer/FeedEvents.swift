@@ -75,6 +75,22 @@ enum FeedEvents {
         return output
     }
 
+    /// A batch event as stored before batch data carried `history` (`data: {"feed":…,"from":…`), with
+    /// `"history":"…"` put after its feed; any other bytes unchanged.
+    /// - Complexity: O(n) in the size of `event`.
+    static func addingHistory(_ event: [UInt8], feed: String, history: String) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.raw("data: {\"feed\":")
+        writer.write(feed)
+        let head = writer.bytes
+        let old = head + Array(",\"from\":".utf8)
+        guard let start = event.indices.first(where: { event[$0...].starts(with: old) }) else { return event }
+        var added = JSONWriter()
+        added.raw(",\"history\":")
+        added.write(history)
+        return Array(event[..<(start + head.count)]) + added.bytes + Array(event[(start + head.count)...])
+    }
+
     /// The first block of every event stream: `retry: 2000` and the comment `: heartbeat <seconds>`
     /// announcing the heartbeat interval (written as the `--heartbeat` value: `15`, `0.5`), so a client
     /// can treat about 2.5 intervals of silence as a dead stream.

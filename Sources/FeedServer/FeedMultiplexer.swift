@@ -19,6 +19,8 @@ final class FeedMultiplexer: Sendable {
         var dirty = false
         /// Waiting for its feed's fresh snapshot: what the feed sends meanwhile is dropped.
         var resyncing = false
+        /// Drained before its feed registered a resync handler: ask as soon as it does.
+        var resyncPending = false
         var onResync: (@Sendable (any EventSink) -> Void)?
         var onTermination: [@Sendable () -> Void] = []
     }
@@ -122,7 +124,13 @@ final class FeedMultiplexer: Sendable {
     }
 
     fileprivate func onResync(_ id: Int, _ action: @escaping @Sendable (any EventSink) -> Void) {
-        state.withLock { $0.slots[id]?.onResync = action }
+        let pending = state.withLock { state -> FeedSlot? in
+            guard var slot = state.slots[id] else { return nil }
+            slot.onResync = action
+            defer { slot.resyncPending = false; state.slots[id] = slot }
+            return slot.resyncPending ? slot.sink : nil
+        }
+        if let pending { action(pending) }
     }
 
     // MARK: From the connection
@@ -133,10 +141,9 @@ final class FeedMultiplexer: Sendable {
         let resyncs = state.withLock { state -> [(FeedSlot, @Sendable (any EventSink) -> Void)] in
             var resyncs: [(FeedSlot, @Sendable (any EventSink) -> Void)] = []
             for (id, slot) in state.slots where slot.dirty {
-                guard let action = slot.onResync else { continue }
                 state.slots[id]?.dirty = false
                 state.slots[id]?.resyncing = true
-                resyncs.append((slot.sink, action))
+                if let action = slot.onResync { resyncs.append((slot.sink, action)) } else { state.slots[id]?.resyncPending = true }
             }
             sink.resume(with: Self.nothing)
             return resyncs

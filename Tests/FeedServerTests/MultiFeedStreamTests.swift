@@ -252,6 +252,28 @@ struct MultiFeedStreamTests {
         #expect(String(decoding: FeedEvents.namingFeedInID(Array(single.utf8), feed: "f"), as: UTF8.self) == multi)
     }
 
+    @Test func aSlotDrainedBeforeItsFeedAsksForResyncsIsCaughtUpOnceItDoes() async {
+        let connection = MemorySink()
+        let multiplexer = FeedMultiplexer(connection)
+        let slot = multiplexer.makeSlot(feed: "a")
+        connection.fallBehind()
+        slot.send(EventPayload("event: batch\nid: a@1\ndata: {}\n\n"))  // lost
+        connection.drain()  // before the feed has set its resync handler
+        slot.send(EventPayload("event: batch\nid: a@2\ndata: {}\n\n"))  // dropped: it waits for its snapshot
+        slot.onResync { $0.resume(with: EventPayload("event: snapshot\nid: a@2\ndata: {}\n\n")) }
+        #expect(await connection.next().map { "\($0.type) \($0.id ?? "")" } == "snapshot a@2")
+        multiplexer.finishOpening()
+        slot.close()
+        #expect(await connection.next() == nil, "its only slot closed: the stream ended")
+    }
+
+    @Test func aBatchStoredWithoutHistoryGetsItWhenRestored() {
+        let stored = "event: batch\nid: ds1.0123456789abcdef.2\ndata: {\"feed\":\"a\",\"from\":1,\"version\":2,\"ops\":[]}\n\n"
+        let restored = String(decoding: FeedEvents.addingHistory(Array(stored.utf8), feed: "a", history: "0123456789abcdef"), as: UTF8.self)
+        #expect(restored == "event: batch\nid: ds1.0123456789abcdef.2\ndata: {\"feed\":\"a\",\"history\":\"0123456789abcdef\",\"from\":1,\"version\":2,\"ops\":[]}\n\n")
+        #expect(FeedEvents.addingHistory(Array(restored.utf8), feed: "a", history: "0123456789abcdef") == Array(restored.utf8), "already there: unchanged")
+    }
+
     @Test func positionsArePercentDecodedWithoutPlusAsSpace() throws {
         let request = HTTPRequest(method: "GET", target: "/events?feed=a%40ds1.x+y&feed=b@&feed=c&other=1&lastEventId=c@q", headers: [:])
         let parsed = try MultiFeedRequest(request, limit: 100)
