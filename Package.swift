@@ -47,7 +47,7 @@ let package = Package(
         // without pkg-config: hiredis.pc's -D_FILE_OFFSET_BITS=64 is a flag SwiftPM refuses, with a warning.
         .systemLibrary(name: "CHiredis"),
         // Talks RESP to a Redis server through hiredis: connections with a timeout on every call, a thread
-        // per connection, replies as a Swift enum, `redis://` URLs.
+        // per connection, replies as a Swift enum, pub/sub on a dedicated connection, `redis://` URLs.
         .target(name: "RedisClient", dependencies: ["CHiredis"], swiftSettings: strict),
         // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the log store, and a
         // read-only migrator for the SQLite databases of earlier versions.
