@@ -90,6 +90,22 @@ public struct RedisFeedCommitter: Sendable {
         }
     }
 
+    /// Deletes a feed (``RedisScripts/delete``), settling a lost answer as ``commit(_:)`` does.
+    /// - Returns: `.committed(version: 1, …)` when the feed existed, `version: 0` when it did not.
+    public func delete(feed: String, epoch: String, writeID: String, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
+        let attempt = Self.nonce()
+        do {
+            let keys = [self.keys.feed(feed), self.keys.batches(feed), self.keys.write(feed, id: writeID), self.keys.epoch,
+                        self.keys.lease(feed), self.keys.attempt(feed, nonce: attempt)].map { Array($0.utf8) }
+            let arguments = [Array(epoch.utf8), Array(String(writeTTL).utf8), Array(self.keys.channel(feed).utf8), answer]
+            let outcome = try Self.outcome(try await evaluate(RedisScripts.delete, name: "delete", keys: keys, arguments: arguments), first: true)
+            if case .committed(let existed, _, true) = outcome { return .committed(version: existed, answer: answer, first: true) }
+            return outcome
+        } catch where error.outcomeUnknown {
+            return try await resolve(feed: feed, writeID: writeID, attempt: attempt)
+        }
+    }
+
     /// Runs the commit script for `attempt` and decodes its answer (no settling).
     public func run(_ write: RedisFeedWrite, attempt: String) async throws(RedisError) -> RedisCommitOutcome {
         let keys = [self.keys.feed(write.feed), self.keys.batches(write.feed), self.keys.write(write.feed, id: write.writeID),

@@ -59,4 +59,30 @@ public enum RedisScripts {
         redis.call('SET', KEYS[2], '1', 'EX', ARGV[1])
         return {'aborted'}
         """
+
+    /// Deletes one feed: its hash and its history stream.
+    ///
+    /// KEYS: 1 `feed:<name>`, 2 `batches:<name>`, 3 `write:<name>:<id>`, 4 `epoch`, 6 `attempt:<name>:<nonce>`
+    /// (5 is unused, so the keys line up with ``commit``'s). ARGV: 1 epoch, 2 seconds the write id is
+    /// kept, 3 channel, 4 answer.
+    ///
+    /// The epoch, a done write id and a given-up attempt as in ``commit``; then, if the feed exists, both
+    /// keys are removed and `<history> 0\n` published (version 0: deleted). Answers `{"ok", 1}`, or
+    /// `{"ok", 0}` when there was no feed; the write id keeps `done <1 or 0> <answer>`.
+    public static let delete = """
+        local epoch = redis.call('GET', KEYS[4])
+        if epoch ~= ARGV[1] then return {'epoch', epoch or ''} end
+        local written = redis.call('GET', KEYS[3])
+        if written then return {'done', written} end
+        if redis.call('EXISTS', KEYS[6]) == 1 then return {'aborted'} end
+        local history = redis.call('HGET', KEYS[1], 'history')
+        local existed = 0
+        if history then
+          existed = 1
+          redis.call('DEL', KEYS[1], KEYS[2])
+          redis.call('PUBLISH', ARGV[3], history .. ' 0\\n')
+        end
+        redis.call('SET', KEYS[3], 'done ' .. existed .. ' ' .. ARGV[4], 'EX', ARGV[2])
+        return {'ok', existed}
+        """
 }
