@@ -106,6 +106,19 @@ public struct RedisFeedCommitter: Sendable {
         }
     }
 
+    /// Replaces a feed's view-model state at `version` (``RedisScripts/viewState``), settling a lost answer.
+    public func setViewState(feed: String, epoch: String, version: Int, state: [UInt8], writeID: String) async throws(RedisError) -> RedisCommitOutcome {
+        let attempt = Self.nonce()
+        do {
+            let keys = [self.keys.feed(feed), self.keys.batches(feed), self.keys.write(feed, id: writeID), self.keys.epoch,
+                        self.keys.lease(feed), self.keys.attempt(feed, nonce: attempt)].map { Array($0.utf8) }
+            let arguments = [Array(epoch.utf8), Array(String(version).utf8), state, Array(String(writeTTL).utf8)]
+            return try Self.outcome(try await evaluate(RedisScripts.viewState, name: "viewState", keys: keys, arguments: arguments), first: true)
+        } catch where error.outcomeUnknown {
+            return try await resolve(feed: feed, writeID: writeID, attempt: attempt)
+        }
+    }
+
     /// Runs the commit script for `attempt` and decodes its answer (no settling).
     public func run(_ write: RedisFeedWrite, attempt: String) async throws(RedisError) -> RedisCommitOutcome {
         let keys = [self.keys.feed(write.feed), self.keys.batches(write.feed), self.keys.write(write.feed, id: write.writeID),

@@ -30,7 +30,13 @@ public struct RedisFeedReader: Sendable {
 
     /// The feed, or nil when Redis has none of that name.
     public func read(_ feed: String) async throws(RedisError) -> RedisStoredFeed? {
-        let parts = try await transaction([["HMGET", keys.feed(feed), "history", "version", "snapshot", "state"], ["XRANGE", keys.batches(feed), "-", "+"]])
+        let keys = self.keys
+        return try await client.run { connection throws(RedisError) in try Self.read(feed, keys: keys, on: connection) }
+    }
+
+    /// ``read(_:)`` on a connection of the caller's (the store's load at start).
+    public static func read(_ feed: String, keys: RedisKeys, on connection: RedisConnection) throws(RedisError) -> RedisStoredFeed? {
+        let parts = try transaction([["HMGET", keys.feed(feed), "history", "version", "snapshot", "state"], ["XRANGE", keys.batches(feed), "-", "+"]], on: connection)
         guard let fields = parts[0].array, fields.count == 4 else { throw .unexpectedReply(command: "HMGET", reply: parts[0].description) }
         guard let history = fields[0].string, let version = fields[1].integer else { return nil }
         let batches = try Self.entries(parts[1])
@@ -50,10 +56,14 @@ public struct RedisFeedReader: Sendable {
         return entries
     }
 
-    /// `MULTI`, the commands, `EXEC` in one pipeline; the answers of the commands.
     private func transaction(_ commands: [[String]]) async throws(RedisError) -> [RedisReply] {
+        try await client.run { connection throws(RedisError) in try Self.transaction(commands, on: connection) }
+    }
+
+    /// `MULTI`, the commands, `EXEC` in one pipeline; the answers of the commands.
+    static func transaction(_ commands: [[String]], on connection: RedisConnection) throws(RedisError) -> [RedisReply] {
         let all = ([["MULTI"]] + commands + [["EXEC"]]).map { $0.map { Array($0.utf8) } }
-        let replies = try await client.run { connection throws(RedisError) in try connection.pipeline(all) }
+        let replies = try connection.pipeline(all)
         guard let results = replies.last?.array, results.count == commands.count else {
             throw .unexpectedReply(command: "EXEC", reply: replies.last?.description ?? "nothing")
         }

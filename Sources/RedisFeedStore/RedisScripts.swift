@@ -85,4 +85,23 @@ public enum RedisScripts {
         redis.call('SET', KEYS[3], 'done ' .. existed .. ' ' .. ARGV[4], 'EX', ARGV[2])
         return {'ok', existed}
         """
+
+    /// Replaces a feed's view-model state without a new version (its rendering did not change).
+    ///
+    /// KEYS as ``commit``'s. ARGV: 1 epoch, 2 the version the state belongs to, 3 state, 4 seconds the
+    /// write id is kept. The epoch, a done write id and a given-up attempt as in ``commit``; the feed
+    /// must be at that version (else `{"conflict", version, history}`). Answers `{"ok", version}`.
+    public static let viewState = """
+        local epoch = redis.call('GET', KEYS[4])
+        if epoch ~= ARGV[1] then return {'epoch', epoch or ''} end
+        local written = redis.call('GET', KEYS[3])
+        if written then return {'done', written} end
+        if redis.call('EXISTS', KEYS[6]) == 1 then return {'aborted'} end
+        local stored = redis.call('HMGET', KEYS[1], 'version', 'history')
+        local current = tonumber(stored[1] or '0')
+        if current == 0 or current ~= tonumber(ARGV[2]) then return {'conflict', current, stored[2] or ''} end
+        redis.call('HSET', KEYS[1], 'state', ARGV[3])
+        redis.call('SET', KEYS[3], 'done ' .. current .. ' ', 'EX', ARGV[4])
+        return {'ok', current}
+        """
 }
