@@ -94,7 +94,7 @@ let package = Package(
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", "HTTPServer", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
-        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisFeedStore", "FeedStore"], swiftSettings: strict),
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisFeedStore", "FeedStore", "FeedServer", "DiffStreamJSON"], swiftSettings: strict),
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamTestingTests", dependencies: ["DiffStreamTesting", "DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer", "DiffStreamTesting"], swiftSettings: strict),
