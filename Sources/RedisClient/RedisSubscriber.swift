@@ -15,8 +15,8 @@ import Glibc
 /// follows (the history stream has what was missed).
 public final class RedisSubscriber: @unchecked Sendable {
     // `@unchecked Sendable`: `wanted`, `stopping` and `started` are touched only with `lock` held; the
-    // connection and `subscribed` only by the subscriber's thread; the pipe's descriptors are set once
-    // in `init`, and writing a byte to a pipe is safe from any thread.
+    // connection and `subscribed` only by the subscriber's thread; the pipe's descriptors and `origin`
+    // are set once in `init`, and writing a byte to a pipe is safe from any thread.
     public enum Event: Sendable, Equatable {
         /// Connected (again), and every channel wanted is subscribed: what was published from now on
         /// will arrive. Check the position of every feed followed: messages may have been missed.
@@ -38,6 +38,7 @@ public final class RedisSubscriber: @unchecked Sendable {
     private var subscribed: Set<String> = []
     private let wakeRead: Int32, wakeWrite: Int32
     private let stopped = DispatchSemaphore(value: 0)
+    private let origin = ContinuousClock.now
 
     /// Starts the thread, which connects at once.
     /// - Parameters:
@@ -111,49 +112,47 @@ public final class RedisSubscriber: @unchecked Sendable {
         stopped.signal()
     }
 
-    /// Subscribes, then relays until the connection fails (throws) or the subscriber stops (returns).
-    /// `subscribed` is announced when the `PING` sent after the first `SUBSCRIBE` is answered: Redis
-    /// answers in order, so every channel is subscribed by then, and the server is known to be awake.
+    /// Subscribes, then relays until the connection fails (throws) or the subscriber stops (returns);
+    /// when to ping and when to give up is ``PubSubLiveness``'s to say. `subscribed` is announced when
+    /// the `PING` sent after the first `SUBSCRIBE` is answered: Redis answers in order, so every channel
+    /// is subscribed by then, and the server is known to be awake.
     private func serve(_ connection: RedisConnection) throws(RedisError) {
         subscribed = []
         try sync(connection)
         try ping(connection)
         var announced = false
-        var lastHeard = ContinuousClock.now
-        var pingSentAt: ContinuousClock.Instant? = lastHeard
+        var liveness = PubSubLiveness(now: now(), pingInterval: pingInterval, timeout: timeout)
         while true {
-            let waited = ContinuousClock.now - (pingSentAt ?? lastHeard)
-            let ready = poll(connection.fileDescriptor, seconds: max(0, (pingSentAt == nil ? pingInterval : timeout) - Self.seconds(waited)))
+            let wait: Double
+            switch liveness.step(at: now()) {
+            case .dead: throw .timedOut(call: "PING (pub/sub)", seconds: timeout)
+            case .ping: try ping(connection); continue
+            case .wait(let seconds): wait = seconds
+            }
+            let ready = poll(connection.fileDescriptor, seconds: wait)
             if isStopping { return }
             if ready.wake {
                 drainWake()
                 try sync(connection)
             }
-            if ready.socket {
-                try connection.readAvailable()
-                lastHeard = .now
-                pingSentAt = nil  // anything read shows the connection alive
-                while let reply = try connection.bufferedReply() {
-                    if reply == .status("PONG") || reply.array?.first?.string == "pong" {
-                        if !announced { onEvent(.subscribed) }
-                        announced = true
-                    } else if let parts = reply.array, parts.count == 3, parts[0].string == "message" {
-                        onEvent(.message(channel: parts[1].string ?? "", payload: parts[2].bytes ?? []))
-                    }  // else a subscribe or unsubscribe confirmation
-                }
-            }
-            let now = ContinuousClock.now
-            if let sent = pingSentAt {
-                if Self.seconds(now - sent) >= timeout { throw .timedOut(call: "PING (pub/sub)", seconds: timeout) }
-            } else if Self.seconds(now - lastHeard) >= pingInterval {
-                try ping(connection)
-                pingSentAt = now
+            guard ready.socket else { continue }
+            try connection.readAvailable()
+            liveness.heard(at: now())
+            while let reply = try connection.bufferedReply() {
+                if reply == .status("PONG") || reply.array?.first?.string == "pong" {
+                    if !announced { onEvent(.subscribed) }
+                    announced = true
+                } else if let parts = reply.array, parts.count == 3, parts[0].string == "message" {
+                    onEvent(.message(channel: parts[1].string ?? "", payload: parts[2].bytes ?? []))
+                }  // else a subscribe or unsubscribe confirmation
             }
         }
     }
 
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    /// Seconds since the subscriber was made, on the monotonic clock (for ``PubSubLiveness``).
+    private func now() -> Double {
+        let elapsed = (ContinuousClock.now - origin).components
+        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
     }
 
     private func ping(_ connection: RedisConnection) throws(RedisError) {
