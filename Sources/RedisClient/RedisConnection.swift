@@ -12,7 +12,8 @@ import Darwin
 /// with ``RedisError/timedOut(call:seconds:)``. After any error but a server's answer
 /// (``RedisError/breaksConnection``), the connection is closed: an answer that arrives late would be
 /// taken for the next command's. It is not `Sendable`: ``RedisClient`` and ``RedisSubscriber`` each
-/// keep theirs on their own thread.
+/// keep theirs on their own thread. Used on a thread of the caller's, the process must ignore SIGPIPE
+/// (`DiffStreamServer` does) or that thread block it (``blockSIGPIPEOnThisThread()``).
 public final class RedisConnection {
     private var context: UnsafeMutablePointer<redisContext>?
     public let url: RedisURL
@@ -160,10 +161,10 @@ public final class RedisConnection {
     }
 
     /// hiredis writes with `write(2)`: to a socket the server has reset, that raises SIGPIPE, which ends
-    /// the process unless it is ignored (``DiffStreamServer`` ignores it) or blocked. The client's and the
+    /// the process unless it is ignored (`DiffStreamServer` ignores it) or blocked. The client's and the
     /// subscriber's threads block it, so the write fails with `EPIPE` instead, whatever the program does.
     /// (A signal raised by a write is sent to the thread that wrote, so blocking it there is enough.)
-    static func blockSIGPIPEOnThisThread() {
+    public static func blockSIGPIPEOnThisThread() {
         var set = sigset_t()
         sigemptyset(&set)
         sigaddset(&set, SIGPIPE)
