@@ -45,6 +45,15 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         // SQLite from Debian (libsqlite3-dev), to read the databases of the feed store of earlier versions.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        // libhiredis from Debian (libhiredis-dev), the Redis client behind RedisClient (issue 26). Found
+        // without pkg-config: hiredis.pc's -D_FILE_OFFSET_BITS=64 is a flag SwiftPM refuses, with a warning.
+        .systemLibrary(name: "CHiredis"),
+        // Talks RESP to a Redis server through hiredis: connections with a timeout on every call, a thread
+        // per connection, replies as a Swift enum, pub/sub on a dedicated connection, `redis://` URLs.
+        .target(name: "RedisClient", dependencies: ["CHiredis"], swiftSettings: strict),
+        // Feeds in Redis (issue 26, in progress): the key schema, the scripts, lost answers settled, and the
+        // `FeedStore` seam for one instance (`RedisStore`). Not linked by the executable yet.
+        .target(name: "RedisFeedStore", dependencies: ["RedisClient", "FeedStore"], swiftSettings: strict),
         // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the log store, and a
         // read-only migrator for the SQLite databases of earlier versions.
         .target(name: "FeedStore", dependencies: ["CSQLite", "CZlib", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
@@ -89,6 +98,7 @@ let package = Package(
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", "HTTPServer", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisFeedStore", "FeedStore", "FeedServer", "DiffStreamJSON"], swiftSettings: strict),
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamTestingTests", dependencies: ["DiffStreamTesting", "DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer", "DiffStreamTesting"], swiftSettings: strict),

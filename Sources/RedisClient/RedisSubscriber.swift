@@ -1,0 +1,191 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Pub/sub on a connection of its own, with a thread of its own that waits on the socket.
+///
+/// The thread `poll`s the connection and a wake-up pipe: messages are handed to `onEvent` as they
+/// arrive; channels added or removed from any thread are sent as one `SUBSCRIBE`/`UNSUBSCRIBE`
+/// (pipelined, not waited for). A connection that says nothing for `pingInterval` gets a `PING`
+/// (allowed while subscribed); no answer within the timeout, an error, or the server closing it ends
+/// the connection: `onEvent(.disconnected)`, then it connects again (every `reconnectDelay` until it
+/// can) and subscribes to every channel again. Messages published while it was away are not sent
+/// again by Redis, so ``Event/subscribed`` tells the caller to check the position of everything it
+/// follows (the history stream has what was missed).
+public final class RedisSubscriber: @unchecked Sendable {
+    // `@unchecked Sendable`: `wanted`, `stopping` and `started` are touched only with `lock` held; the
+    // connection and `subscribed` only by the subscriber's thread; the pipe's descriptors and `origin`
+    // are set once in `init`, and writing a byte to a pipe is safe from any thread.
+    public enum Event: Sendable, Equatable {
+        /// Connected (again), and every channel wanted is subscribed: what was published from now on
+        /// will arrive. Check the position of every feed followed: messages may have been missed.
+        case subscribed
+        /// A message on a channel.
+        case message(channel: String, payload: [UInt8])
+        /// The connection was lost or could not be made; it is tried again.
+        case disconnected(RedisError)
+    }
+
+    public let url: RedisURL
+    public let timeout: Double
+    public let pingInterval: Double
+    public let reconnectDelay: Double
+    private let onEvent: @Sendable (Event) -> Void
+    private let lock = NSLock()
+    private var wanted: Set<String> = []
+    private var stopping = false
+    private var subscribed: Set<String> = []
+    private let wakeRead: Int32, wakeWrite: Int32
+    private let stopped = DispatchSemaphore(value: 0)
+    private let origin = ContinuousClock.now
+
+    /// Starts the thread, which connects at once.
+    /// - Parameters:
+    ///   - timeout: seconds each connect, write and awaited answer (a `PING`'s) may take.
+    ///   - pingInterval: seconds of silence after which the connection is checked with a `PING`.
+    ///   - reconnectDelay: seconds between attempts to connect while Redis cannot be reached.
+    public init(url: RedisURL, timeout: Double = 2, pingInterval: Double = 1, reconnectDelay: Double = 1, name: String = "redis-pubsub",
+                onEvent: @escaping @Sendable (Event) -> Void) {
+        self.url = url
+        self.timeout = timeout
+        self.pingInterval = pingInterval
+        self.reconnectDelay = reconnectDelay
+        self.onEvent = onEvent
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 { _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK) }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+        let thread = Thread { [self] in loop() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Follows a channel (from any thread).
+    public func subscribe(_ channel: String) {
+        lock.withLock { _ = wanted.insert(channel) }
+        wake()
+    }
+
+    /// Stops following a channel (from any thread).
+    public func unsubscribe(_ channel: String) {
+        lock.withLock { _ = wanted.remove(channel) }
+        wake()
+    }
+
+    /// Closes the connection and ends the thread; no event follows. Idempotent.
+    public func stop() {
+        let first = lock.withLock { () -> Bool in
+            defer { stopping = true }
+            return !stopping
+        }
+        guard first else { return }
+        wake()
+        stopped.wait()
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    private var isStopping: Bool { lock.withLock { stopping } }
+
+    private func loop() {
+        RedisConnection.blockSIGPIPEOnThisThread()
+        var lastError: RedisError?
+        while !isStopping {
+            do throws(RedisError) {
+                let connection = try RedisConnection(url: url, timeout: timeout)
+                defer { connection.close() }
+                lastError = nil
+                try serve(connection)
+            } catch {
+                if error != lastError { onEvent(.disconnected(error)) }  // once per outage, not once per attempt
+                lastError = error
+                if isStopping { break }
+                _ = waitForWake(seconds: reconnectDelay)
+            }
+        }
+        stopped.signal()
+    }
+
+    /// Subscribes, then relays until the connection fails (throws) or the subscriber stops (returns);
+    /// when to ping and when to give up is ``PubSubLiveness``'s to say. `subscribed` is announced when
+    /// the `PING` sent after the first `SUBSCRIBE` is answered: Redis answers in order, so every channel
+    /// is subscribed by then, and the server is known to be awake.
+    private func serve(_ connection: RedisConnection) throws(RedisError) {
+        subscribed = []
+        try sync(connection)
+        try ping(connection)
+        var announced = false
+        var liveness = PubSubLiveness(now: now(), pingInterval: pingInterval, timeout: timeout)
+        while true {
+            let wait: Double
+            switch liveness.step(at: now()) {
+            case .dead: throw .timedOut(call: "PING (pub/sub)", seconds: timeout)
+            case .ping: try ping(connection); continue
+            case .wait(let seconds): wait = seconds
+            }
+            let ready = poll(connection.fileDescriptor, seconds: wait)
+            if isStopping { return }
+            if ready.wake {
+                drainWake()
+                try sync(connection)
+            }
+            guard ready.socket else { continue }
+            try connection.readAvailable()
+            liveness.heard(at: now())
+            while let reply = try connection.bufferedReply() {
+                if reply == .status("PONG") || reply.array?.first?.string == "pong" {
+                    if !announced { onEvent(.subscribed) }
+                    announced = true
+                } else if let parts = reply.array, parts.count == 3, parts[0].string == "message" {
+                    onEvent(.message(channel: parts[1].string ?? "", payload: parts[2].bytes ?? []))
+                }  // else a subscribe or unsubscribe confirmation
+            }
+        }
+    }
+
+    /// Seconds since the subscriber was made, on the monotonic clock (for ``PubSubLiveness``).
+    private func now() -> Double {
+        let elapsed = (ContinuousClock.now - origin).components
+        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+    }
+
+    private func ping(_ connection: RedisConnection) throws(RedisError) {
+        try connection.append([Array("PING".utf8)])
+        try connection.flush()
+    }
+
+    /// Sends what changed in the wanted channels (not waiting for the confirmations).
+    private func sync(_ connection: RedisConnection) throws(RedisError) {
+        let target = lock.withLock { wanted }
+        let adding = target.subtracting(subscribed).sorted(), removing = subscribed.subtracting(target).sorted()
+        if !adding.isEmpty { try connection.append([Array("SUBSCRIBE".utf8)] + adding.map { Array($0.utf8) }) }
+        if !removing.isEmpty { try connection.append([Array("UNSUBSCRIBE".utf8)] + removing.map { Array($0.utf8) }) }
+        if !adding.isEmpty || !removing.isEmpty { try connection.flush() }
+        subscribed = target
+    }
+
+    private func poll(_ socket: Int32, seconds: Double) -> (socket: Bool, wake: Bool) {
+        var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        let count = Glibc.poll(&fds, 2, Int32((seconds * 1000).rounded(.up)))
+        guard count > 0 else { return (false, false) }
+        return (fds[0].revents != 0, fds[1].revents != 0)
+    }
+
+    private func waitForWake(seconds: Double) -> Bool {
+        var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        let woken = Glibc.poll(&fds, 1, Int32(seconds * 1000)) > 0
+        if woken { drainWake() }
+        return woken
+    }
+
+    private func drainWake() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while read(wakeRead, &buffer, buffer.count) > 0 {}
+    }
+}

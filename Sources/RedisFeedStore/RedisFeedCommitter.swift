@@ -1,0 +1,220 @@
+import RedisClient
+
+/// One write of one feed, as the commit script takes it. Everything but the names is opaque bytes, as
+/// in the `FeedStore` seam: the snapshot as `WireCodec` encodes it, the batch as the SSE event sent.
+public struct RedisFeedWrite: Sendable, Equatable {
+    public var feed: String
+    /// The epoch this instance read at start (``RedisKeys/epoch``).
+    public var epoch: String
+    /// The version the batch was computed against; 0 creates the feed.
+    public var baseVersion: Int
+    /// The feed's history (a new one when creating).
+    public var history: String
+    public var snapshot: [UInt8]
+    /// Replaces the stored view-model state when given.
+    public var viewState: [UInt8]?
+    /// The batch event for version `baseVersion + 1`; empty when creating.
+    public var batch: [UInt8]
+    /// `--replay`: the history stream keeps this many batches.
+    public var window: Int
+    /// The write's id: the client's `Idempotency-Key`, or one the instance draws. One id, one commit.
+    public var writeID: String
+    /// The lease's fencing token, for a view model's source; nil for writes that need no lease.
+    public var fence: String?
+    /// What the client is answered, kept with the write id so a retry gets the same answer.
+    public var answer: [UInt8]
+
+    public init(feed: String, epoch: String, baseVersion: Int, history: String, snapshot: [UInt8], viewState: [UInt8]? = nil,
+                batch: [UInt8], window: Int, writeID: String, fence: String? = nil, answer: [UInt8] = []) {
+        self.feed = feed
+        self.epoch = epoch
+        self.baseVersion = baseVersion
+        self.history = history
+        self.snapshot = snapshot
+        self.viewState = viewState
+        self.batch = batch
+        self.window = window
+        self.writeID = writeID
+        self.fence = fence
+        self.answer = answer
+    }
+}
+
+/// What became of a commit.
+public enum RedisCommitOutcome: Sendable, Equatable {
+    /// Committed at `version`. `first` is false when the write id had been committed before (a retry,
+    /// or an answer read back after it was lost): `answer` is then the first commit's.
+    case committed(version: Int, answer: [UInt8], first: Bool)
+    /// The feed is not at the base version (another instance wrote first): compute again against this.
+    case conflict(version: Int, history: String)
+    /// Redis's epoch is not this instance's (nil: there is none). Redis lost data: every feed this
+    /// instance holds starts a new history.
+    case epochChanged(current: String?)
+    /// The lease is held under another fencing token (nil: by no one): this instance must stop writing.
+    case fenced(holder: String?)
+    /// The answer was lost and the attempt was given up before it ran: nothing was written. Compute again.
+    case notCommitted
+}
+
+/// Commits feed writes with ``RedisScripts/commit``, and settles lost answers by reading them back.
+///
+/// A commit whose answer is lost (``RedisError/outcomeUnknown``: a timeout, a dropped connection) may
+/// or may not have run. ``commit(_:)`` then runs ``RedisScripts/resolve`` on a new connection: either
+/// the write id is there (the write happened: its answer), or the attempt is marked given up, so that
+/// if the script still reaches Redis it changes nothing. It never guesses; if Redis cannot be reached
+/// to settle it, the error says the outcome is unknown, and a retry with the same write id settles it.
+public struct RedisFeedCommitter: Sendable {
+    public let client: RedisClient
+    public let keys: RedisKeys
+    /// Seconds a write id (and a given-up attempt) is kept: how long a retry with the same
+    /// `Idempotency-Key` gets the first answer.
+    public let writeTTL: Int
+    private let shas: ScriptCache
+
+    public init(client: RedisClient, keys: RedisKeys, writeTTL: Int = 24 * 3600) {
+        self.client = client
+        self.keys = keys
+        self.writeTTL = writeTTL
+        self.shas = ScriptCache()
+    }
+
+    /// Runs the commit script once (a fresh attempt), settling a lost answer.
+    /// - Throws: ``RedisError`` when Redis cannot be reached, or did not answer and could not be asked
+    ///   again; the write may then have happened (``RedisError/outcomeUnknown``).
+    public func commit(_ write: RedisFeedWrite) async throws(RedisError) -> RedisCommitOutcome {
+        let attempt = Self.nonce()
+        do {
+            return try await run(write, attempt: attempt)
+        } catch where error.outcomeUnknown {
+            return try await resolve(feed: write.feed, writeID: write.writeID, attempt: attempt)
+        }
+    }
+
+    /// Deletes a feed (``RedisScripts/delete``), settling a lost answer as ``commit(_:)`` does.
+    /// - Returns: `.committed(version: 1, …)` when the feed existed, `version: 0` when it did not.
+    public func delete(feed: String, epoch: String, writeID: String, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
+        let attempt = Self.nonce()
+        do {
+            let keys = [self.keys.feed(feed), self.keys.batches(feed), self.keys.write(feed, id: writeID), self.keys.epoch,
+                        self.keys.lease(feed), self.keys.attempt(feed, nonce: attempt)].map { Array($0.utf8) }
+            let arguments = [Array(epoch.utf8), Array(String(writeTTL).utf8), Array(self.keys.channel(feed).utf8), answer]
+            let outcome = try Self.outcome(try await evaluate(RedisScripts.delete, name: "delete", keys: keys, arguments: arguments), first: true)
+            if case .committed(let existed, _, true) = outcome { return .committed(version: existed, answer: answer, first: true) }
+            return outcome
+        } catch where error.outcomeUnknown {
+            return try await resolve(feed: feed, writeID: writeID, attempt: attempt)
+        }
+    }
+
+    /// Replaces a feed's view-model state at `version` (``RedisScripts/viewState``), settling a lost answer.
+    public func setViewState(feed: String, epoch: String, version: Int, state: [UInt8], writeID: String) async throws(RedisError) -> RedisCommitOutcome {
+        let attempt = Self.nonce()
+        do {
+            let keys = [self.keys.feed(feed), self.keys.batches(feed), self.keys.write(feed, id: writeID), self.keys.epoch,
+                        self.keys.lease(feed), self.keys.attempt(feed, nonce: attempt)].map { Array($0.utf8) }
+            let arguments = [Array(epoch.utf8), Array(String(version).utf8), state, Array(String(writeTTL).utf8)]
+            return try Self.outcome(try await evaluate(RedisScripts.viewState, name: "viewState", keys: keys, arguments: arguments), first: true)
+        } catch where error.outcomeUnknown {
+            return try await resolve(feed: feed, writeID: writeID, attempt: attempt)
+        }
+    }
+
+    /// Runs the commit script for `attempt` and decodes its answer (no settling).
+    public func run(_ write: RedisFeedWrite, attempt: String) async throws(RedisError) -> RedisCommitOutcome {
+        let keys = [self.keys.feed(write.feed), self.keys.batches(write.feed), self.keys.write(write.feed, id: write.writeID),
+                    self.keys.epoch, self.keys.lease(write.feed), self.keys.attempt(write.feed, nonce: attempt)].map { Array($0.utf8) }
+        let arguments: [[UInt8]] = [
+            Array(write.epoch.utf8), Array(String(write.baseVersion).utf8), Array(write.history.utf8), write.snapshot,
+            Array((write.viewState == nil ? "0" : "1").utf8), write.viewState ?? [], write.batch, Array(String(max(0, write.window)).utf8),
+            Array(String(writeTTL).utf8), Array(self.keys.channel(write.feed).utf8), Array((write.fence ?? "").utf8), write.answer,
+        ]
+        let reply = try await evaluate(RedisScripts.commit, name: "commit", keys: keys, arguments: arguments)
+        let outcome = try Self.outcome(reply, first: true)
+        if case .committed(let version, _, true) = outcome { return .committed(version: version, answer: write.answer, first: true) }
+        return outcome
+    }
+
+    /// Settles an attempt whose answer was lost (``RedisScripts/resolve``).
+    public func resolve(feed: String, writeID: String, attempt: String) async throws(RedisError) -> RedisCommitOutcome {
+        let keys = [self.keys.write(feed, id: writeID), self.keys.attempt(feed, nonce: attempt)].map { Array($0.utf8) }
+        let reply = try await evaluate(RedisScripts.resolve, name: "resolve", keys: keys, arguments: [Array(String(writeTTL).utf8)])
+        return try Self.outcome(reply, first: false)
+    }
+
+    /// `EVALSHA`, loading the script first (`SCRIPT LOAD`) when this process has not, or when Redis
+    /// forgot it (`NOSCRIPT` after a restart or `SCRIPT FLUSH`: the script did not run, so running it
+    /// again is safe).
+    private func evaluate(_ script: String, name: String, keys: [[UInt8]], arguments: [[UInt8]]) async throws(RedisError) -> RedisReply {
+        let shas = self.shas
+        return try await client.run { connection throws(RedisError) in
+            for _ in 0..<2 {
+                let sha: String
+                if let known = shas.sha(of: script) {
+                    sha = known
+                } else {
+                    let loaded = try connection.command(["SCRIPT", "LOAD", script])
+                    guard case .bulk(let bytes) = loaded else { throw Self.refused("SCRIPT LOAD (\(name))", loaded) }
+                    sha = String(decoding: bytes, as: UTF8.self)
+                    shas.remember(sha, for: script)
+                }
+                let reply = try connection.command([Array("EVALSHA".utf8), Array(sha.utf8), Array(String(keys.count).utf8)] + keys + arguments)
+                if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
+                    shas.forget(script)
+                    continue
+                }
+                if case .error = reply { throw Self.refused("EVALSHA (\(name))", reply) }
+                return reply
+            }
+            throw .server(command: "EVALSHA (\(name))", message: "NOSCRIPT twice after SCRIPT LOAD")
+        }
+    }
+
+    private static func refused(_ command: String, _ reply: RedisReply) -> RedisError {
+        if case .error(let message) = reply { return .server(command: command, message: message) }
+        return .unexpectedReply(command: command, reply: reply.description)
+    }
+
+    /// Decodes a script's answer.
+    static func outcome(_ reply: RedisReply, first: Bool) throws(RedisError) -> RedisCommitOutcome {
+        guard let parts = reply.array, let tag = parts.first?.string else { throw .unexpectedReply(command: "EVALSHA", reply: reply.description) }
+        switch tag {
+        case "ok":
+            guard parts.count == 2, let version = parts[1].integer else { break }
+            return .committed(version: version, answer: [], first: first)
+        case "done":
+            guard parts.count == 2, let record = parts[1].bytes, let parsed = parseDone(record) else { break }
+            return .committed(version: parsed.version, answer: parsed.answer, first: false)
+        case "conflict":
+            guard parts.count == 3, let version = parts[1].integer else { break }
+            return .conflict(version: version, history: parts[2].string ?? "")
+        case "epoch":
+            let current = parts.count > 1 ? parts[1].string ?? "" : ""
+            return .epochChanged(current: current.isEmpty ? nil : current)
+        case "fenced":
+            let holder = parts.count > 1 ? parts[1].string ?? "" : ""
+            return .fenced(holder: holder.isEmpty ? nil : holder)
+        case "aborted":
+            return .notCommitted
+        default: break
+        }
+        throw .unexpectedReply(command: "EVALSHA", reply: reply.description)
+    }
+
+    /// `done <version> <answer>` → the version and the answer's bytes.
+    static func parseDone(_ record: [UInt8]) -> (version: Int, answer: [UInt8])? {
+        let prefix = Array("done ".utf8)
+        guard record.starts(with: prefix) else { return nil }
+        let rest = record[prefix.count...]
+        guard let space = rest.firstIndex(of: UInt8(ascii: " ")), let version = Int(String(decoding: rest[..<space], as: UTF8.self)) else { return nil }
+        return (version, Array(rest[(space + 1)...]))
+    }
+
+    /// 128 random bits as hex: an attempt's nonce, or a write id when the client gave none.
+    public static func nonce() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in
+            let hex = String(generator.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+    }
+}

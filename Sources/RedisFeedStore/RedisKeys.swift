@@ -1,0 +1,37 @@
+/// The names of everything DiffStream keeps in Redis, under `--redis-prefix` and a key-schema version.
+///
+/// `<prefix>:v<schema>:` starts every key and channel, so instances of two schema versions (a rolling
+/// upgrade that changes the layout) never read each other's keys, and two deployments on one Redis
+/// stay apart by prefix. Feed names are `A-Z a-z 0-9 . _ -` (docs/protocol.md), never `:`, so a name
+/// ends a key unambiguously; a write id (an `Idempotency-Key` may hold anything) comes after it.
+///
+/// | key | type | holds |
+/// |-----|------|-------|
+/// | `epoch` | string | random; made at the first start. Missing: Redis lost its data |
+/// | `feed:<name>` | hash | `history`, `version`, `snapshot`, `state` |
+/// | `batches:<name>` | stream | the replay window: entry id `<version>-0`, field `e` = the batch event |
+/// | `write:<name>:<id>` | string, with a TTL | `done <version> <answer>`: a committed write's answer |
+/// | `attempt:<name>:<nonce>` | string, with a TTL | an attempt given up after a lost answer |
+/// | `lease:<name>` | string, with a TTL | the fencing token of the instance that runs the feed's source |
+/// | channel `publish:<name>` | pub/sub | `<history> <version>\n<batch event>` after each commit; `<history> 0\n` after a delete |
+public struct RedisKeys: Sendable, Equatable {
+    /// The key schema this build writes and reads.
+    public static let schemaVersion = 1
+    /// `--redis-prefix`.
+    public let prefix: String
+    /// `<prefix>:v<schema>:`.
+    public let base: String
+
+    public init(prefix: String = "diffstream") {
+        self.prefix = prefix
+        self.base = "\(prefix):v\(Self.schemaVersion):"
+    }
+
+    public var epoch: String { base + "epoch" }
+    public func feed(_ name: String) -> String { base + "feed:" + name }
+    public func batches(_ name: String) -> String { base + "batches:" + name }
+    public func write(_ name: String, id: String) -> String { base + "write:" + name + ":" + id }
+    public func attempt(_ name: String, nonce: String) -> String { base + "attempt:" + name + ":" + nonce }
+    public func lease(_ name: String) -> String { base + "lease:" + name }
+    public func channel(_ name: String) -> String { base + "publish:" + name }
+}

@@ -1,0 +1,107 @@
+/// The Lua scripts that change feeds in Redis. Each runs atomically (Redis runs one script at a time,
+/// and replicates and appends it to the AOF as one unit), so a commit is all or nothing.
+public enum RedisScripts {
+    /// Commits one write of one feed.
+    ///
+    /// KEYS: 1 `feed:<name>`, 2 `batches:<name>`, 3 `write:<name>:<id>`, 4 `epoch`, 5 `lease:<name>`,
+    /// 6 `attempt:<name>:<nonce>`.
+    /// ARGV: 1 epoch, 2 base version (0: create), 3 history, 4 snapshot, 5 `1` when a state is given,
+    /// 6 state, 7 batch event (empty: none), 8 replay window (the stream's cap; 0 keeps none),
+    /// 9 seconds the write id is kept, 10 channel, 11 fencing token (empty: none), 12 answer.
+    ///
+    /// In order: the epoch must be the one the instance holds (else `{"epoch", current or ""}`: Redis
+    /// lost data); a write id already done returns its first answer (`{"done", "done <v> <answer>"}`);
+    /// an attempt given up by ``resolve`` does nothing (`{"aborted"}`); the lease must hold the fencing
+    /// token (`{"fenced", holder or ""}`); the stored version and history must be the base (else
+    /// `{"conflict", version, history}`). Then the snapshot, state, history and version are stored, the
+    /// batch is appended to the stream with the id `<version>-0` and the stream capped at the window,
+    /// the answer is kept under the write id for its TTL, the batch is published, and `{"ok", version}`
+    /// returned.
+    public static let commit = """
+        local epoch = redis.call('GET', KEYS[4])
+        if epoch ~= ARGV[1] then return {'epoch', epoch or ''} end
+        local written = redis.call('GET', KEYS[3])
+        if written then return {'done', written} end
+        if redis.call('EXISTS', KEYS[6]) == 1 then return {'aborted'} end
+        if ARGV[11] ~= '' then
+          local holder = redis.call('GET', KEYS[5])
+          if holder ~= ARGV[11] then return {'fenced', holder or ''} end
+        end
+        local stored = redis.call('HMGET', KEYS[1], 'version', 'history')
+        local current = tonumber(stored[1] or '0')
+        local base = tonumber(ARGV[2])
+        if current ~= base or (base > 0 and stored[2] ~= ARGV[3]) then
+          return {'conflict', current, stored[2] or ''}
+        end
+        local version = base + 1
+        if base == 0 then redis.call('DEL', KEYS[1], KEYS[2]) end
+        redis.call('HSET', KEYS[1], 'history', ARGV[3], 'version', version, 'snapshot', ARGV[4])
+        if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'state', ARGV[6]) end
+        local window = tonumber(ARGV[8])
+        if window > 0 and ARGV[7] ~= '' then
+          redis.call('XADD', KEYS[2], 'MAXLEN', window, version .. '-0', 'e', ARGV[7])
+        elseif window == 0 then
+          redis.call('DEL', KEYS[2])
+        end
+        redis.call('SET', KEYS[3], 'done ' .. version .. ' ' .. ARGV[12], 'EX', ARGV[9])
+        redis.call('PUBLISH', ARGV[10], ARGV[3] .. ' ' .. version .. '\\n' .. ARGV[7])
+        return {'ok', version}
+        """
+
+    /// Settles a commit whose answer was lost: either it is done (its answer comes back), or its attempt
+    /// is marked given up so that, should the script still arrive, it does nothing.
+    ///
+    /// KEYS: 1 `write:<name>:<id>`, 2 `attempt:<name>:<nonce>`. ARGV: 1 seconds both are kept.
+    /// Returns `{"done", "done <v> <answer>"}` or `{"aborted"}`.
+    public static let resolve = """
+        local written = redis.call('GET', KEYS[1])
+        if written then return {'done', written} end
+        redis.call('SET', KEYS[2], '1', 'EX', ARGV[1])
+        return {'aborted'}
+        """
+
+    /// Deletes one feed: its hash and its history stream.
+    ///
+    /// KEYS: 1 `feed:<name>`, 2 `batches:<name>`, 3 `write:<name>:<id>`, 4 `epoch`, 6 `attempt:<name>:<nonce>`
+    /// (5 is unused, so the keys line up with ``commit``'s). ARGV: 1 epoch, 2 seconds the write id is
+    /// kept, 3 channel, 4 answer.
+    ///
+    /// The epoch, a done write id and a given-up attempt as in ``commit``; then, if the feed exists, both
+    /// keys are removed and `<history> 0\n` published (version 0: deleted). Answers `{"ok", 1}`, or
+    /// `{"ok", 0}` when there was no feed; the write id keeps `done <1 or 0> <answer>`.
+    public static let delete = """
+        local epoch = redis.call('GET', KEYS[4])
+        if epoch ~= ARGV[1] then return {'epoch', epoch or ''} end
+        local written = redis.call('GET', KEYS[3])
+        if written then return {'done', written} end
+        if redis.call('EXISTS', KEYS[6]) == 1 then return {'aborted'} end
+        local history = redis.call('HGET', KEYS[1], 'history')
+        local existed = 0
+        if history then
+          existed = 1
+          redis.call('DEL', KEYS[1], KEYS[2])
+          redis.call('PUBLISH', ARGV[3], history .. ' 0\\n')
+        end
+        redis.call('SET', KEYS[3], 'done ' .. existed .. ' ' .. ARGV[4], 'EX', ARGV[2])
+        return {'ok', existed}
+        """
+
+    /// Replaces a feed's view-model state without a new version (its rendering did not change).
+    ///
+    /// KEYS as ``commit``'s. ARGV: 1 epoch, 2 the version the state belongs to, 3 state, 4 seconds the
+    /// write id is kept. The epoch, a done write id and a given-up attempt as in ``commit``; the feed
+    /// must be at that version (else `{"conflict", version, history}`). Answers `{"ok", version}`.
+    public static let viewState = """
+        local epoch = redis.call('GET', KEYS[4])
+        if epoch ~= ARGV[1] then return {'epoch', epoch or ''} end
+        local written = redis.call('GET', KEYS[3])
+        if written then return {'done', written} end
+        if redis.call('EXISTS', KEYS[6]) == 1 then return {'aborted'} end
+        local stored = redis.call('HMGET', KEYS[1], 'version', 'history')
+        local current = tonumber(stored[1] or '0')
+        if current == 0 or current ~= tonumber(ARGV[2]) then return {'conflict', current, stored[2] or ''} end
+        redis.call('HSET', KEYS[1], 'state', ARGV[3])
+        redis.call('SET', KEYS[3], 'done ' .. current .. ' ', 'EX', ARGV[4])
+        return {'ok', current}
+        """
+}

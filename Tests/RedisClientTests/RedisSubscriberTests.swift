@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+@testable import RedisClient
+
+@Suite(.enabled(if: RedisTestServer.isInstalled, RedisTestServer.skipReason))
+struct RedisSubscriberTests {
+    /// A subscriber whose events arrive in an `AsyncStream`, awaited one by one.
+    final class Events: Sendable {
+        let stream: AsyncStream<RedisSubscriber.Event>
+        let subscriber: RedisSubscriber
+
+        init(url: RedisURL, pingInterval: Double = 1, timeout: Double = 2) {
+            let (stream, continuation) = AsyncStream.makeStream(of: RedisSubscriber.Event.self)
+            self.stream = stream
+            subscriber = RedisSubscriber(url: url, timeout: timeout, pingInterval: pingInterval, reconnectDelay: 0.05) { continuation.yield($0) }
+        }
+
+        /// The next event that is not a disconnection (those are checked where they are expected).
+        func next(skippingDisconnects: Bool = true) async -> RedisSubscriber.Event? {
+            for await event in stream {
+                if case .disconnected = event, skippingDisconnects { continue }
+                return event
+            }
+            return nil
+        }
+    }
+
+    @Test func messagesArriveOnTheChannelsFollowed() async throws {
+        try await RedisTestServer.with { server in
+            let events = Events(url: server.url)
+            defer { events.subscriber.stop() }
+            #expect(await events.next() == .subscribed)  // nothing wanted yet
+            events.subscriber.subscribe("a")
+            let publisher = try RedisConnection(url: server.url, timeout: 2)
+            // The subscription is confirmed when a publish reaches one subscriber.
+            while try publisher.command(["PUBLISH", "a", "first"]) == .integer(0) { await Task.yield() }
+            #expect(await events.next() == .message(channel: "a", payload: Array("first".utf8)))
+            _ = try publisher.command([Array("PUBLISH".utf8), Array("b".utf8), Array("ignored".utf8)])
+            _ = try publisher.command([Array("PUBLISH".utf8), Array("a".utf8), [0, 10, 255]])
+            #expect(await events.next() == .message(channel: "a", payload: [0, 10, 255]))
+            events.subscriber.unsubscribe("a")
+            while try publisher.command(["PUBLISH", "a", "gone"]) == .integer(1) { await Task.yield() }
+        }
+    }
+
+    /// `CLIENT KILL TYPE pubsub`: the subscriber says so, connects again, subscribes again, and says
+    /// `subscribed` so its owner checks what it missed.
+    @Test func aKilledConnectionIsMadeAgainAndAnnounced() async throws {
+        try await RedisTestServer.with { server in
+            let events = Events(url: server.url)
+            defer { events.subscriber.stop() }
+            events.subscriber.subscribe("feed")
+            #expect(await events.next() == .subscribed)
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            while try admin.command(["PUBSUB", "NUMSUB", "feed"]).array?.last != .integer(1) { await Task.yield() }
+            #expect(try admin.command(["CLIENT", "KILL", "TYPE", "pubsub"]) == .integer(1))
+            #expect(await events.next(skippingDisconnects: false) == .disconnected(.closed(call: "redisBufferRead")))
+            #expect(await events.next() == .subscribed)
+            _ = try admin.command(["PUBLISH", "feed", "after"])
+            #expect(await events.next() == .message(channel: "feed", payload: Array("after".utf8)))
+        }
+    }
+
+    /// A Redis that stops answering (`DEBUG SLEEP`) is noticed by the ping, within the timeout.
+    @Test func aSilentConnectionIsNoticedByThePing() async throws {
+        try await RedisTestServer.with { server in
+            let events = Events(url: server.url, pingInterval: 0.1, timeout: 0.2)
+            defer { events.subscriber.stop() }
+            #expect(await events.next() == .subscribed)
+            let admin = RedisClient(url: server.url, timeout: 5)
+            defer { admin.stop() }
+            let sleeper = Task { try await admin.command("DEBUG", "SLEEP", "1") }
+            #expect(await events.next(skippingDisconnects: false) == .disconnected(.timedOut(call: "PING (pub/sub)", seconds: 0.2)))
+            _ = try await sleeper.value
+            #expect(await events.next() == .subscribed)
+        }
+    }
+}
