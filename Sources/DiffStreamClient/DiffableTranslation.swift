@@ -163,10 +163,14 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
     var calls: [Call] = []
     var itemBlock: OpenBlock<ItemID, ItemPlace<SectionID, ItemID>>?
     var sectionBlock: OpenBlock<SectionID, SectionPlace<SectionID>>?
-    /// The index of the last `deleteItems` call. Deleting an item that exists now commutes with every
-    /// call after it that does not name the item (section calls name no items, and only item calls
-    /// create items), so such a delete joins it instead of making a call of its own.
+    /// The index of the last `deleteItems` call, whose ids are kept in `deletes` until ``finish(needsNewCell:)``
+    /// (or the next `deleteItems`). Deleting an item that exists now commutes with every call after it
+    /// that does not name the item (section calls name no items, and only item calls create items), so
+    /// such a delete joins it instead of making a call of its own.
     var deleteCall: Int?
+    var deletes: [ItemID] = []
+    /// Section deletes in a row, still open: the last call when not `nil`.
+    var sectionDeletes: [SectionID]?
     /// The items named by the calls after `deleteCall`.
     var namedSinceDelete: Set<ItemID> = []
     /// The latest content of the items and sections of `old` that the batch updated or inserted again.
@@ -188,12 +192,11 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
 
         case .deleteSection(let id):
             try outline.deleteSection(id)
-            if itemBlock == nil, sectionBlock == nil, case .deleteSections(var ids)? = calls.last {
-                calls[calls.count - 1] = .deleteSections([])  // `ids` is now the only reference: appends in place
-                ids.append(id)
-                calls[calls.count - 1] = .deleteSections(ids)
+            if sectionDeletes != nil {
+                sectionDeletes!.append(id)
             } else {
-                push(.deleteSections([id]))
+                flush()
+                sectionDeletes = [id]
             }
 
         case .insertSection(let section, let before):
@@ -202,7 +205,7 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
             let place: SectionPlace<SectionID> = before.map { .before($0) } ?? .end
             if sectionBlock?.place == place {
                 sectionBlock!.append(section.id)
-            } else if let before, let block = sectionBlock, block.first == before {
+            } else if let before, sectionBlock?.first == before {
                 sectionBlock!.prepend(section.id)
             } else {
                 flush()
@@ -230,7 +233,7 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
             let place: ItemPlace<SectionID, ItemID> = before.map { .before($0) } ?? .end(of: section)
             if itemBlock?.place == place {
                 itemBlock!.append(item.id)
-            } else if let before, let block = itemBlock, block.first == before {
+            } else if let before, itemBlock?.first == before {
                 itemBlock!.prepend(item.id)
             } else {
                 openItemBlock(item.id, at: place)
@@ -243,7 +246,7 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
             try outline.moveItem(id, toSection: section, before: before)
             if let before {
                 if next == before { return }  // already right before its anchor
-                if let block = itemBlock, block.first == before, canHoistDelete(of: id) {
+                if itemBlock?.first == before, canHoistDelete(of: id) {
                     // deleteItems([id]) joins the earlier one; the block gets `id` in front.
                     hoistDelete(of: id)
                     itemBlock!.prepend(id)
@@ -276,6 +279,7 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
     /// The calls, with the content changes at the end.
     mutating func finish(needsNewCell: (ItemType, ItemType) -> Bool) -> [Call] {
         flush()
+        closeDeletes()
         let reloadedSections = sectionsTouched.filter { id in
             outline.contains(section: id) && old.section(withID: id) != sectionContent[id]
         }
@@ -293,8 +297,12 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
 
     // MARK: Calls
 
-    /// Closes the open block, if any, into its call.
+    /// Closes the open block or run of section deletes, if any, into its call.
     mutating func flush() {
+        if let ids = sectionDeletes {
+            calls.append(.deleteSections(ids))
+            sectionDeletes = nil
+        }
         if let block = itemBlock {
             switch block.place {
             case .end(let section): calls.append(.appendItems(block.ids, toSection: section))
@@ -315,9 +323,6 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
         flush()
         calls.append(call)
         switch call {
-        case .deleteItems:
-            deleteCall = calls.count - 1
-            namedSinceDelete = []
         case .moveItemBefore(let id, beforeItem: let anchor), .moveItemAfter(let id, afterItem: let anchor):
             name(id)
             name(anchor)
@@ -344,15 +349,24 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
     /// Adds `id` to the last `deleteItems` call. Only for an item that exists now and that no call
     /// since has named (``canHoistDelete(of:)``).
     mutating func hoistDelete(of id: ItemID) {
-        let index = deleteCall!
-        guard case .deleteItems(var ids) = calls[index] else { preconditionFailure("deleteCall names a deleteItems call") }
-        calls[index] = .deleteItems([])  // `ids` is now the only reference: appends in place
-        ids.append(id)
-        calls[index] = .deleteItems(ids)
+        deletes.append(id)
     }
 
     mutating func deleteItem(_ id: ItemID) {
-        if canHoistDelete(of: id) { hoistDelete(of: id) } else { push(.deleteItems([id])) }
+        if canHoistDelete(of: id) {
+            hoistDelete(of: id)
+        } else {
+            closeDeletes()
+            push(.deleteItems([]))  // its ids are in `deletes` until it is closed
+            deleteCall = calls.count - 1
+            deletes = [id]
+            namedSinceDelete = []
+        }
+    }
+
+    /// Writes the ids of the last `deleteItems` call into it.
+    mutating func closeDeletes() {
+        if let index = deleteCall { calls[index] = .deleteItems(deletes) }
     }
 
     // MARK: Content
