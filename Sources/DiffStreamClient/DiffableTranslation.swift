@@ -44,6 +44,8 @@ import DiffStream
 ///
 /// For a batch from the server (``Snapshot/diff(from:to:)``) there are at most as many calls as
 /// operations, plus one.
+///
+/// The functions are inlinable, so that the app's module specialises them for its own types.
 public enum DiffableTranslation {
     /// The calls that turn the identifiers of `old` into those of `old.applying(batch)`, with the
     /// content changes as `reloadSections`, `reconfigureItems` and `reloadItems`.
@@ -58,7 +60,7 @@ public enum DiffableTranslation {
     ///   ``Snapshot/apply(_:)`` would.
     /// - Complexity: O(n + m) time and memory, n being the number of sections and items of `old` and m
     ///   the number of operations (a `deleteSection` also walks the items it removes).
-    public static func calls<SectionType, ItemType>(
+    @inlinable public static func calls<SectionType, ItemType>(
         for batch: Batch<SectionType, ItemType>,
         from old: Snapshot<SectionType, ItemType>,
         needsNewCell: (_ old: ItemType, _ new: ItemType) -> Bool = { _, _ in false }
@@ -77,7 +79,7 @@ public enum DiffableTranslation {
     /// The calls for a batch given as its operations (a batch update's `operations`), as for a `Batch`.
     ///
     /// - Complexity: O(n + m), as for a batch.
-    public static func calls<SectionType, ItemType>(
+    @inlinable public static func calls<SectionType, ItemType>(
         for operations: [DiffStream.Operation<SectionType, ItemType>],
         from old: Snapshot<SectionType, ItemType>,
         needsNewCell: (_ old: ItemType, _ new: ItemType) -> Bool = { _, _ in false }
@@ -91,7 +93,7 @@ public enum DiffableTranslation {
     /// snapshot of ids.
     ///
     /// - Complexity: O(n log n) in the sections and items of both snapshots.
-    public static func calls<SectionType, ItemType>(
+    @inlinable public static func calls<SectionType, ItemType>(
         from old: Snapshot<SectionType, ItemType>,
         to new: Snapshot<SectionType, ItemType>,
         needsNewCell: (_ old: ItemType, _ new: ItemType) -> Bool = { _, _ in false }
@@ -107,7 +109,7 @@ public enum DiffableTranslation {
     /// update of a feed): one `appendSections`, then one `appendItems` per section that has items.
     ///
     /// - Complexity: O(n) in the sections and items.
-    public static func calls<SectionType, ItemType>(
+    @inlinable public static func calls<SectionType, ItemType>(
         building snapshot: Snapshot<SectionType, ItemType>
     ) -> [DiffableCall<SectionType.ID, ItemType.ID>] {
         guard snapshot.numberOfSections > 0 else { return [] }
@@ -121,70 +123,70 @@ public enum DiffableTranslation {
 }
 
 /// Where a block of new items goes.
-private enum ItemPlace<SectionID: Hashable, ItemID: Hashable>: Equatable {
+@usableFromInline enum ItemPlace<SectionID: Hashable, ItemID: Hashable>: Equatable {
     case end(of: SectionID)
     case before(ItemID)
 }
 
 /// Where a block of new sections goes.
-private enum SectionPlace<SectionID: Hashable>: Equatable {
+@usableFromInline enum SectionPlace<SectionID: Hashable>: Equatable {
     case end
     case before(SectionID)
 }
 
 /// A block of ids inserted at one place by one call, still open: later inserts next to it join it at
 /// either end. O(1) amortised per id at either end.
-private struct OpenBlock<ID, Place> {
-    let place: Place
-    private var front: [ID] = []  // reversed: the last one is the block's first id
-    private var back: [ID]
+@usableFromInline struct OpenBlock<ID, Place> {
+    @usableFromInline let place: Place
+    @usableFromInline var front: [ID] = []  // reversed: the last one is the block's first id
+    @usableFromInline var back: [ID]
 
-    init(_ id: ID, at place: Place) {
+    @inlinable init(_ id: ID, at place: Place) {
         self.place = place
         back = [id]
     }
 
-    var first: ID { front.last ?? back[0] }
-    var ids: [ID] { front.reversed() + back }
+    @inlinable var first: ID { front.last ?? back[0] }
+    @inlinable var ids: [ID] { front.reversed() + back }
 
-    mutating func prepend(_ id: ID) { front.append(id) }
-    mutating func append(_ id: ID) { back.append(id) }
+    @inlinable mutating func prepend(_ id: ID) { front.append(id) }
+    @inlinable mutating func append(_ id: ID) { back.append(id) }
 }
 
 /// Walks a batch once, following the identifiers in a ``DiffableOutline``, and writes the calls.
-private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemType: Identifiable & Equatable> {
-    typealias SectionID = SectionType.ID
-    typealias ItemID = ItemType.ID
-    typealias Call = DiffableCall<SectionID, ItemID>
+@usableFromInline struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemType: Identifiable & Equatable> {
+    @usableFromInline typealias SectionID = SectionType.ID
+    @usableFromInline typealias ItemID = ItemType.ID
+    @usableFromInline typealias Call = DiffableCall<SectionID, ItemID>
 
-    let old: Snapshot<SectionType, ItemType>
-    var outline: DiffableOutline<SectionID, ItemID>
+    @usableFromInline let old: Snapshot<SectionType, ItemType>
+    @usableFromInline var outline: DiffableOutline<SectionID, ItemID>
     /// The calls so far; an open block, when there is one, comes after them.
-    var calls: [Call] = []
-    var itemBlock: OpenBlock<ItemID, ItemPlace<SectionID, ItemID>>?
-    var sectionBlock: OpenBlock<SectionID, SectionPlace<SectionID>>?
+    @usableFromInline var calls: [Call] = []
+    @usableFromInline var itemBlock: OpenBlock<ItemID, ItemPlace<SectionID, ItemID>>?
+    @usableFromInline var sectionBlock: OpenBlock<SectionID, SectionPlace<SectionID>>?
     /// The index of the last `deleteItems` call, whose ids are kept in `deletes` until ``finish(needsNewCell:)``
     /// (or the next `deleteItems`). Deleting an item that exists now commutes with every call after it
     /// that does not name the item (section calls name no items, and only item calls create items), so
     /// such a delete joins it instead of making a call of its own.
-    var deleteCall: Int?
-    var deletes: [ItemID] = []
+    @usableFromInline var deleteCall: Int?
+    @usableFromInline var deletes: [ItemID] = []
     /// Section deletes in a row, still open: the last call when not `nil`.
-    var sectionDeletes: [SectionID]?
+    @usableFromInline var sectionDeletes: [SectionID]?
     /// The items named by the calls after `deleteCall`.
-    var namedSinceDelete: Set<ItemID> = []
+    @usableFromInline var namedSinceDelete: Set<ItemID> = []
     /// The latest content of the items and sections of `old` that the batch updated or inserted again.
-    var itemContent: [ItemID: ItemType] = [:]
-    var itemsTouched: [ItemID] = []
-    var sectionContent: [SectionID: SectionType] = [:]
-    var sectionsTouched: [SectionID] = []
+    @usableFromInline var itemContent: [ItemID: ItemType] = [:]
+    @usableFromInline var itemsTouched: [ItemID] = []
+    @usableFromInline var sectionContent: [SectionID: SectionType] = [:]
+    @usableFromInline var sectionsTouched: [SectionID] = []
 
-    init(_ old: Snapshot<SectionType, ItemType>) {
+    @inlinable init(_ old: Snapshot<SectionType, ItemType>) {
         self.old = old
         outline = DiffableOutline(old)
     }
 
-    mutating func translate(_ operation: DiffStream.Operation<SectionType, ItemType>) throws(SnapshotError) {
+    @inlinable mutating func translate(_ operation: DiffStream.Operation<SectionType, ItemType>) throws(SnapshotError) {
         switch operation {
         case .delete(let id):
             try outline.deleteItem(id)
@@ -277,7 +279,7 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
     }
 
     /// The calls, with the content changes at the end.
-    mutating func finish(needsNewCell: (ItemType, ItemType) -> Bool) -> [Call] {
+    @inlinable mutating func finish(needsNewCell: (ItemType, ItemType) -> Bool) -> [Call] {
         flush()
         closeDeletes()
         let reloadedSections = sectionsTouched.filter { id in
@@ -298,7 +300,7 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
     // MARK: Calls
 
     /// Closes the open block or run of section deletes, if any, into its call.
-    mutating func flush() {
+    @inlinable mutating func flush() {
         if let ids = sectionDeletes {
             calls.append(.deleteSections(ids))
             sectionDeletes = nil
@@ -319,7 +321,7 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
         }
     }
 
-    mutating func push(_ call: Call) {
+    @inlinable mutating func push(_ call: Call) {
         flush()
         calls.append(call)
         switch call {
@@ -331,28 +333,28 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
         }
     }
 
-    mutating func openItemBlock(_ id: ItemID, at place: ItemPlace<SectionID, ItemID>) {
+    @inlinable mutating func openItemBlock(_ id: ItemID, at place: ItemPlace<SectionID, ItemID>) {
         flush()
         itemBlock = OpenBlock(id, at: place)
         if case .before(let anchor) = place { name(anchor) }
     }
 
     /// Notes that a call after the last `deleteItems` names `id`.
-    mutating func name(_ id: ItemID) {
+    @inlinable mutating func name(_ id: ItemID) {
         if deleteCall != nil { namedSinceDelete.insert(id) }
     }
 
-    func canHoistDelete(of id: ItemID) -> Bool {
+    @inlinable func canHoistDelete(of id: ItemID) -> Bool {
         deleteCall != nil && !namedSinceDelete.contains(id)
     }
 
     /// Adds `id` to the last `deleteItems` call. Only for an item that exists now and that no call
     /// since has named (``canHoistDelete(of:)``).
-    mutating func hoistDelete(of id: ItemID) {
+    @inlinable mutating func hoistDelete(of id: ItemID) {
         deletes.append(id)
     }
 
-    mutating func deleteItem(_ id: ItemID) {
+    @inlinable mutating func deleteItem(_ id: ItemID) {
         if canHoistDelete(of: id) {
             hoistDelete(of: id)
         } else {
@@ -365,18 +367,18 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
     }
 
     /// Writes the ids of the last `deleteItems` call into it.
-    mutating func closeDeletes() {
+    @inlinable mutating func closeDeletes() {
         if let index = deleteCall { calls[index] = .deleteItems(deletes) }
     }
 
     // MARK: Content
 
-    mutating func touch(_ item: ItemType) {
+    @inlinable mutating func touch(_ item: ItemType) {
         guard old.contains(item: item.id) else { return }
         if itemContent.updateValue(item, forKey: item.id) == nil { itemsTouched.append(item.id) }
     }
 
-    mutating func touch(_ section: SectionType) {
+    @inlinable mutating func touch(_ section: SectionType) {
         guard old.contains(section: section.id) else { return }
         if sectionContent.updateValue(section, forKey: section.id) == nil { sectionsTouched.append(section.id) }
     }
