@@ -56,8 +56,8 @@ public enum DiffableTranslation {
     ///   - needsNewCell: whether a changed item needs a new cell (`reloadItems`) rather than the one it
     ///     has (`reconfigureItems`), given its old and new value: say so when its kind changed and the
     ///     kinds use different cell classes or registrations.
-    /// - Throws: ``BatchError`` when the batch does not apply to `old`, naming the operation, exactly as
-    ///   ``Snapshot/apply(_:)`` would.
+    /// - Throws: ``BatchError`` when the batch does not apply to `old`, naming the operation and what
+    ///   was wrong, as ``Snapshot/apply(_:)`` does.
     /// - Complexity: O(n + m) time and memory, n being the number of sections and items of `old` and m
     ///   the number of operations (a `deleteSection` also walks the items it removes).
     @inlinable public static func calls<SectionType, ItemType>(
