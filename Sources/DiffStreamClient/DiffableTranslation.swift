@@ -44,6 +44,8 @@ import DiffStream
 ///
 /// For a batch from the server (``Snapshot/diff(from:to:)``) there are at most as many calls as
 /// operations, plus one.
+///
+/// The functions are inlinable, so that the app's module specialises them for its own types.
 public enum DiffableTranslation {
     /// The calls that turn the identifiers of `old` into those of `old.applying(batch)`, with the
     /// content changes as `reloadSections`, `reconfigureItems` and `reloadItems`.
@@ -54,11 +56,11 @@ public enum DiffableTranslation {
     ///   - needsNewCell: whether a changed item needs a new cell (`reloadItems`) rather than the one it
     ///     has (`reconfigureItems`), given its old and new value: say so when its kind changed and the
     ///     kinds use different cell classes or registrations.
-    /// - Throws: ``BatchError`` when the batch does not apply to `old`, naming the operation, exactly as
-    ///   ``Snapshot/apply(_:)`` would.
+    /// - Throws: ``BatchError`` when the batch does not apply to `old`, naming the operation and what
+    ///   was wrong, as ``Snapshot/apply(_:)`` does.
     /// - Complexity: O(n + m) time and memory, n being the number of sections and items of `old` and m
     ///   the number of operations (a `deleteSection` also walks the items it removes).
-    public static func calls<SectionType, ItemType>(
+    @inlinable public static func calls<SectionType, ItemType>(
         for batch: Batch<SectionType, ItemType>,
         from old: Snapshot<SectionType, ItemType>,
         needsNewCell: (_ old: ItemType, _ new: ItemType) -> Bool = { _, _ in false }
@@ -77,7 +79,7 @@ public enum DiffableTranslation {
     /// The calls for a batch given as its operations (a batch update's `operations`), as for a `Batch`.
     ///
     /// - Complexity: O(n + m), as for a batch.
-    public static func calls<SectionType, ItemType>(
+    @inlinable public static func calls<SectionType, ItemType>(
         for operations: [DiffStream.Operation<SectionType, ItemType>],
         from old: Snapshot<SectionType, ItemType>,
         needsNewCell: (_ old: ItemType, _ new: ItemType) -> Bool = { _, _ in false }
@@ -91,7 +93,7 @@ public enum DiffableTranslation {
     /// snapshot of ids.
     ///
     /// - Complexity: O(n log n) in the sections and items of both snapshots.
-    public static func calls<SectionType, ItemType>(
+    @inlinable public static func calls<SectionType, ItemType>(
         from old: Snapshot<SectionType, ItemType>,
         to new: Snapshot<SectionType, ItemType>,
         needsNewCell: (_ old: ItemType, _ new: ItemType) -> Bool = { _, _ in false }
@@ -107,7 +109,7 @@ public enum DiffableTranslation {
     /// update of a feed): one `appendSections`, then one `appendItems` per section that has items.
     ///
     /// - Complexity: O(n) in the sections and items.
-    public static func calls<SectionType, ItemType>(
+    @inlinable public static func calls<SectionType, ItemType>(
         building snapshot: Snapshot<SectionType, ItemType>
     ) -> [DiffableCall<SectionType.ID, ItemType.ID>] {
         guard snapshot.numberOfSections > 0 else { return [] }
@@ -121,66 +123,70 @@ public enum DiffableTranslation {
 }
 
 /// Where a block of new items goes.
-private enum ItemPlace<SectionID: Hashable, ItemID: Hashable>: Equatable {
+@usableFromInline enum ItemPlace<SectionID: Hashable, ItemID: Hashable>: Equatable {
     case end(of: SectionID)
     case before(ItemID)
 }
 
 /// Where a block of new sections goes.
-private enum SectionPlace<SectionID: Hashable>: Equatable {
+@usableFromInline enum SectionPlace<SectionID: Hashable>: Equatable {
     case end
     case before(SectionID)
 }
 
 /// A block of ids inserted at one place by one call, still open: later inserts next to it join it at
 /// either end. O(1) amortised per id at either end.
-private struct OpenBlock<ID, Place> {
-    let place: Place
-    private var front: [ID] = []  // reversed: the last one is the block's first id
-    private var back: [ID]
+@usableFromInline struct OpenBlock<ID, Place> {
+    @usableFromInline let place: Place
+    @usableFromInline var front: [ID] = []  // reversed: the last one is the block's first id
+    @usableFromInline var back: [ID]
 
-    init(_ id: ID, at place: Place) {
+    @inlinable init(_ id: ID, at place: Place) {
         self.place = place
         back = [id]
     }
 
-    var first: ID { front.last ?? back[0] }
-    var ids: [ID] { front.reversed() + back }
+    @inlinable var first: ID { front.last ?? back[0] }
+    @inlinable var ids: [ID] { front.reversed() + back }
 
-    mutating func prepend(_ id: ID) { front.append(id) }
-    mutating func append(_ id: ID) { back.append(id) }
+    @inlinable mutating func prepend(_ id: ID) { front.append(id) }
+    @inlinable mutating func append(_ id: ID) { back.append(id) }
 }
 
 /// Walks a batch once, following the identifiers in a ``DiffableOutline``, and writes the calls.
-private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemType: Identifiable & Equatable> {
-    typealias SectionID = SectionType.ID
-    typealias ItemID = ItemType.ID
-    typealias Call = DiffableCall<SectionID, ItemID>
+@usableFromInline struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemType: Identifiable & Equatable> {
+    @usableFromInline typealias SectionID = SectionType.ID
+    @usableFromInline typealias ItemID = ItemType.ID
+    @usableFromInline typealias Call = DiffableCall<SectionID, ItemID>
 
-    let old: Snapshot<SectionType, ItemType>
-    var outline: DiffableOutline<SectionID, ItemID>
+    @usableFromInline let old: Snapshot<SectionType, ItemType>
+    @usableFromInline var outline: DiffableOutline<SectionID, ItemID>
     /// The calls so far; an open block, when there is one, comes after them.
-    var calls: [Call] = []
-    var itemBlock: OpenBlock<ItemID, ItemPlace<SectionID, ItemID>>?
-    var sectionBlock: OpenBlock<SectionID, SectionPlace<SectionID>>?
-    /// The index of the last `deleteItems` call. Deleting an item that exists now commutes with every
-    /// call after it that does not name the item (section calls name no items, and only item calls
-    /// create items), so such a delete joins it instead of making a call of its own.
-    var deleteCall: Int?
+    @usableFromInline var calls: [Call] = []
+    @usableFromInline var itemBlock: OpenBlock<ItemID, ItemPlace<SectionID, ItemID>>?
+    @usableFromInline var sectionBlock: OpenBlock<SectionID, SectionPlace<SectionID>>?
+    /// The index of the last `deleteItems` call, whose ids are kept in `deletes` until ``finish(needsNewCell:)``
+    /// (or the next `deleteItems`). Deleting an item that exists now commutes with every call after it
+    /// that does not name the item (section calls name no items, and only item calls create items), so
+    /// such a delete joins it instead of making a call of its own.
+    @usableFromInline var deleteCall: Int?
+    @usableFromInline var deletes: [ItemID] = []
+    /// Section deletes in a row, still open: the last call when not `nil`.
+    @usableFromInline var sectionDeletes: [SectionID]?
     /// The items named by the calls after `deleteCall`.
-    var namedSinceDelete: Set<ItemID> = []
+    @usableFromInline var namedSinceDelete: Set<ItemID> = []
     /// The latest content of the items and sections of `old` that the batch updated or inserted again.
-    var itemContent: [ItemID: ItemType] = [:]
-    var itemsTouched: [ItemID] = []
-    var sectionContent: [SectionID: SectionType] = [:]
-    var sectionsTouched: [SectionID] = []
+    @usableFromInline var itemContent: [ItemID: ItemType] = [:]
+    @usableFromInline var itemsTouched: [ItemID] = []
+    @usableFromInline var sectionContent: [SectionID: SectionType] = [:]
+    @usableFromInline var sectionsTouched: [SectionID] = []
 
-    init(_ old: Snapshot<SectionType, ItemType>) {
+    @inlinable init(_ old: Snapshot<SectionType, ItemType>) {
         self.old = old
         outline = DiffableOutline(old)
     }
 
-    mutating func translate(_ operation: DiffStream.Operation<SectionType, ItemType>) throws(SnapshotError) {
+    @inlinable mutating func translate(_ operation: DiffStream.Operation<SectionType, ItemType>) throws(SnapshotError) {
         switch operation {
         case .delete(let id):
             try outline.deleteItem(id)
@@ -188,12 +194,11 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
 
         case .deleteSection(let id):
             try outline.deleteSection(id)
-            if itemBlock == nil, sectionBlock == nil, case .deleteSections(var ids)? = calls.last {
-                calls[calls.count - 1] = .deleteSections([])  // `ids` is now the only reference: appends in place
-                ids.append(id)
-                calls[calls.count - 1] = .deleteSections(ids)
+            if sectionDeletes != nil {
+                sectionDeletes!.append(id)
             } else {
-                push(.deleteSections([id]))
+                flush()
+                sectionDeletes = [id]
             }
 
         case .insertSection(let section, let before):
@@ -202,7 +207,7 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
             let place: SectionPlace<SectionID> = before.map { .before($0) } ?? .end
             if sectionBlock?.place == place {
                 sectionBlock!.append(section.id)
-            } else if let before, let block = sectionBlock, block.first == before {
+            } else if let before, sectionBlock?.first == before {
                 sectionBlock!.prepend(section.id)
             } else {
                 flush()
@@ -230,7 +235,7 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
             let place: ItemPlace<SectionID, ItemID> = before.map { .before($0) } ?? .end(of: section)
             if itemBlock?.place == place {
                 itemBlock!.append(item.id)
-            } else if let before, let block = itemBlock, block.first == before {
+            } else if let before, itemBlock?.first == before {
                 itemBlock!.prepend(item.id)
             } else {
                 openItemBlock(item.id, at: place)
@@ -243,7 +248,7 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
             try outline.moveItem(id, toSection: section, before: before)
             if let before {
                 if next == before { return }  // already right before its anchor
-                if let block = itemBlock, block.first == before, canHoistDelete(of: id) {
+                if itemBlock?.first == before, canHoistDelete(of: id) {
                     // deleteItems([id]) joins the earlier one; the block gets `id` in front.
                     hoistDelete(of: id)
                     itemBlock!.prepend(id)
@@ -274,8 +279,9 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
     }
 
     /// The calls, with the content changes at the end.
-    mutating func finish(needsNewCell: (ItemType, ItemType) -> Bool) -> [Call] {
+    @inlinable mutating func finish(needsNewCell: (ItemType, ItemType) -> Bool) -> [Call] {
         flush()
+        closeDeletes()
         let reloadedSections = sectionsTouched.filter { id in
             outline.contains(section: id) && old.section(withID: id) != sectionContent[id]
         }
@@ -293,8 +299,12 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
 
     // MARK: Calls
 
-    /// Closes the open block, if any, into its call.
-    mutating func flush() {
+    /// Closes the open block or run of section deletes, if any, into its call.
+    @inlinable mutating func flush() {
+        if let ids = sectionDeletes {
+            calls.append(.deleteSections(ids))
+            sectionDeletes = nil
+        }
         if let block = itemBlock {
             switch block.place {
             case .end(let section): calls.append(.appendItems(block.ids, toSection: section))
@@ -311,13 +321,10 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
         }
     }
 
-    mutating func push(_ call: Call) {
+    @inlinable mutating func push(_ call: Call) {
         flush()
         calls.append(call)
         switch call {
-        case .deleteItems:
-            deleteCall = calls.count - 1
-            namedSinceDelete = []
         case .moveItemBefore(let id, beforeItem: let anchor), .moveItemAfter(let id, afterItem: let anchor):
             name(id)
             name(anchor)
@@ -326,43 +333,52 @@ private struct DiffableTranslator<SectionType: Identifiable & Equatable, ItemTyp
         }
     }
 
-    mutating func openItemBlock(_ id: ItemID, at place: ItemPlace<SectionID, ItemID>) {
+    @inlinable mutating func openItemBlock(_ id: ItemID, at place: ItemPlace<SectionID, ItemID>) {
         flush()
         itemBlock = OpenBlock(id, at: place)
         if case .before(let anchor) = place { name(anchor) }
     }
 
     /// Notes that a call after the last `deleteItems` names `id`.
-    mutating func name(_ id: ItemID) {
+    @inlinable mutating func name(_ id: ItemID) {
         if deleteCall != nil { namedSinceDelete.insert(id) }
     }
 
-    func canHoistDelete(of id: ItemID) -> Bool {
+    @inlinable func canHoistDelete(of id: ItemID) -> Bool {
         deleteCall != nil && !namedSinceDelete.contains(id)
     }
 
     /// Adds `id` to the last `deleteItems` call. Only for an item that exists now and that no call
     /// since has named (``canHoistDelete(of:)``).
-    mutating func hoistDelete(of id: ItemID) {
-        let index = deleteCall!
-        guard case .deleteItems(var ids) = calls[index] else { preconditionFailure("deleteCall names a deleteItems call") }
-        calls[index] = .deleteItems([])  // `ids` is now the only reference: appends in place
-        ids.append(id)
-        calls[index] = .deleteItems(ids)
+    @inlinable mutating func hoistDelete(of id: ItemID) {
+        deletes.append(id)
     }
 
-    mutating func deleteItem(_ id: ItemID) {
-        if canHoistDelete(of: id) { hoistDelete(of: id) } else { push(.deleteItems([id])) }
+    @inlinable mutating func deleteItem(_ id: ItemID) {
+        if canHoistDelete(of: id) {
+            hoistDelete(of: id)
+        } else {
+            closeDeletes()
+            push(.deleteItems([]))  // its ids are in `deletes` until it is closed
+            deleteCall = calls.count - 1
+            deletes = [id]
+            namedSinceDelete = []
+        }
+    }
+
+    /// Writes the ids of the last `deleteItems` call into it.
+    @inlinable mutating func closeDeletes() {
+        if let index = deleteCall { calls[index] = .deleteItems(deletes) }
     }
 
     // MARK: Content
 
-    mutating func touch(_ item: ItemType) {
+    @inlinable mutating func touch(_ item: ItemType) {
         guard old.contains(item: item.id) else { return }
         if itemContent.updateValue(item, forKey: item.id) == nil { itemsTouched.append(item.id) }
     }
 
-    mutating func touch(_ section: SectionType) {
+    @inlinable mutating func touch(_ section: SectionType) {
         guard old.contains(section: section.id) else { return }
         if sectionContent.updateValue(section, forKey: section.id) == nil { sectionsTouched.append(section.id) }
     }
