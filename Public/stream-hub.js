@@ -1,87 +1,57 @@
-// DiffStream page: the hub that holds ONE event stream per feed and relays it to every subscribed tab.
-// It runs inside the SharedWorker (stream-worker.js), or inside the one elected tab (streams.js), or in a
-// lone tab. It touches no DOM and no globals: EventSource, fetch and timers are injected, so it can be
-// tested without a browser (tests/browser/stream_hub.test.js).
-'use strict';
+// DiffStream: the hub that holds ONE event stream for every feed its tabs show (`GET /events?feed=…`,
+// docs/protocol.md) and relays each feed to the tabs subscribed to it. It runs inside the SharedWorker
+// (stream-worker.js), or inside the one elected tab, or in a lone tab (diffstream-streams.js). It
+// touches no DOM and no globals: EventSource, fetch and timers are injected, so it is tested without a
+// browser (tests/browser/stream_hub.test.mjs, stream_hub_property.test.mjs).
+//
+// Guarantees: a tab gets each feed as one snapshot and the batches that follow it, none lost and none
+// twice, also across a change of hub (a new worker or elected tab: the tabs subscribe again with the
+// position they hold). A tab that adds or drops a feed reconnects the stream with every other feed's
+// position, so those resume where they stand (the server sends them nothing) and never resync.
+import { eventsURL } from './diffstream-protocol.js';
 
 /// Batches kept per feed after the last snapshot, to catch up a tab that joins or takes over: at most
 /// this many, and at most this many characters of JSON in all.
-const HUB_LOG_LIMIT = 256;
-const HUB_LOG_CHARS = 4 * 1024 * 1024;
-/// States of a stream the server refused (EventSource gave up); a `retry` reopens these at once.
-const REFUSED = ['error', 'unauthorized', 'forbidden'];
+export const HUB_LOG_LIMIT = 256;
+export const HUB_LOG_CHARS = 4 * 1024 * 1024;
+/// Reconnect and retry delays: the first (the server's `retry: 2000`), doubled on each failure, at most the last.
+export const RETRY_FIRST_MS = 2000;
+export const RETRY_MAX_MS = 30000;
+const backoff = (failures) => Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** failures);
 
-/// `ds1.<history>.<version>` → `ds1.<history>`: two ids of one history have comparable versions.
-/// The page treats ids as opaque otherwise (docs/protocol.md); an id of another shape has no history.
-function historyOf(id) {
-  if (typeof id !== 'string') return null;
-  const dot = id.lastIndexOf('.');
-  return dot > 0 ? id.slice(0, dot) : null;
-}
-
-/// One feed's stream and the subscriptions (tabs) it serves.
+/// One feed of the hub's stream and the subscriptions (tabs) it serves.
 ///
-/// Position: `history`/`version` is where the stream stands (the last event received, or the id it
-/// resumed from). `snapshot` is the last snapshot received and `log` the batches after it (or, once
-/// the log overflowed or after a resume, the batches since some point), so a tab that joins late gets
-/// a snapshot and the batches after it, and a tab that was ahead or behind gets only what it misses.
-class FeedStream {
+/// Position: `history`/`version`/`lastEventId` is where the feed stands (the last event received, or
+/// the position it resumes from). `snapshot` is the last snapshot received and `log` the batches after
+/// it (or, once the log overflowed or after a resume, the batches since some point), so a tab that
+/// joins late gets a snapshot and the batches after it, and one that was ahead or behind gets only
+/// what it misses.
+class FeedSlot {
   constructor(hub, feed) {
     this.hub = hub;
     this.feed = feed;
     this.subs = new Map(); // key -> { send, history, version }
-    this.source = null;
     this.history = null;
     this.version = null;
     this.lastEventId = null;
-    this.snapshot = null; // { data, id }
-    this.log = [];        // [{ data, id, size }]
+    this.snapshot = null;  // { data, id }
+    this.log = [];         // [{ data, id, size }]
     this.logChars = 0;
     this.state = 'connecting';
-    this.ended = null;    // 'unauthorized' after an expired stream: no retry until asked
-    this.retries = 0;
-    this.retryTimer = 0;
-    this.generation = 0;  // events of a stream we closed are ignored
+    this.ended = null;     // { event, data }: refused (notfound, forbidden, unauthorized): not in the stream
+    this.failures = 0;     // notfound answers in a row, for the backoff
+    this.timer = 0;        // the notfound retry
+    this.epoch = 0;        // bumped when the position is forgotten: events of a stream opened before are ignored
   }
 
-  /// Opens the stream, resuming after `resume` ({ id, version }: the id goes as the query form of
-  /// Last-Event-ID) or, without one, fresh (its first event is a snapshot).
-  open(resume) {
-    this.close();
-    const g = ++this.generation;
-    this.ended = null;
+  /// Forgets the position: the feed is asked for afresh (a snapshot), or from `from` ({history, version, id}).
+  reposition(from = null) {
+    this.epoch++;
+    this.history = from ? from.history : null;
+    this.version = from ? from.version : null;
+    this.lastEventId = from ? from.id : null;
     this.snapshot = null;
     this.clearLog();
-    const from = resume && historyOf(resume.id) !== null && Number.isInteger(resume.version) ? resume : null;
-    this.history = from && historyOf(from.id);
-    this.version = from && from.version;
-    this.lastEventId = from && from.id;
-    let url = `/feeds/${encodeURIComponent(this.feed)}/events`;
-    if (this.lastEventId) url += `?lastEventId=${encodeURIComponent(this.lastEventId)}`;
-    const source = new this.hub.EventSource(url);
-    this.source = source;
-    this.hub.opened(this.feed, url);
-    const on = (type, handler) => source.addEventListener(type, (event) => {
-      if (g !== this.generation) return;
-      let data;
-      try {
-        data = JSON.parse(event.data || '{}');
-      } catch (error) { // not ours to guess at: subscribe afresh, as the page always did
-        console.warn(`could not read the ${type} of ${this.feed} (${error.message}); subscribing afresh`);
-        this.open(null);
-        return;
-      }
-      handler(data, event.lastEventId || null, (event.data || '').length);
-    });
-    on('snapshot', (data, id) => this.onSnapshot(data, id));
-    on('batch', (data, id, size) => this.onBatch(data, id, size));
-    on('deleted', (data) => this.onDeleted(data));
-    on('unauthorized', (data) => this.onUnauthorized(data));
-    source.addEventListener('error', () => {
-      if (g !== this.generation) return;
-      if (source.readyState === 2 /* CLOSED */) this.failed(g);
-      else this.setState('reconnecting'); // EventSource retries by itself and sends Last-Event-ID
-    });
   }
 
   clearLog() {
@@ -89,36 +59,30 @@ class FeedStream {
     this.logChars = 0;
   }
 
-  close() {
-    this.generation++;
-    this.hub.clearTimeout(this.retryTimer);
-    if (this.source) { this.source.close(); this.source = null; }
-  }
-
   setState(state, info = {}) {
+    if (state === this.state) return;
     this.state = state;
-    this.stateInfo = info;
     for (const sub of this.subs.values()) sub.send({ type: 'state', state, ...info });
   }
 
   deliver(sub, event, data, id) {
     sub.send({ type: 'event', event, data, id });
-    if (event === 'snapshot' || event === 'batch') { sub.history = historyOf(id); sub.version = data.version; }
+    if (event === 'snapshot' || event === 'batch') { sub.history = data.history ?? null; sub.version = data.version; }
   }
 
   onSnapshot(data, id) {
     this.snapshot = { data, id };
     this.clearLog();
-    this.history = historyOf(id);
+    this.history = data.history ?? null;
     this.version = data.version;
     this.lastEventId = id;
-    this.retries = 0;
-    this.state = 'open';
+    this.failures = 0;
+    this.setState('open');
     for (const sub of this.subs.values()) this.deliver(sub, 'snapshot', data, id);
   }
 
   onBatch(data, id, size = 0) {
-    const history = historyOf(id);
+    const history = data.history ?? null;
     if (history !== this.history || data.from !== this.version) { this.snapshot = null; this.clearLog(); } // not a chain: start a new log
     this.log.push({ data, id, size });
     this.logChars += size;
@@ -129,8 +93,7 @@ class FeedStream {
     this.history = history;
     this.version = data.version;
     this.lastEventId = id;
-    this.retries = 0;
-    this.state = 'open';
+    this.setState('open');
     for (const sub of this.subs.values()) {
       // A tab that already holds this version of this history (it was ahead of where we resumed) skips it.
       if (sub.history === history && sub.version !== null && data.version <= sub.version) continue;
@@ -138,51 +101,42 @@ class FeedStream {
     }
   }
 
-  onDeleted(data) {
-    this.close();
-    for (const sub of this.subs.values()) sub.send({ type: 'event', event: 'deleted', data, id: null });
-    this.subs.clear();
-    this.hub.drop(this);
+  /// The server ended this feed's part of the stream: refused (notfound, forbidden, unauthorized).
+  /// A feed that does not exist (yet) is asked for again with backoff; the others wait for a retry.
+  onRefused(event, data) {
+    this.ended = { event, data };
+    this.hub.left(this);
+    for (const sub of this.subs.values()) sub.send({ type: 'event', event, data, id: null });
+    if (event === 'notfound') {
+      this.setState('retrying');
+      this.hub.clearTimeout(this.timer);
+      this.timer = this.hub.setTimeout(() => { this.timer = 0; this.ended = null; this.hub.schedule(); }, backoff(this.failures++));
+    } else {
+      this.setState('closed');
+    }
   }
 
-  /// The server ended the stream because the token expired (issue 13): no retry until a tab asks.
-  onUnauthorized(data) {
-    this.close();
-    this.ended = 'unauthorized';
-    this.state = 'expired';
-    for (const sub of this.subs.values()) sub.send({ type: 'event', event: 'unauthorized', data, id: null });
-  }
-
-  /// The stream was refused, so EventSource will not retry: find out why, tell the tabs, retry later.
-  async failed(g) {
-    let state = 'reconnecting';
-    const info = {};
-    try {
-      const response = await this.hub.fetch(`/feeds/${encodeURIComponent(this.feed)}`, { cache: 'no-store' });
-      if (response.status >= 400 && response.status < 500) {
-        state = response.status === 401 ? 'unauthorized' : response.status === 403 ? 'forbidden' : 'error';
-        info.status = response.status;
-        const body = await response.json().catch(() => ({}));
-        info.detail = body.detail || body.error || String(response.status);
-      }
-    } catch (_) { /* the server is away: keep trying */ }
-    if (g !== this.generation) return;
-    this.setState(state, info);
-    const delay = Math.min(30000, 2000 * 2 ** this.retries++);
-    this.retryTimer = this.hub.setTimeout(() => { if (g === this.generation) this.open(null); }, delay);
+  /// Asks again now for a refused feed (a new token, say); true if it was refused.
+  unrefuse() {
+    if (!this.ended) return false;
+    this.hub.clearTimeout(this.timer);
+    this.timer = 0;
+    this.ended = null;
+    this.failures = 0;
+    this.setState('connecting');
+    return true;
   }
 
   /// What a tab that joins (or rejoins after a takeover) needs to be current; false if nothing we hold serves it.
   catchUp(sub) {
-    if (this.ended) { sub.send({ type: 'event', event: this.ended, data: { feed: this.feed }, id: null }); return true; }
+    if (this.ended) { sub.send({ type: 'event', event: this.ended.event, data: this.ended.data, id: null }); sub.send({ type: 'state', state: this.state }); return true; }
     const served = this.replay(sub);
-    // After what we hold: a tab that joins while the server is away shows it, then that we are reconnecting.
-    if (served && this.state !== 'open' && this.state !== 'connecting') sub.send({ type: 'state', state: this.state, ...this.stateInfo });
+    if (served) sub.send({ type: 'state', state: this.state });
     return served;
   }
 
   replay(sub) {
-    if (this.version === null) return true; // a fresh stream: its snapshot is on the way
+    if (this.version === null) return true; // asked for afresh: its snapshot is on the way
     if (sub.history === this.history && sub.version !== null) {
       if (sub.version >= this.version) return true; // current, or ahead: later batches it holds are skipped
       const start = this.log.findIndex((b) => b.data.from === sub.version);
@@ -197,25 +151,168 @@ class FeedStream {
   }
 }
 
-/// Holds one stream per feed for any number of clients (tabs); each client has subscriptions `sub`.
-/// Messages in: subscribe {feed, sub, version, id}, unsubscribe {sub}, resync {sub}, retry {sub}.
-/// Messages out (to the subscription's `send`): event {event, data, id}, state {state, status?, detail?}.
-class StreamHub {
-  constructor({ EventSource, fetch, setTimeout, clearTimeout, onOpen } = {}) {
+/// Holds one event stream for all the feeds any of its clients (tabs) subscribe to; each client has
+/// subscriptions `sub`, each to one feed.
+///
+/// Messages in: subscribe {sub, feed, history, version, id}, unsubscribe {sub}, resync {sub}, retry {sub},
+/// token {token}, many {messages} (several of these, sent in one task). Messages out (to the subscription's `send`, with `sub` and `feed`):
+/// event {event: snapshot|batch|deleted|notfound|forbidden|unauthorized, data, id} and
+/// state {state: connecting|open|retrying|closed, status?, detail?}.
+///
+/// Options: `EventSource`, `fetch`, `setTimeout`, `clearTimeout`, `defer` (runs a function soon, after
+/// the current message: queueMicrotask by default), `baseURL` (the server's origin; '' for the page's),
+/// `token` (sent in the stream's URL; without one the cookie carries it), `onOpen(url)` (each stream opened).
+export class StreamHub {
+  constructor({ EventSource, fetch, setTimeout, clearTimeout, defer, baseURL = '', token = null, onOpen } = {}) {
     this.EventSource = EventSource;
     this.fetch = fetch;
     this.setTimeout = setTimeout;
     this.clearTimeout = clearTimeout;
+    this.defer = defer || ((f) => queueMicrotask(f));
+    this.baseURL = baseURL;
+    this.token = token;
     this.onOpen = onOpen || (() => {});
-    this.streams = new Map(); // feed -> FeedStream
-    this.subs = new Map();    // `${client}/${sub}` -> FeedStream
+    this.feeds = new Map(); // feed -> FeedSlot
+    this.subs = new Map();  // `${client}/${sub}` -> FeedSlot
+    this.source = null;
+    this.sourceSlots = [];  // the slots the open stream carries, in the order listed
+    this.url = null;
+    this.generation = 0;    // events of a stream we closed are ignored
+    this.failures = 0;      // failed connections in a row, for the backoff
+    this.retryTimer = 0;    // the reconnect after a failure
+    this.forced = false;    // reconnect even if the feeds are the same (a feed asked afresh)
+    this.scheduled = false;
   }
 
-  opened(feed, url) { this.onOpen(feed, url); }
+  /// Brings the stream in line with the slots soon (once for a burst of messages).
+  schedule(force = false) {
+    this.forced ||= force;
+    if (this.scheduled) return;
+    this.scheduled = true;
+    this.defer(() => { this.scheduled = false; this.sync(); });
+  }
 
-  drop(stream) {
-    if (this.streams.get(stream.feed) === stream) this.streams.delete(stream.feed);
-    for (const [key, s] of this.subs) if (s === stream) this.subs.delete(key);
+  /// The feeds that belong in the stream: subscribed to, and not refused.
+  wanted() {
+    return [...this.feeds.values()].filter((slot) => slot.subs.size > 0 && !slot.ended);
+  }
+
+  /// Opens the stream that carries exactly the wanted feeds, each from its position, unless the open
+  /// one does already (or a reconnect after a failure is pending: it will carry them).
+  sync() {
+    const wanted = this.wanted();
+    const same = this.source && !this.forced && wanted.length === this.sourceSlots.length && wanted.every((slot, i) => slot === this.sourceSlots[i]);
+    if (same || this.retryTimer) return;
+    this.forced = false;
+    this.closeSource();
+    if (wanted.length === 0) return;
+    this.connect(wanted);
+  }
+
+  closeSource() {
+    this.generation++;
+    if (this.source) { this.source.close(); this.source = null; }
+    this.sourceSlots = [];
+  }
+
+  connect(slots) {
+    const g = this.generation;
+    const epochs = new Map(slots.map((slot) => [slot, slot.epoch]));
+    const url = eventsURL(this.baseURL, slots.map((slot) => ({ feed: slot.feed, lastEventId: slot.lastEventId })), this.token);
+    const source = new this.EventSource(url);
+    this.source = source;
+    this.sourceSlots = slots;
+    this.url = url;
+    this.onOpen(url);
+    const on = (type, handler) => source.addEventListener(type, (event) => {
+      if (g !== this.generation) return;
+      let data;
+      try {
+        data = JSON.parse(event.data || '{}');
+      } catch (error) { // not ours to guess at: reconnect, every feed from the position it holds
+        console.warn(`could not read a ${type} event (${error.message}); reconnecting`);
+        this.closeSource();
+        this.schedule(true);
+        return;
+      }
+      const slot = this.feeds.get(data.feed);
+      // A feed we left, that was refused, or whose position was forgotten since (a reconnect is due).
+      if (!slot || epochs.get(slot) !== slot.epoch || slot.ended) return;
+      handler(slot, data, event.lastEventId || null, (event.data || '').length);
+    });
+    source.addEventListener('open', () => {
+      if (g !== this.generation) return;
+      this.failures = 0;
+      for (const slot of slots) if (!slot.ended) slot.setState('open');
+    });
+    on('snapshot', (slot, data, id) => slot.onSnapshot(data, id));
+    on('batch', (slot, data, id, size) => slot.onBatch(data, id, size));
+    on('deleted', (slot, data) => this.onDeleted(slot, data));
+    for (const refusal of ['notfound', 'forbidden', 'unauthorized']) on(refusal, (slot, data) => slot.onRefused(refusal, data));
+    // The browser's own reconnect would send one Last-Event-ID, which cannot hold every feed's
+    // position: the stream is closed on any error and reconnected with all of them in the URL.
+    source.addEventListener('error', () => {
+      if (g !== this.generation) return;
+      const refused = source.readyState === 2; // CLOSED: the answer was not a stream (a status, or no server)
+      this.closeSource();
+      for (const slot of slots) if (!slot.ended) slot.setState('retrying');
+      if (refused) this.probe(url, this.generation, slots);
+      else this.retryLater();
+    });
+  }
+
+  retryLater() {
+    if (this.wanted().length === 0) return;
+    this.clearTimeout(this.retryTimer);
+    this.retryTimer = this.setTimeout(() => { this.retryTimer = 0; this.sync(); }, backoff(this.failures++));
+  }
+
+  /// The stream was refused: asks the same URL for its status (and drops the answer), to tell the feeds why.
+  /// 401 and 403 end every feed until a retry; 404 (none of them exists) retries each with backoff;
+  /// any other answer, or none, retries the stream with backoff.
+  async probe(url, g, slots) {
+    let status = 0;
+    let body = {};
+    try {
+      const abort = typeof AbortController === 'function' ? new AbortController() : null;
+      const response = await this.fetch(url, { cache: 'no-store', signal: abort && abort.signal });
+      status = response.status;
+      if (status >= 400 && status < 500) body = await response.json().catch(() => ({}));
+      if (abort) abort.abort();
+    } catch (_) { /* the server is away: keep trying */ }
+    if (g !== this.generation || this.retryTimer) return;
+    const event = { 401: 'unauthorized', 403: 'forbidden', 404: 'notfound' }[status];
+    if (event) {
+      for (const slot of slots) {
+        if (slot.ended || slot.subs.size === 0) continue;
+        slot.onRefused(event, { feed: slot.feed, error: body.error || String(status), detail: body.detail || '', status });
+      }
+      this.schedule(); // feeds subscribed to since, if any
+    } else if (status >= 400 && status < 500) { // the request itself is wrong (a bad feed name, too many feeds)
+      for (const slot of slots) slot.setState('closed', { status, detail: body.detail || body.error || String(status) });
+      console.warn(`the event stream was refused (${status}): ${body.detail || body.error || ''}`);
+    } else {
+      this.retryLater();
+    }
+  }
+
+  /// The server ended a feed's part of the stream: the stream no longer carries it.
+  left(slot) {
+    this.sourceSlots = this.sourceSlots.filter((s) => s !== slot);
+  }
+
+  onDeleted(slot, data) {
+    this.left(slot);
+    for (const sub of slot.subs.values()) sub.send({ type: 'event', event: 'deleted', data, id: null });
+    slot.setState('closed');
+    this.drop(slot);
+  }
+
+  drop(slot) {
+    this.clearTimeout(slot.timer);
+    if (this.feeds.get(slot.feed) === slot) this.feeds.delete(slot.feed);
+    for (const [key, s] of this.subs) if (s === slot) this.subs.delete(key);
+    slot.subs.clear();
   }
 
   /// One message from `client`; `send(message)` reaches that client.
@@ -224,46 +321,69 @@ class StreamHub {
     switch (message.type) {
       case 'subscribe': {
         this.unsubscribe(key);
-        let stream = this.streams.get(message.feed);
-        const fresh = !stream;
-        if (fresh) { stream = new FeedStream(this, message.feed); this.streams.set(message.feed, stream); }
+        let slot = this.feeds.get(message.feed);
+        const fresh = !slot;
+        if (fresh) { slot = new FeedSlot(this, message.feed); this.feeds.set(message.feed, slot); }
+        const positioned = typeof message.id === 'string' && Number.isInteger(message.version);
         const sub = {
           send: (m) => send({ ...m, sub: message.sub, feed: message.feed }),
-          history: historyOf(message.id), version: historyOf(message.id) === null ? null : message.version, id: message.id || null,
+          history: positioned ? message.history ?? null : null, version: positioned ? message.version : null, id: positioned ? message.id : null,
         };
-        stream.subs.set(key, sub);
-        this.subs.set(key, stream);
-        // The first tab's position is where the stream resumes; a tab that is behind it and that the
-        // log cannot serve makes it resume from that tab's id instead; one of another history, or
-        // without a position, makes it start afresh (a snapshot for every tab).
-        if (fresh) stream.open(sub.history !== null ? sub : null);
-        else if (!stream.catchUp(sub)) stream.open(sub.history === stream.history && sub.version < stream.version ? sub : null);
+        slot.subs.set(key, sub);
+        this.subs.set(key, slot);
+        // The first tab's position is where the feed resumes; a tab that is behind it and that the log
+        // cannot serve makes it resume from that tab's position instead; one of another history, or
+        // without a position, makes it start afresh (a snapshot for every tab of the feed).
+        if (fresh) {
+          slot.reposition(positioned ? sub : null);
+          sub.send({ type: 'state', state: slot.state });
+          this.schedule();
+        } else if (!slot.catchUp(sub)) {
+          slot.reposition(sub.history === slot.history && sub.version < slot.version ? sub : null);
+          sub.send({ type: 'state', state: slot.state });
+          this.schedule(true);
+        } else {
+          this.schedule(); // a feed that had no subscription left and is still in the stream: nothing changes
+        }
         return;
       }
       case 'unsubscribe':
         return this.unsubscribe(key);
-      case 'resync': { // the tab could not apply what it got: a fresh subscription starts with a snapshot
-        const stream = this.subs.get(key);
-        if (stream) stream.open(null);
+      case 'many': // the messages a tab sent in one task, as one: its subscriptions open one stream
+        for (const m of message.messages) this.handle(client, m, send);
+        return;
+      case 'resync': { // the tab could not apply what it got: the feed is asked for afresh (a snapshot)
+        const slot = this.subs.get(key);
+        if (slot && !slot.ended) { slot.reposition(null); this.schedule(true); }
         return;
       }
-      case 'retry': { // the tab has a new token: try a refused or expired stream now
-        const stream = this.subs.get(key);
-        if (stream && (stream.ended || REFUSED.includes(stream.state))) {
-          stream.open(stream.ended && stream.lastEventId ? { id: stream.lastEventId, version: stream.version } : null);
-        }
+      case 'retry': { // the tab has a new token: ask now for a refused feed, or reconnect a failed stream now
+        const slot = this.subs.get(key);
+        if (slot) this.retryNow([slot]);
         return;
       }
+      case 'token': // a new token for the stream's URL: every feed reconnects from its position
+        this.token = message.token || null;
+        this.retryNow([...this.feeds.values()]);
+        this.schedule(true);
+        return;
       default:
     }
   }
 
+  retryNow(slots) {
+    let changed = false;
+    for (const slot of slots) changed = slot.unrefuse() || changed;
+    if (this.retryTimer) { this.clearTimeout(this.retryTimer); this.retryTimer = 0; this.failures = 0; changed = true; }
+    if (changed) this.schedule();
+  }
+
   unsubscribe(key) {
-    const stream = this.subs.get(key);
-    if (!stream) return;
+    const slot = this.subs.get(key);
+    if (!slot) return;
     this.subs.delete(key);
-    stream.subs.delete(key);
-    if (stream.subs.size === 0) { stream.close(); this.drop(stream); } // a feed nobody shows: its stream is closed
+    slot.subs.delete(key);
+    if (slot.subs.size === 0) { this.drop(slot); this.schedule(); } // a feed nobody shows leaves the stream
   }
 
   /// The client went away (its tab closed): all its subscriptions end.
@@ -271,12 +391,13 @@ class StreamHub {
     for (const key of [...this.subs.keys()]) if (key.startsWith(`${client}/`)) this.unsubscribe(key);
   }
 
-  /// Ends every stream (the hub is handed over or the tab leaves).
+  /// Ends the stream and every subscription (the hub is handed over or the tab leaves).
   closeAll() {
-    for (const stream of this.streams.values()) stream.close();
-    this.streams.clear();
+    this.closeSource();
+    this.clearTimeout(this.retryTimer);
+    this.retryTimer = 0;
+    for (const slot of this.feeds.values()) this.clearTimeout(slot.timer);
+    this.feeds.clear();
     this.subs.clear();
   }
 }
-
-if (typeof module === 'object' && module.exports) module.exports = { StreamHub, historyOf, HUB_LOG_LIMIT, HUB_LOG_CHARS };

@@ -1,7 +1,7 @@
-// DiffStream page: the SharedWorker that holds one event stream per feed for every tab of this origin.
-// Each tab connects a port, says hello with its id, and subscribes; see streams.js for the tab side.
-'use strict';
-importScripts('stream-hub.js');
+// DiffStream: the SharedWorker (a module worker) that holds one event stream for all the feeds of every
+// tab of this origin. Each tab connects a port, says hello with its id, and subscribes; see
+// diffstream-streams.js for the tab side and stream-hub.js for the hub.
+import { StreamHub } from './stream-hub.js';
 
 const randomId = () => Math.random().toString(36).slice(2) + Date.now().toString(36);
 const workerId = randomId();
@@ -30,7 +30,7 @@ self.onconnect = (event) => {
       case 'bye': // the tab is being hidden or closed
         hub.detach(client);
         return;
-      case 'exit': // test hook: the worker goes away as if it had crashed, and the tabs take over
+      case 'exit': // for tests: the worker goes away as if it had crashed, and the tabs take over
         hub.closeAll();
         self.close();
         return;

@@ -1,5 +1,6 @@
 """A small scripted stand-in for the server, for the page's tests that need answers the real binary does
-not give (yet): it serves Public/ and answers the feed `home` and its event stream as told."""
+not give (yet): it serves Public/ and answers the feed `home` and its event stream as told, on the
+single-feed route and on the multi-feed one (`/events?feed=home…`, which the page's hub uses)."""
 import http.server
 import json
 import pathlib
@@ -53,7 +54,8 @@ class ScriptedServer:
             def do_GET(self):
                 path = self.path.split("?")[0]
                 authorized = server.without_token is None or f"diffstreamAuthorization={TOKEN}" in (self.headers.get("Cookie") or "")
-                if path == "/feeds/home/events":
+                if path in ("/feeds/home/events", "/events"):
+                    multi = path == "/events"
                     server.stream_requests.append((self.path, self.headers.get("Cookie")))
                     if not authorized:
                         return self.refuse()
@@ -61,7 +63,8 @@ class ScriptedServer:
                     self.send_header("Content-Type", "text/event-stream")
                     self.send_header("Cache-Control", "no-cache")
                     self.end_headers()
-                    text = f"retry: 2000\n\nevent: snapshot\nid: ds1.f00d.1\ndata: {json.dumps(SNAPSHOT)}\n\n"
+                    prefix = "home@" if multi else ""
+                    text = f"retry: 2000\n\nevent: snapshot\nid: {prefix}ds1.f00d.1\ndata: {json.dumps({**SNAPSHOT, 'history': 'f00d'})}\n\n"
                     if server.expire:
                         text += 'event: unauthorized\ndata: {"feed":"home","error":"token expired"}\n\n'
                     self.wfile.write(text.encode())

@@ -81,7 +81,7 @@ def test_an_expired_stream_asks_for_a_fresh_token_and_resumes(browser, page, mod
     server.expire = False
     enter_token(browser, TOKEN)
     wait_for(lambda: dom(browser)["state"] == "live", message="the stream to come back")
-    assert server.stream_requests[count][0] == "/feeds/home/events?lastEventId=ds1.f00d.1", "it resumed from its last id"
+    assert server.stream_requests[count][0] == "/events?feed=home@ds1.f00d.1", "it resumed from its last id"
 
 
 def test_writes_send_the_token_as_bearer_and_show_401(browser):

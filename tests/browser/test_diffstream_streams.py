@@ -1,0 +1,100 @@
+"""Public/diffstream-streams.js in Chromium against the scripted multi-feed server (multifeed_server.py):
+many feeds on ONE event stream for the whole browser, in each mode ('worker', 'tab', 'own'); a tab that
+adds or drops a feed reconnects with every other feed's position (no resync); a feed created late is
+retried; a server on another origin forces 'own'."""
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from harness import wait_for  # noqa: E402
+from multifeed_server import MultiFeedServer  # noqa: E402
+from test_tabs import Tabs  # noqa: E402
+
+
+@pytest.fixture
+def tabs(browser):
+    t = Tabs(browser)
+    yield t
+    t.cleanup()
+
+
+@pytest.fixture
+def server():
+    s = MultiFeedServer(feeds=("a", "b", "c", "d"))
+    yield s
+    s.stop()
+
+
+def open_page(tabs, server, feeds, mode, base=None):
+    if tabs.handles:
+        tabs.driver.switch_to.new_window("tab")
+    query = f"feeds={','.join(feeds)}&mode={mode}" + (f"&base={base}" if base else "")
+    tabs.driver.get(f"{server.url}/streams.html?{query}")
+    handle = tabs.driver.current_window_handle
+    tabs.handles.append((handle, None))
+    wait_for(lambda: tabs.run(handle, "return window.ready === true"), message="the test page to load")
+    return handle
+
+
+def current(tabs, handle, server, feeds):
+    versions = tabs.run(handle, "return versions()")
+    return all(versions.get(f) == server.feeds[f]["version"] for f in feeds)
+
+
+def no_resync(tabs, handle):
+    log = tabs.run(handle, "return log")
+    assert not [e for e in log if e["type"] == "resync"], log
+    return log
+
+
+@pytest.mark.parametrize("mode", ["worker", "tab", "own"])
+def test_many_feeds_on_one_stream_and_a_feed_added_without_resyncing_the_others(tabs, server, mode):
+    first = open_page(tabs, server, ["a", "b", "c"], mode)
+    wait_for(lambda: current(tabs, first, server, "abc"), message="three feeds live")
+    assert tabs.run(first, "return streams.mode") == mode
+    assert [sorted(r) for r in server.requests] == [["a", "b", "c"]], "the feeds subscribed to at once open one stream"
+    for feed in "abc":
+        server.write(feed)
+    wait_for(lambda: current(tabs, first, server, "abc"), message="the writes to arrive")
+    second = open_page(tabs, server, ["c", "d"], mode)
+    wait_for(lambda: current(tabs, second, server, "cd") and current(tabs, first, server, "abc"), message="the second tab live")
+    wait_for(lambda: server.open_streams() == (2 if mode == "own" else 1), message="one stream for the browser")
+    if mode != "own":
+        # The stream was reopened for d, with the position of every feed it carried.
+        last = server.requests[-1]
+        assert sorted(p.split("@")[0] for p in last) == ["a", "b", "c", "d"], last
+        assert all("@" in p for p in last if not p.startswith("d")), last
+    for feed in "abcd":
+        server.write(feed)
+    wait_for(lambda: current(tabs, first, server, "abc") and current(tabs, second, server, "cd"), message="both tabs to follow")
+    tabs.run(first, "drop('a')")
+    server.write("b")
+    wait_for(lambda: current(tabs, first, server, "bc"), message="the feeds left to follow")
+    for handle in (first, second):
+        log = no_resync(tabs, handle)
+        snapshots = [e["feed"] for e in log if e["type"] == "snapshot"]
+        assert len(snapshots) == len(set(snapshots)), f"a feed got a second snapshot: {log}"
+
+
+def test_a_feed_created_late_is_retried(tabs, server):
+    handle = open_page(tabs, server, ["a", "late"], "own")
+    wait_for(lambda: any(e["type"] == "notfound" for e in tabs.run(handle, "return log")), message="notfound for late")
+    server.create("late")
+    wait_for(lambda: tabs.run(handle, "return versions()").get("late") == 1, timeout=20, message="late to be retried")
+    assert current(tabs, handle, server, "a")
+    no_resync(tabs, handle)
+
+
+def test_a_server_on_another_origin_gets_its_own_stream(tabs, server):
+    other = MultiFeedServer(feeds=("x",), allow_origin="*")
+    try:
+        base = other.url.replace("127.0.0.1", "localhost")
+        handle = open_page(tabs, server, ["x"], "worker", base=base)
+        wait_for(lambda: tabs.run(handle, "return versions()").get("x") == 1, message="the other origin's feed")
+        assert tabs.run(handle, "return streams.mode") == "own"
+        other.write("x")
+        wait_for(lambda: tabs.run(handle, "return versions()").get("x") == 2, message="a write on the other origin")
+    finally:
+        other.stop()
