@@ -36,7 +36,9 @@ tokenInput.value = localStorage.getItem('diffstream-token') || '';
 const savedToken = tokenInput.value.trim();
 if (savedToken) setCookie(savedToken);
 $('token-set').hidden = !savedToken;
-const connection = connect({ token: savedToken || null, onError: (detail) => showError(`Could not ${words(detail.action)}: ${detail.message}`) });
+// `?streams=worker|tab|own` picks where the shared stream is held (the tests run each path).
+const mode = new URLSearchParams(location.search).get('streams') || undefined;
+const connection = connect({ mode, token: savedToken || null, onError: (detail) => showError(`Could not ${words(detail.action)}: ${detail.message}`) });
 window.diffstreamStreams = connection.streams; // the transport, for the tests of the shared connection
 
 function saveToken() {
@@ -50,6 +52,7 @@ function saveToken() {
 tokenInput.addEventListener('input', saveToken);
 const applyToken = () => {
   connection.setToken(saveToken() || null);
+  connection.retry();
   window.diffstreamStreams = connection.streams;
 };
 tokenInput.addEventListener('change', applyToken);
@@ -92,6 +95,8 @@ function summary(ops) {
   }).join(', ');
 }
 
+const REFUSED = ['error', 'forbidden', 'unauthorized', 'expired', 'deleted'];
+
 /// What the feed's subscription says, on the status badge and in the notice.
 function onChange(change, subscription) {
   const feed = app.feed;
@@ -111,8 +116,9 @@ function onChange(change, subscription) {
     case 'resync':
       setState('resyncing');
       break;
-    case 'state':
-      if (change.state === 'reconnecting' || (change.state === 'connecting' && app.state !== 'live')) setState(change.state);
+    case 'state': // the transport: connecting, open, retrying, closed
+      if (change.state === 'retrying' && !REFUSED.includes(app.state)) setState('reconnecting');
+      else if (change.state === 'open' && app.state === 'reconnecting' && subscription.version !== null) setState('live');
       break;
     case 'deleted':
       setState('deleted');

@@ -592,6 +592,10 @@ export class Connection {
     if (value === this.token) return;
     this.token = value;
     this.catalogPromise = null;
+    if (typeof this.streams.setToken === 'function') { // the transport keeps the stream and asks refused feeds again
+      this.streams.setToken(value || '');
+      return;
+    }
     this.streams.close();
     this.streams = this.open();
     for (const entry of this.feeds.values()) {
@@ -601,6 +605,9 @@ export class Connection {
       entry.stream = this.streams.subscribe(entry.feed, (event) => this.receive(entry, event));
     }
   }
+
+  /// Asks again now for the feeds the server refused (say, after the user signed in some other way).
+  retry() { if (typeof this.streams.retry === 'function') this.streams.retry(); }
 
   // Feeds
 
@@ -659,8 +666,10 @@ export class Connection {
         change = { type: event.type, data: event.data };
         break;
       case 'state':
+        // The transport's states: connecting, open, retrying, closed (docs/client-js-protocol.md).
         entry.connection = event.state;
-        if (event.state === 'reconnecting' && entry.status === 'live') entry.status = 'reconnecting';
+        if ((event.state === 'retrying' || event.state === 'reconnecting') && entry.status === 'live') entry.status = 'reconnecting';
+        else if (event.state === 'open' && entry.status === 'reconnecting' && entry.state.version !== null && entry.state.version !== undefined) entry.status = 'live';
         change = { type: 'state', state: event.state };
         break;
       default:
