@@ -270,3 +270,16 @@ def test_a_data_action_checkbox_toggles_a_todo(page, lib_server):
              message="the error to be shown")
     assert page.execute_script(f"return document.querySelector(\"{checkbox}\").checked") is False
     assert todo_items(lib_server)[tid][1]["done"] is False
+
+
+def test_the_dashboard_shows_every_feed_live_on_one_stream(page, lib_server):
+    for n in range(8):
+        lib_server.request("PUT", f"/feeds/board{n}", {"sections": [{"id": "s", "items": [player(f"b{n}", f"Board {n}", n)]}]})
+    listed = [entry["feed"] for entry in lib_server.request("GET", "/feeds")]
+    page.get(f"{lib_server.url}/dashboard.html")
+    panels = "return [...document.querySelectorAll('[data-panel]')].filter(p => p.querySelector('.status').dataset.state === 'live').map(p => p.dataset.panel)"
+    wait_for(lambda: sorted(page.execute_script(panels)) == sorted(listed), timeout=20, message="a live panel per feed")
+    lib_server.request("PUT", "/feeds/board3", {"sections": [{"id": "s", "items": [player("b3-new", "Board three, again", 9)]}]})
+    wait_for(lambda: page.execute_script("return document.querySelector(\"[data-panel='board3'] [data-item-id='b3-new']\") !== null"),
+             message="a write to show on the dashboard")
+    wait_for(lambda: event_streams(lib_server) == 1, message="one event stream for every feed")
