@@ -195,6 +195,11 @@ function sectionHook(section, { id, model }) {
   h2.classList.toggle('untitled', !title);
   const text = section.querySelector('.section-title');
   if (text.textContent !== (title || id)) text.textContent = title || id;
+  // A game's chips show when the model has the key, even when its value is 0.
+  for (const chip of section.querySelectorAll('[data-chip]')) {
+    const hidden = !(model && typeof model === 'object' && Object.hasOwn(model, chip.dataset.chip));
+    if (chip.hidden !== hidden) chip.hidden = hidden;
+  }
 }
 
 // ---- The to-do list: saving a title on leaving it, Escape, reordering ----------------------------
