@@ -16,7 +16,9 @@ return {
   feed: feed && feed.dataset.feed,
   sections: [...document.querySelectorAll('[data-section-id]')].map(s => ({
     id: s.dataset.sectionId,
-    items: [...s.querySelectorAll('[data-item-id]')].map(i => ({id: i.dataset.itemId, text: i.textContent})),
+    // An item's text, with the values of its text fields (a to-do's title is edited in place).
+    items: [...s.querySelectorAll('[data-item-id]')].map(i => ({id: i.dataset.itemId,
+      text: i.textContent + [...i.querySelectorAll('input[type=text]')].map(x => ' ' + x.value).join('')})),
   })),
   version: (document.getElementById('version') || {}).textContent,
   state: (document.getElementById('status') || {}).dataset ? document.getElementById('status').dataset.state : null,
@@ -58,6 +60,7 @@ def media(mid, title, kind="image"):
 
 
 def test_home_renders_like_the_feed(browser, server):
+    browser.get_log("browser")  # what earlier tests' pages logged is theirs
     open_feed(browser, server, "home")
     assert dom(browser)["feed"] == "home"
     assert dom(browser)["state"] == "live"
@@ -119,7 +122,8 @@ def test_restart_shows_reconnecting_then_converges(browser):
         document = second.request("GET", "/feeds/home")
         wait_for(lambda: matches(browser, document), timeout=20, message="the page to converge after the restart")
         assert dom(browser)["state"] in ("resynced", "live")
-        second.wait_log("sse connect .* last-event-id=")  # the browser resumed with its Last-Event-ID
+        # The page reconnected by itself on the multi-feed route, each feed's position in the URL (docs/client-js-protocol.md).
+        second.wait_log("sse connect .* /events from .* feeds=1")
     finally:
         second.stop()
 
@@ -216,16 +220,21 @@ def wait_version(server, browser, version):
     return document
 
 
-def item_form(browser, item_id, action):
-    return browser.find_element("css selector", f"li[data-item-id='{item_id}'] form[data-action='{action}']")
+def item_control(browser, item_id, selector):
+    return browser.find_element("css selector", f"li[data-item-id='{item_id}'] {selector}")
 
 
-def test_todo_through_the_generic_action_controls(browser, server):
+def still(browser):
+    """No animation runs (a moving element is not where a click lands)."""
+    wait_for(lambda: browser.execute_script("return document.getAnimations().length === 0"), message="animations to end")
+
+
+def test_todo_through_its_own_controls(browser, server):
     document = open_feed(browser, server, "todo")
     version = document["version"]
-    # add, from the text field the page made for the action's "title" field
+    # add, from the bar's generic form for the action's "title" field
     bar = browser.find_element("css selector", "#actions form[data-action='add']")
-    title = bar.find_element("css selector", "input[data-field='title']")
+    title = bar.find_element("css selector", "input[name='title']")
     for text in ["Buy milk", "Call Ana", "Fix the bike"]:
         title.send_keys(text)
         bar.find_element("css selector", ".action-button").click()
@@ -234,35 +243,37 @@ def test_todo_through_the_generic_action_controls(browser, server):
     assert todo_titles(server) == {"todo": ["Buy milk", "Call Ana", "Fix the bike"], "done": []}
     assert title.get_attribute("value") == ""
     ids = {i["model"]["title"]: i["id"] for i in server.request("GET", "/feeds/todo")["sections"][0]["items"]}
-    # toggle: a button on the item
-    item_form(browser, ids["Call Ana"], "toggle").find_element("css selector", ".action-button").click()
+    # toggle: the item's checkbox
+    still(browser)
+    item_control(browser, ids["Call Ana"], "input.todo-done").click()
     version += 1
     wait_version(server, browser, version)
     assert todo_titles(server) == {"todo": ["Buy milk", "Fix the bike"], "done": ["Call Ana"]}
     assert browser.execute_script(f"return document.querySelector(\"li[data-item-id='{ids['Call Ana']}']\").closest('section').dataset.sectionId") == "done"
-    # rename: the item's own text field
-    rename = item_form(browser, ids["Buy milk"], "rename")
-    rename.find_element("css selector", "input[data-field='title']").send_keys("Buy oat milk")
-    rename.find_element("css selector", ".action-button").click()
+    assert item_control(browser, ids["Call Ana"], "input.todo-done").is_selected()
+    # rename: the title is edited in place; Enter saves
+    still(browser)
+    field = item_control(browser, ids["Buy milk"], "input.todo-title")
+    field.click()
+    browser.execute_script("arguments[0].select()", field)
+    field.send_keys("Buy oat milk\n")
     version += 1
     wait_version(server, browser, version)
     assert todo_titles(server)["todo"] == ["Buy oat milk", "Fix the bike"]
-    # move: the item's "before" list, to the end
-    move = item_form(browser, ids["Buy milk"], "move")
-    Select(move.find_element("css selector", "select[data-field='before']")).select_by_value("")
-    move.find_element("css selector", ".action-button").click()
+    # reorder: down moves it after the next one, up before the previous one
+    still(browser)
+    item_control(browser, ids["Buy milk"], "button[data-move='down']").click()
     version += 1
     wait_version(server, browser, version)
     assert todo_titles(server)["todo"] == ["Fix the bike", "Buy oat milk"]
-    # move before another item, chosen by its title in the list
-    move = item_form(browser, ids["Buy milk"], "move")
-    Select(move.find_element("css selector", "select[data-field='before']")).select_by_visible_text("before Fix the bike")
-    move.find_element("css selector", ".action-button").click()
+    still(browser)
+    item_control(browser, ids["Buy milk"], "button[data-move='up']").click()
     version += 1
     wait_version(server, browser, version)
     assert todo_titles(server)["todo"] == ["Buy oat milk", "Fix the bike"]
-    # remove, then clear the done ones from the bar
-    item_form(browser, ids["Fix the bike"], "remove").find_element("css selector", ".action-button").click()
+    # remove: the item's ✕, then clear the done ones from the bar
+    still(browser)
+    item_control(browser, ids["Fix the bike"], "button[data-action='remove']").click()
     version += 1
     wait_version(server, browser, version)
     browser.find_element("css selector", "#actions form[data-action='clearDone'] .action-button").click()
@@ -273,6 +284,12 @@ def test_todo_through_the_generic_action_controls(browser, server):
     title.send_keys("x" * 201)
     bar.find_element("css selector", ".action-button").click()
     wait_for(lambda: "title" in browser.find_element("id", "error-text").text, message="the 422 to be shown")
+    # a refused rename puts the title the feed shows back
+    still(browser)
+    field = item_control(browser, ids["Buy milk"], "input.todo-title")
+    browser.execute_script("arguments[0].select()", field)
+    field.send_keys("y" * 201 + "\n")
+    wait_for(lambda: field.get_attribute("value") == "Buy oat milk", message="the title to go back")
     save_screenshot(browser, "todo")
 
 
@@ -282,20 +299,26 @@ def test_typing_keeps_focus_through_updates(browser, server):
         server.request("POST", "/feeds/todo/actions/add", {"title": text})
     document = wait_version(server, browser, 3)
     one = document["sections"][0]["items"][0]["id"]
-    field = item_form(browser, one, "rename").find_element("css selector", "input[data-field='title']")
+    still(browser)
+    field = item_control(browser, one, "input.todo-title")
+    field.click()
+    browser.execute_script("arguments[0].select()", field)
     field.send_keys("half-typ")
     # Updates arrive while typing: the item itself is renamed by someone else, moved, and others are added.
     server.request("POST", "/feeds/todo/actions/rename", {"id": one, "title": "one, renamed elsewhere"})
     server.request("POST", "/feeds/todo/actions/move", {"id": one, "before": None})
     server.request("POST", "/feeds/todo/actions/add", {"title": "three", "before": one})
-    wait_version(server, browser, 6)
+    wait_for(lambda: server.request("GET", "/feeds/todo")["version"] >= 6, message="todo version 6")
+    wait_for(lambda: browser.execute_script(
+        "return [...document.querySelectorAll('[data-section-id=todo] [data-item-id]')].map(n => n.dataset.itemId)") ==
+        [i["id"] for i in server.request("GET", "/feeds/todo")["sections"][0]["items"]], message="the order of version 6")
     field.send_keys("ed")
     state = browser.execute_script("""
         const input = document.activeElement;
-        return {value: input.value, field: input.dataset.field, item: input.closest('li') && input.closest('li').dataset.itemId};""")
+        return {value: input.value, field: input.name, item: input.closest('li') && input.closest('li').dataset.itemId};""")
     assert state == {"value": "half-typed", "field": "title", "item": one}
     # The bar's text field keeps its focus too.
-    bar_field = browser.find_element("css selector", "#actions form[data-action='add'] input[data-field='title']")
+    bar_field = browser.find_element("css selector", "#actions form[data-action='add'] input[name='title']")
     bar_field.send_keys("new ")
     server.request("POST", "/feeds/todo/actions/toggle", {"id": one})
     wait_version(server, browser, 7)

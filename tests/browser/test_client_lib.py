@@ -1,0 +1,285 @@
+"""The client library (Public/diffstream.js) in Chromium, from a page of a user's own (tests/browser/pages/lib.html,
+served from a scratch --public directory next to the library's files, not from Public/), written only
+against docs/client-js.md: a template for a kind no example uses, many feeds in one tab on one event
+stream, regions that converge under random writes without recreating surviving elements, and a
+data-action checkbox that toggles a to-do."""
+import pathlib
+import random
+import re
+import shutil
+
+import pytest
+
+from harness import ROOT, Server, wait_for  # noqa: E402 (conftest puts tests/ on the path)
+
+PAGES = pathlib.Path(__file__).resolve().parent / "pages"
+
+REGIONS = """
+const out = {};
+for (const container of document.querySelectorAll('.region')) {
+  out[container.dataset.feed] = [...container.querySelectorAll(':scope > [data-section-id]')].map(s => ({
+    id: s.dataset.sectionId,
+    items: [...s.querySelectorAll('[data-item-id]')].map(i => ({id: i.dataset.itemId, text: i.textContent.replace(/\\s+/g, ' ').trim()})),
+  }));
+}
+return out;
+"""
+
+
+@pytest.fixture
+def lib_server(tmp_path):
+    """The server with a --public directory holding the library (every file of Public/) and the test pages."""
+    public = tmp_path / "public"
+    shutil.copytree(ROOT / "Public", public)
+    for page in PAGES.iterdir():
+        shutil.copy(page, public / page.name)
+    server = Server(public=public)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(browser):
+    yield browser
+    for handle in browser.window_handles[1:]:
+        browser.switch_to.window(handle)
+        browser.close()
+    browser.switch_to.window(browser.window_handles[0])
+    browser.get("about:blank")
+
+
+def open_page(driver, server, feeds):
+    driver.get(f"{server.url}/lib.html?feeds={','.join(feeds)}")
+    wait_for(lambda: driver.execute_script("return window.libReady === true"), message="the test page to load")
+
+
+def player(pid, name, score, **more):
+    return {"id": pid, "kind": "player", "model": {"name": name, "stats": {"score": score, **more.pop("stats", {})}, **more}}
+
+
+def shown_like(driver, documents):
+    """Every region shows exactly its feed: section ids, item ids in order, and each player's name."""
+    regions = driver.execute_script(REGIONS)
+    for feed, document in documents.items():
+        region = regions.get(feed)
+        if region is None or [s["id"] for s in region] != [s["id"] for s in document["sections"]]:
+            return False
+        for shown, expected in zip(region, document["sections"]):
+            if [i["id"] for i in shown["items"]] != [i["id"] for i in expected["items"]]:
+                return False
+            for item_shown, item in zip(shown["items"], expected["items"]):
+                name = (item.get("model") or {}).get("name")
+                if name and name not in item_shown["text"]:
+                    return False
+    return True
+
+
+def event_streams(server):
+    status, _, text = server.call("GET", "/metrics")
+    assert status == 200
+    text = text.decode() if isinstance(text, bytes) else str(text)
+    match = re.search(r"^diffstream_event_streams(?:_open)?(?:\{\})? (\d+)", text, re.M)
+    assert match, "no event stream gauge in /metrics"
+    return int(match.group(1))
+
+
+def test_a_template_for_a_kind_no_example_uses(page, lib_server):
+    lib_server.request("PUT", "/feeds/players", {"sections": [{"id": "table", "model": {"title": "Table"}, "items": [
+        player("p1", "<b>Ana</b>", 3, stats={"star": True, "leading": True}, url="javascript:alert(1)",
+               avatar="https://example.com/ana.png", team="red"),
+        player("p2", "Bo", 1, url="/players/bo", avatar="data:image/png;base64,AAAA", team="blue"),
+    ]}]})
+    open_page(page, lib_server, ["players"])
+    wait_for(lambda: shown_like(page, {"players": lib_server.request("GET", "/feeds/players")}), message="the players")
+    shown = page.execute_script("""
+        const q = (id, sel) => document.querySelector(`[data-item-id='${id}'] ${sel}`);
+        return {
+          name: q('p1', '.name').textContent, bold: document.querySelectorAll('.region b').length,
+          score: q('p1', '.score').textContent, star1: q('p1', '.star').hidden, star2: q('p2', '.star').hidden,
+          href1: q('p1', '.profile').getAttribute('href'), href2: q('p2', '.profile').getAttribute('href'),
+          onclick: q('p1', '.profile').getAttribute('onclick'), title: q('p1', '.profile').getAttribute('title'),
+          src1: q('p1', '.avatar').getAttribute('src'), src2: q('p2', '.avatar').getAttribute('src'),
+          leading1: q('p1', '.state').classList.contains('leading'), leading2: q('p2', '.state').classList.contains('leading'),
+          team: q('p2', '.state').dataset.team, kind: document.querySelector("[data-item-id='p1']").dataset.kind,
+          header: document.querySelector("[data-section-id='table'] .header").textContent.replace(/\\s+/g, ' ').trim(),
+        };""")
+    assert shown == {
+        "name": "<b>Ana</b>", "bold": 0, "score": "3", "star1": False, "star2": True,
+        "href1": None, "href2": "/players/bo", "onclick": None, "title": "<b>Ana</b>",
+        "src1": "https://example.com/ana.png", "src2": None, "leading1": True, "leading2": False,
+        "team": "blue", "kind": "player", "header": "Table table",
+    }
+    # A change of model updates the same elements in place; typing in the item survives it.
+    page.execute_script("""
+        const item = document.querySelector("[data-item-id='p1']");
+        item.__mark = 'kept'; item.querySelector('.name').__mark = 'kept';
+        const note = item.querySelector('.note'); note.focus(); note.value = 'half-typed'; note.setSelectionRange(1, 4);""")
+    lib_server.request("PUT", "/feeds/players", {"sections": [{"id": "table", "model": {"title": "Final table"}, "items": [
+        player("p2", "Bo", 5, url="/players/bo", team="blue"),
+        player("p1", "Ana", 4, url="https://example.com/ana", team="red"),
+    ]}]})
+    wait_for(lambda: page.execute_script("return document.querySelector(\"[data-item-id='p1'] .score\").textContent") == "4",
+             message="the update")
+    state = page.execute_script("""
+        const item = document.querySelector("[data-item-id='p1']");
+        const note = item.querySelector('.note');
+        return {item: item.__mark, name: item.querySelector('.name').__mark, text: item.querySelector('.name').textContent,
+                href: item.querySelector('.profile').getAttribute('href'), value: note.value,
+                focused: document.activeElement === note, selection: [note.selectionStart, note.selectionEnd],
+                order: [...document.querySelectorAll('[data-item-id]')].map(n => n.dataset.itemId),
+                header: document.querySelector("[data-section-id='table'] .header span").textContent};""")
+    assert state == {"item": "kept", "name": "kept", "text": "Ana", "href": "https://example.com/ana", "value": "half-typed",
+                     "focused": True, "selection": [1, 4], "order": ["p2", "p1"], "header": "Final table"}
+    errors = [e for e in page.get_log("browser") if e["level"] == "SEVERE" and e.get("source") != "network"]
+    assert errors == []
+
+
+class Writer:
+    """Random snapshots of feeds of players, with ids never reused; remembers every id ever removed."""
+
+    def __init__(self, rng, feeds):
+        self.rng = rng
+        self.next = 0
+        self.removed = set()
+        self.documents = {feed: self.fresh() for feed in feeds}
+
+    def new_player(self):
+        self.next += 1
+        return player(f"p{self.next}", f"Player {self.next}", self.rng.randrange(100))
+
+    def fresh(self):
+        return {"sections": [{"id": sid, "model": {"title": sid.upper()}, "items": [self.new_player() for _ in range(self.rng.randrange(1, 6))]}
+                             for sid in ("a", "b")]}
+
+    def change(self, feed):
+        """One random write: items removed, added, moved (also across sections), renamed; sections reordered."""
+        rng = self.rng
+        sections = self.documents[feed]["sections"]
+        items = [(s["id"], i) for s in sections for i in s["items"]]
+        for _ in range(rng.randrange(1, 4)):
+            choice = rng.random()
+            if choice < 0.25 and items:
+                sid, item = items.pop(rng.randrange(len(items)))
+                self.removed.add(item["id"])
+            elif choice < 0.5:
+                items.insert(rng.randrange(len(items) + 1), (rng.choice(["a", "b"]), self.new_player()))
+            elif choice < 0.75 and items:
+                entry = items.pop(rng.randrange(len(items)))
+                items.insert(rng.randrange(len(items) + 1), (rng.choice(["a", "b"]), entry[1]))
+            elif items:
+                index = rng.randrange(len(items))
+                sid, item = items[index]
+                item = {**item, "model": {**item["model"], "name": item["model"]["name"] + "!", "stats": {"score": rng.randrange(100)}}}
+                items[index] = (sid, item)
+        order = ["a", "b"] if rng.random() < 0.7 else ["b", "a"]
+        self.documents[feed] = {"sections": [{"id": sid, "model": {"title": sid.upper()}, "items": [i for s, i in items if s == sid]}
+                                             for sid in order]}
+        return self.documents[feed]
+
+
+def mark_all(driver):
+    driver.execute_script("""
+        for (const node of document.querySelectorAll('.region [data-item-id], .region [data-section-id]'))
+          node.__mark = node.closest('.region').dataset.feed + '/' + (node.dataset.itemId ?? 's:' + node.dataset.sectionId);""")
+
+
+def unmarked_survivors(driver):
+    """Elements shown now that carry no mark, or another's: an element that was recreated (new ones are fine)."""
+    return driver.execute_script("""
+        const out = [];
+        for (const node of document.querySelectorAll('.region [data-item-id], .region [data-section-id]')) {
+          const key = node.closest('.region').dataset.feed + '/' + (node.dataset.itemId ?? 's:' + node.dataset.sectionId);
+          out.push([key, node.__mark === undefined ? null : node.__mark]);
+        }
+        return out;""")
+
+
+def test_ten_feeds_in_one_tab_converge_under_random_writes_on_one_stream(page, lib_server):
+    rng = random.Random(24)
+    feeds = [f"f{n}" for n in range(10)]
+    writer = Writer(rng, feeds)
+    for feed in feeds:
+        lib_server.request("PUT", f"/feeds/{feed}", writer.documents[feed])
+    open_page(page, lib_server, feeds)
+    wait_for(lambda: shown_like(page, writer.documents), timeout=20, message="ten regions to load")
+    mark_all(page)
+    initial = {key for key, _ in unmarked_survivors(page)}
+    for step in range(120):
+        feed = rng.choice(feeds)
+        lib_server.request("PUT", f"/feeds/{feed}", writer.change(feed))
+        if step % 40 == 39:
+            wait_for(lambda: shown_like(page, writer.documents), timeout=20, message=f"every region to converge at step {step}")
+    wait_for(lambda: shown_like(page, writer.documents), timeout=20, message="every region to converge")
+    for key, mark in unmarked_survivors(page):
+        item = key.split("/", 1)[1]
+        if key in initial and item not in writer.removed:
+            assert mark == key, f"{key} was recreated"
+        else:
+            assert mark in (None, key)
+    assert event_streams(lib_server) == 1
+    errors = [e for e in page.get_log("browser") if e["level"] == "SEVERE" and e.get("source") != "network"]
+    assert errors == []
+
+
+def test_exactly_one_event_stream_for_the_whole_browser(page, lib_server):
+    for feed in ("one", "two", "three"):
+        lib_server.request("PUT", f"/feeds/{feed}", {"sections": [{"id": "s", "items": [player(f"{feed}-1", feed.title(), 1)]}]})
+    open_page(page, lib_server, ["one", "two"])
+    wait_for(lambda: shown_like(page, {f: lib_server.request("GET", f"/feeds/{f}") for f in ("one", "two")}), message="the first tab")
+    page.switch_to.new_window("tab")
+    open_page(page, lib_server, ["two", "three"])
+    wait_for(lambda: shown_like(page, {f: lib_server.request("GET", f"/feeds/{f}") for f in ("two", "three")}), message="the second tab")
+    lib_server.request("PUT", "/feeds/three", {"sections": [{"id": "s", "items": [player("three-2", "Third", 2)]}]})
+    wait_for(lambda: shown_like(page, {"three": lib_server.request("GET", "/feeds/three")}), message="a write to show")
+    wait_for(lambda: event_streams(lib_server) == 1, message="one event stream for both tabs")
+
+
+def click_when_still(driver, selector):
+    """Clicks an element once no animation runs (a moving element is not where a click lands)."""
+    wait_for(lambda: driver.execute_script("return document.getAnimations().length === 0"), message="animations to end")
+    driver.find_element("css selector", selector).click()
+
+
+def todo_items(server):
+    document = server.request("GET", "/feeds/todo")
+    return {i["id"]: (s["id"], i["model"]) for s in document["sections"] for i in s["items"]}
+
+
+def test_a_data_action_checkbox_toggles_a_todo(page, lib_server):
+    lib_server.request("POST", "/feeds/todo/actions/add", {"title": "Buy milk"})
+    (tid,) = todo_items(lib_server)
+    open_page(page, lib_server, ["todo"])
+    checkbox = f"[data-item-id='{tid}'] input.done"
+    wait_for(lambda: page.execute_script(f"return document.querySelector(\"{checkbox}\") !== null"), message="the to-do")
+    page.execute_script(f"document.querySelector(\"[data-item-id='{tid}']\").__mark = 'kept'")
+    assert page.execute_script(f"return document.querySelector(\"{checkbox}\").checked") is False
+    click_when_still(page, checkbox)
+    wait_for(lambda: todo_items(lib_server)[tid] == ("done", {"title": "Buy milk", "done": True}), message="the toggle")
+    wait_for(lambda: page.execute_script(f"""const item = document.querySelector("[data-item-id='{tid}']");
+        return item.closest('[data-section-id]').dataset.sectionId === 'done' && item.querySelector('input.done').checked
+          && item.__mark === 'kept';"""), message="the to-do to show as done, in place")
+    click_when_still(page, checkbox)
+    wait_for(lambda: todo_items(lib_server)[tid][1]["done"] is False, message="the toggle back")
+    wait_for(lambda: page.execute_script(f"return !document.querySelector(\"{checkbox}\").checked"), message="unchecked")
+    # A failed action: the checkbox goes back to what the feed shows, and the error is shown.
+    page.execute_script("""const real = window.fetch;
+        window.fetch = (url, init) => String(url).includes('/actions/') ? Promise.resolve(new Response(
+          JSON.stringify({error: 'nope', detail: 'refused for the test'}), {status: 422, headers: {'Content-Type': 'application/json'}})) : real(url, init);""")
+    click_when_still(page, checkbox)
+    wait_for(lambda: "refused for the test" in page.execute_script(f"return document.querySelector(\"[data-item-id='{tid}'] [data-error]\").textContent"),
+             message="the error to be shown")
+    assert page.execute_script(f"return document.querySelector(\"{checkbox}\").checked") is False
+    assert todo_items(lib_server)[tid][1]["done"] is False
+
+
+def test_the_dashboard_shows_every_feed_live_on_one_stream(page, lib_server):
+    for n in range(8):
+        lib_server.request("PUT", f"/feeds/board{n}", {"sections": [{"id": "s", "items": [player(f"b{n}", f"Board {n}", n)]}]})
+    listed = [entry["feed"] for entry in lib_server.request("GET", "/feeds")]
+    page.get(f"{lib_server.url}/dashboard.html")
+    panels = "return [...document.querySelectorAll('[data-panel]')].filter(p => p.querySelector('.status').dataset.state === 'live').map(p => p.dataset.panel)"
+    wait_for(lambda: sorted(page.execute_script(panels)) == sorted(listed), timeout=20, message="a live panel per feed")
+    lib_server.request("PUT", "/feeds/board3", {"sections": [{"id": "s", "items": [player("b3-new", "Board three, again", 9)]}]})
+    wait_for(lambda: page.execute_script("return document.querySelector(\"[data-panel='board3'] [data-item-id='b3-new']\") !== null"),
+             message="a write to show on the dashboard")
+    wait_for(lambda: event_streams(lib_server) == 1, message="one event stream for every feed")
