@@ -64,8 +64,9 @@ let package = Package(
         // `EventBroadcaster`). No sockets, no Glibc, no epoll.
         .target(name: "HTTPCore", dependencies: ["CZlib", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The epoll runtime: sockets, event loops, connections, event streams, static files, TLS. Knows nothing of feeds.
-        .target(name: "HTTPServer", dependencies: ["HTTPCore", "COpenSSL", "CZlib", "CSystemShims", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        // The executable's swift-log handler: one line per message, as text or as JSON.
+        .target(name: "HTTPServer", dependencies: ["HTTPCore", "LogLines", "COpenSSL", "CZlib", "CSystemShims", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // The executable's swift-log handler: one line per message, as text or as JSON. HTTPServer writes its
+        // request lines through it directly when it is the backend (no metadata dictionary per request).
         .target(name: "LogLines", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Feeds, the HTTP API and hosting view models: joins the diff engine and HTTP through the
         // transport seam of HTTPCore; never the epoll runtime.
@@ -96,7 +97,7 @@ let package = Package(
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", "HTTPServer", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", "HTTPServer", "LogLines", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisFeedStore", "FeedStore", "FeedServer", "DiffStreamJSON"], swiftSettings: strict),
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),

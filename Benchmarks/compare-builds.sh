@@ -19,6 +19,7 @@
 #                     dumps around the workload, so start-up and connecting are not counted. Runs on copies
 #                     without debug info (valgrind 3.19 cannot read Swift 6's DWARF 5); CG_KEEP=DIR keeps
 #                     the profiles (callgrind_annotate DIR/callgrind.put.new.out).
+#                     CG_KINDS="put" counts only the PUTs; CG_NEW_ONLY=1 only NEW (profiling one build).
 #   WALL=0 ...        skips the wall-clock part.
 # Needs: wrk (apt-get install wrk), valgrind for CALLGRIND=1, and fanout-bench, built here if missing
 # (swift build -c release --package-path Benchmarks --product fanout-bench). Both servers run with the
@@ -26,7 +27,7 @@
 # --max-connections-per-ip 0. The load tools' own CPU is printed so that one can check they do not set
 # the pace (fanout-bench: ms per batch; wrk: % of one core).
 set -euo pipefail
-(( $# == 2 )) || { sed -n '2,27p' "$0"; exit 2; }
+(( $# == 2 )) || { sed -n '2,28p' "$0"; exit 2; }
 new=$(realpath "$1"); old=$(realpath "$2")
 cd "$(dirname "$0")/.."
 runs=${RUNS:-7}; publishes=${PUBLISHES:-40}; counts=(${COUNTS-1000 5000}); writers_list=(${WRITERS-1 16})
@@ -199,8 +200,8 @@ instructions() {  # build kind -> RESULT line with the workload's instruction co
 }
 echo
 echo "# callgrind: $subs subscribers x $cg_publishes publishes (unit: one publish delivered to one subscriber); $cg_puts durable PUTs (unit: one PUT)"
-for kind in fanout put; do
-    instructions new "$kind"; instructions old "$kind"
+for kind in ${CG_KINDS:-fanout put}; do
+    instructions new "$kind"; [[ -n ${CG_NEW_ONLY:-} ]] || instructions old "$kind"
 done | tee "$work/cg.txt"
 python3 - "$work/cg.txt" <<'EOF'
 import sys

@@ -7,17 +7,18 @@ import Synchronization
 final class MetricHandles: Sendable {
     static let shared = MetricHandles()
     private let timers = Mutex<[String: CoreMetrics.Timer]>([:])
-    /// The request-duration timers by route pattern, then status code: looked up by the pattern's
-    /// text (a few dozen at most) without building a key per request.
-    private let requestTimers = Mutex<[String: [Int: CoreMetrics.Timer]]>([:])
+    /// The request-duration timers by route pattern and status code, keyed by the pattern's index in
+    /// the route table times 1000 plus the status: one integer hashed per request, no key built.
+    private let requestTimers = Mutex<[Int: CoreMetrics.Timer]>([:])
 
-    /// The timer of ``MetricName/requestDuration`` for a route pattern and a status.
-    func requestTimer(route: String, status: Int) -> CoreMetrics.Timer {
-        if let timer = requestTimers.withLock({ $0[route]?[status] }) { return timer }
-        let timer = CoreMetrics.Timer(label: MetricName.requestDuration, dimensions: [("route", route), ("status", String(status))])
+    /// The timer of ``MetricName/requestDuration`` for the route pattern `patterns[route]` and a status.
+    func requestTimer(route: Int, of patterns: [RoutePattern], status: Int) -> CoreMetrics.Timer {
+        let key = route &* 1000 &+ status
+        if let timer = requestTimers.withLock({ $0[key] }) { return timer }
+        let timer = CoreMetrics.Timer(label: MetricName.requestDuration, dimensions: [("route", patterns[route].description), ("status", String(status))])
         return requestTimers.withLock { timers in
-            if let existing = timers[route]?[status] { return existing }
-            timers[route, default: [:]][status] = timer
+            if let existing = timers[key] { return existing }
+            timers[key] = timer
             return timer
         }
     }

@@ -10,6 +10,8 @@ public struct RoutePattern: Sendable, Hashable, CustomStringConvertible {
         case literal(String)
         case parameter(String)
         case rest(String)
+
+        var isRest: Bool { if case .rest = self { true } else { false } }
     }
 
     let segments: [Segment]
@@ -29,28 +31,44 @@ public struct RoutePattern: Sendable, Hashable, CustomStringConvertible {
     /// The parameters if `path` (decoded segments, after the leading `/`) has this pattern's shape.
     /// - Complexity: O(number of segments).
     func match(_ path: [String]) -> RouteParameters? {
-        var values: [String: String] = [:]
+        guard path.count == segments.count || segments.last?.isRest == true else { return nil }
+        var parameters = RouteParameters()
         for (index, segment) in segments.enumerated() {
             switch segment {
             case .rest(let name):
-                values[name] = path[min(index, path.count)...].joined(separator: "/")
-                return RouteParameters(values: values)
+                parameters.append(name, path[min(index, path.count)...].joined(separator: "/"))
+                return parameters
             case .literal(let text):
                 guard index < path.count, path[index] == text else { return nil }
             case .parameter(let name):
                 guard index < path.count else { return nil }
-                values[name] = path[index]
+                parameters.append(name, path[index])
             }
         }
-        return path.count == segments.count ? RouteParameters(values: values) : nil
+        return path.count == segments.count ? parameters : nil
     }
 }
 
-/// The values of a matched pattern's parameters, by name.
+/// The values of a matched pattern's parameters, by name: a pattern has two at most, so a list
+/// searched in order (no hashing per request).
 struct RouteParameters: Sendable {
-    var values: [String: String]
+    private var pairs: [(name: String, value: String)] = []
+
+    init(_ pairs: [(name: String, value: String)] = []) {
+        self.pairs = pairs
+    }
+
+    mutating func append(_ name: String, _ value: String) {
+        pairs.append((name, value))
+    }
+
+    /// The value of a parameter of the pattern, nil for a name the pattern lacks.
+    func value(_ name: String) -> String? {
+        pairs.first { $0.name == name }?.value
+    }
+
     /// The value of a parameter of the pattern (the empty string for a name the pattern lacks).
-    subscript(name: String) -> String { values[name] ?? "" }
+    subscript(name: String) -> String { value(name) ?? "" }
 }
 
 /// One row of ``FeedAPI``'s route table: a method, a path pattern and the handler that answers it,

@@ -56,6 +56,8 @@ package struct ConnectionMachine: Sendable {
         case close(reason: String)
         /// Log a line: level, message, metadata.
         case log(Logger.Level, String, Logger.Metadata)
+        /// Log a request's line (at `info`), kept as its fields until it is written.
+        case logRequest(RequestLogLine)
         case count(Counter)
     }
 
@@ -425,13 +427,8 @@ package struct ConnectionMachine: Sendable {
         let milliseconds = Int((now - info.start) * 1000)
         // The path has no query string (`HTTPRequest.path`): tokens in a query are never logged.
         let bytes = info.head ? 0 : response.bodyLength
-        var metadata = response.logMetadata
-        metadata["method"] = "\(info.method)"
-        metadata["path"] = "\(info.path)"
-        metadata["status"] = "\(response.status.code)"
-        metadata["bytes"] = "\(bytes)"
-        metadata["ms"] = "\(milliseconds)"
-        actions.append(.log(.info, "\(info.method) \(info.path) \(response.status.code) \(bytes)B \(milliseconds)ms", metadata))
+        actions.append(.logRequest(RequestLogLine(method: info.method, path: info.path, status: response.status.code, bytes: bytes,
+                                                  milliseconds: milliseconds, handlerMetadata: response.logMetadata)))
         if keepAlive {
             phase = .awaitingRequest
             phaseSince = now

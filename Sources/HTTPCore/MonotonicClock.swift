@@ -1,13 +1,16 @@
+import Dispatch
+
 /// Seconds on the monotonic clock: the one clock every deadline, timeout and duration of the server
 /// and the feeds is measured on (the pure state machines take it injected, as `now`).
 public enum MonotonicClock {
-    /// The first reading; every value is measured from it.
-    private static let origin = ContinuousClock.now
-
-    /// Seconds since a fixed point (this clock's first use); never goes back.
+    /// Seconds since a fixed point (the machine's boot); never goes back.
+    ///
+    /// Read from `DispatchTime`, whose nanoseconds are one integer: about 120 instructions a reading
+    /// under callgrind, against about 390 for `ContinuousClock.now` made into seconds (its `Duration`
+    /// is a 128-bit count of attoseconds, and `components` divides it). A request reads the clock
+    /// about 14 times.
     @inline(__always)
     public static func now() -> Double {
-        let (seconds, attoseconds) = origin.duration(to: .now).components
-        return Double(seconds) + Double(attoseconds) * 1e-18
+        Double(DispatchTime.now().uptimeNanoseconds) * 1e-9
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CSystemShims
 import Logging
+import LogLines
 import Synchronization
 
 /// The socket executor of one client connection: it reads and writes the socket, keeps the epoll
@@ -166,6 +167,12 @@ final class Connection: EventHandler, @unchecked Sendable {
                 closeSocket(reason: reason)
             case .log(let level, let message, let metadata):
                 server.logger.log(level: level, "\(message)", metadata: metadata)
+            case .logRequest(let line):
+                if let lineLog = server.lineLog {
+                    lineLog.log(level: .info) { line.write(to: &$0) }
+                } else {
+                    server.logger.info("\(line.message)", metadata: line.metadata)  // both made only if the level admits the line
+                }
             case .count(let counter):
                 count(counter, in: server.metrics)
             }

@@ -4,6 +4,7 @@ import Glibc
 import CSystemShims
 import Foundation
 import Logging
+import LogLines
 import Synchronization
 
 /// A minimal HTTP/1.1 server with Server-Sent Events, on POSIX sockets and N epoll loops (one thread
@@ -148,6 +149,10 @@ final class ServerCore: @unchecked Sendable {
     let machineSettings: ConnectionMachine.SharedSettings
     private(set) var handler: HTTPServer.Handler = { _ in HTTPResponse(status: .serviceUnavailable) }
     let logger: Logger
+    /// The logger's handler when it is a ``LineLogHandler`` that adds no metadata of its own: request
+    /// lines are written through it directly from their fields, without a swift-log metadata
+    /// dictionary or a `String` per field.
+    let lineLog: LineLogHandler?
     let metrics: ServerMetrics
     let boundPort = Atomic<UInt16>(0)
     let tlsContext: TLSContext?
@@ -158,6 +163,7 @@ final class ServerCore: @unchecked Sendable {
     init(configuration: HTTPServer.Configuration) throws {
         self.configuration = configuration
         self.logger = configuration.logger
+        self.lineLog = (configuration.logger.handler as? LineLogHandler).flatMap { $0.writesLinesDirectly ? $0 : nil }
         self.metrics = ServerMetrics(loops: configuration.loops)
         self.machineSettings = ConnectionMachine.SharedSettings(ConnectionMachine.Settings(
             limits: configuration.limits, compression: configuration.compression, minimumCompressedSize: configuration.minimumCompressedSize,
@@ -549,3 +555,6 @@ final class ListenerHandler: EventHandler, @unchecked Sendable {
     }
     func handle(events: UInt32) { loop.acceptConnections(from: fd) }
 }
+
+/// A request's line is written straight into a ``LineLogHandler``'s line.
+extension LogLineWriter: RequestLogLineSink {}

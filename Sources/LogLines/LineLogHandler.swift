@@ -52,75 +52,61 @@ public struct LineLogHandler: LogHandler {
 
     /// Writes one line (swift-log checks the level before calling this).
     public func log(event: LogEvent) {
-        let merged: Logger.Metadata
+        let pairs: [(key: String, value: Logger.MetadataValue)]
         if self.metadata.isEmpty && metadataProvider == nil {
-            merged = event.metadata ?? [:]  // the common case: nothing to merge (a request's log line)
+            // The common case: nothing to merge.
+            pairs = event.metadata.map { $0.count < 2 ? Array($0) : $0.sorted { $0.key < $1.key } } ?? []
         } else {
             var all = self.metadata
             if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
             if let explicit = event.metadata { all.merge(explicit) { _, new in new } }
-            merged = all
+            pairs = all.sorted { $0.key < $1.key }
         }
-        var text = LineLogHandler.line(format: format, timestamp: LineLogHandler.timestamp(), level: event.level, label: label,
-                                       message: event.message.description, metadata: merged)
-        text.withUTF8 { bytes in _ = write(fileDescriptor, bytes.baseAddress, bytes.count) }
+        let message = event.message.description
+        var line = LogLineWriter(format: format, timestamp: LineLogHandler.timestamp(), level: event.level, label: label,
+                                 capacity: 128 + message.utf8.count + 32 * pairs.count)
+        LineLogHandler.fill(&line, message: message, sortedPairs: pairs)
+        emit(line.finish())
+    }
+
+    /// Whether ``log(level:_:)`` writes what `Logger.log` would: true unless this handler adds
+    /// metadata of its own (``metadata`` or a ``metadataProvider``), which merges by key.
+    public var writesLinesDirectly: Bool { metadata.isEmpty && metadataProvider == nil }
+
+    /// Writes a line that `write` fills in, its message then its fields in key order, with no
+    /// `String`s or metadata dictionary in between: for a hot path that holds this handler (the HTTP
+    /// server's request lines). Nothing is written below ``logLevel``. Use it only when
+    /// ``writesLinesDirectly``; otherwise log through swift-log, which merges the handler's metadata.
+    /// - Complexity: O(length of the line).
+    public func log(level: Logger.Level, _ write: (inout LogLineWriter) -> Void) {
+        guard level >= logLevel else { return }
+        var line = LogLineWriter(format: format, timestamp: LineLogHandler.timestamp(), level: level, label: label)
+        write(&line)
+        emit(line.finish())
+    }
+
+    private func emit(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { buffer in _ = write(fileDescriptor, buffer.baseAddress, buffer.count) }
     }
 
     /// One line, newline included, in `format`.
     static func line(format: LogFormat, timestamp: String, level: Logger.Level, label: String, message: String,
                      metadata: Logger.Metadata) -> String {
-        let pairs = metadata.sorted { $0.key < $1.key }
-        switch format {
-        case .text:
-            var text = "\(timestamp) \(level) [\(label)] \(message)"
-            for (key, value) in pairs {
-                text += " \(key)=\(textValue(value))"
-            }
-            return text + "\n"
-        case .json:
-            var text = "{\"timestamp\":\(jsonString(timestamp)),\"level\":\(jsonString(level.rawValue)),\"label\":\(jsonString(label)),\"message\":\(jsonString(message))"
-            if !pairs.isEmpty {
-                text += ",\"metadata\":{" + pairs.map { "\(jsonString($0.key)):\(jsonValue($0.value))" }.joined(separator: ",") + "}"
-            }
-            return text + "}\n"
-        }
+        var line = LogLineWriter(format: format, timestamp: timestamp, level: level, label: label)
+        fill(&line, message: message, sortedPairs: metadata.sorted { $0.key < $1.key })
+        return String(decoding: line.finish(), as: UTF8.self)
     }
 
-    /// A metadata value in a text line: bare if it is one plain word, else a JSON string.
-    private static func textValue(_ value: Logger.Metadata.Value) -> String {
-        let plain = value.description
-        let needsQuotes = plain.isEmpty || plain.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7F }
-        return needsQuotes ? jsonString(plain) : plain
-    }
-
-    /// A metadata value as JSON: strings as strings, arrays and dictionaries as JSON arrays and objects.
-    private static func jsonValue(_ value: Logger.Metadata.Value) -> String {
-        switch value {
-        case .string(let text): jsonString(text)
-        case .stringConvertible(let convertible): jsonString(convertible.description)
-        case .array(let values): "[" + values.map(jsonValue).joined(separator: ",") + "]"
-        case .dictionary(let entries):
-            "{" + entries.sorted { $0.key < $1.key }.map { "\(jsonString($0.key)):\(jsonValue($0.value))" }.joined(separator: ",") + "}"
-        }
+    private static func fill(_ line: inout LogLineWriter, message: String, sortedPairs pairs: [(key: String, value: Logger.MetadataValue)]) {
+        line.message(message)
+        for (key, value) in pairs { line.field(key, value) }
     }
 
     /// `text` as a JSON string literal (RFC 8259 §7).
     static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        var bytes: [UInt8] = []
+        JSONStringEscaping.append(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The last second's timestamp: lines in the same second share it.

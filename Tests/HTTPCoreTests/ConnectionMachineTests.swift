@@ -57,7 +57,13 @@ struct MachineDriver {
     var shutWrite: Bool { actions.contains(.shutdownWrite) }
     /// Every log line asked for: message and metadata.
     var logLines: [(message: String, metadata: Logger.Metadata)] {
-        actions.compactMap { if case .log(_, let message, let metadata) = $0 { (message, metadata) } else { nil } }
+        actions.compactMap { action in
+            switch action {
+            case .log(_, let message, let metadata): (message, metadata)
+            case .logRequest(let line): (line.message, line.metadata)
+            default: nil
+            }
+        }
     }
     var statusLines: [String] {
         written.components(separatedBy: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }

@@ -82,3 +82,87 @@ struct LineLogHandlerTests {
         #expect(stamp.hasSuffix("Z") && stamp.dropFirst(10).first == "T")
     }
 }
+
+/// The direct entry point (a line written field by field, no dictionary) writes what `Logger.log`
+/// writes through the handler.
+struct LogLineWriterTests {
+    /// The lines `body` writes through a handler on a pipe, without their timestamps.
+    static func lines(format: LogFormat, level: Logger.Level = .info, _ body: (LineLogHandler) -> Void) throws -> [String] {
+        var fds: [Int32] = [-1, -1]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        body(LineLogHandler(label: "http", format: format, level: level, fileDescriptor: fds[1]))
+        close(fds[1])
+        let output = String(decoding: FileHandle(fileDescriptor: fds[0]).readDataToEndOfFile(), as: UTF8.self)
+        // Drop the timestamps (the two calls may straddle a second).
+        return output.split(separator: "\n").map { line in
+            line.hasPrefix("{") ? String(line.drop { $0 != "," }) : String(line.drop { $0 != " " })
+        }
+    }
+
+    static let metadata: Logger.Metadata = [
+        "bytes": "57", "feed": "a b", "method": "PUT", "ms": "-3", "path": "/feeds/a", "status": "201", "quote": "\"q\"\u{7F}",
+        "list": ["x", .stringConvertible(12)], "nested": ["k": ["1"]], "empty": "",
+    ]
+
+    static func write(_ line: inout LogLineWriter) {
+        line.message("PUT ")
+        line.message("/feeds/\"a\"\t")
+        line.message(" ")
+        line.message(201)
+        line.message(" ")
+        line.message(1_234_567_890)
+        line.message("B")
+        line.field("bytes", 57)
+        line.field("empty", "")
+        line.field("feed", "a b")
+        line.field("list", ["x", .stringConvertible(12)])
+        line.field("method", "PUT")
+        line.field("ms", -3)
+        line.field("nested", ["k": ["1"]])
+        line.field("path", "/feeds/a")
+        line.field("quote", "\"q\"\u{7F}")
+        line.field("status", .string("201"))
+    }
+
+    @Test(arguments: LogFormat.allCases)
+    func aLineWrittenDirectlyIsTheLineOfTheSameMessageAndMetadata(format: LogFormat) throws {
+        let lines = try Self.lines(format: format) { handler in
+            #expect(handler.writesLinesDirectly)
+            handler.log(level: .info, Self.write)
+            Logger(label: "http") { _ in handler }.info("PUT /feeds/\"a\"\t 201 1234567890B", metadata: Self.metadata)
+        }
+        #expect(lines.count == 2)
+        #expect(lines.first == lines.last)
+    }
+
+    @Test(arguments: LogFormat.allCases)
+    func aLineWithoutFieldsEndsWithItsMessage(format: LogFormat) throws {
+        let lines = try Self.lines(format: format) { handler in
+            handler.log(level: .warning) { $0.message("m") }
+        }
+        #expect(lines == [format == .text ? " warning [http] m" : #","level":"warning","label":"http","message":"m"}"#])
+    }
+
+    @Test func nothingBelowTheLevel() throws {
+        let lines = try Self.lines(format: .text, level: .warning) { handler in
+            handler.log(level: .info) { $0.message("m") }
+        }
+        #expect(lines.isEmpty)
+    }
+
+    @Test func aHandlerWithMetadataOfItsOwnDoesNotWriteDirectly() {
+        var handler = LineLogHandler(label: "l")
+        handler[metadataKey: "zone"] = "z"
+        #expect(!handler.writesLinesDirectly)
+        let provided = LineLogHandler(label: "l", metadataProvider: Logger.MetadataProvider { [:] })
+        #expect(!provided.writesLinesDirectly)
+    }
+
+    @Test(arguments: [0, 7, 10, 99, -1, -10, 1_000_000, Int.max, Int.min])
+    func numbersAreTheirDecimalDigits(number: Int) {
+        var bytes: [UInt8] = []
+        LogLineWriter.appendDecimal(number, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == String(number))
+    }
+}

@@ -1,0 +1,62 @@
+import FeedServer
+import Foundation
+import HTTPServer
+import Logging
+import LogLines
+import Synchronization
+import Testing
+
+/// The events a ``CapturingLogHandler`` kept.
+private final class LogEvents: Sendable {
+    let events = Mutex<[LogEvent]>([])
+}
+
+/// A swift-log handler of a program's own: keeps every event.
+private struct CapturingLogHandler: LogHandler {
+    let box: LogEvents
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+    subscript(metadataKey key: String) -> Logger.MetadataValue? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) { box.events.withLock { $0.append(event) } }
+}
+
+/// The request's log line through the server: to a program's own swift-log handler, and to
+/// `LineLogHandler` (written directly, or through swift-log when it has a metadata provider).
+struct RequestLogTests {
+    @Test func aProgramsOwnHandlerGetsTheRequestLineWithItsMetadata() async throws {
+        let box = LogEvents()
+        let server = try TestServer(logger: Logger(label: "test") { _ in CapturingLogHandler(box: box) })
+        _ = try await server.request("PUT", "/feeds/logged", body: #"{"sections":[]}"#)
+        await server.stop()
+        let event = try #require(box.events.withLock { $0 }.first { $0.message.description.hasPrefix("PUT ") })
+        #expect(event.level == .info)
+        #expect(event.message.description.hasPrefix("PUT /feeds/logged 201 "))
+        let metadata = try #require(event.metadata)
+        #expect(metadata["method"] == "PUT" && metadata["path"] == "/feeds/logged" && metadata["status"] == "201" && metadata["feed"] == "logged")
+        #expect(metadata["bytes"] != nil && metadata["ms"] != nil)
+    }
+
+    @Test(arguments: [false, true])
+    func lineLogHandlerWritesTheDocumentedLineWithOrWithoutAProvider(withProvider: Bool) async throws {
+        var fds: [Int32] = [-1, -1]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        let provider = withProvider ? Logger.MetadataProvider { ["node": "n1"] } : nil
+        let handler = LineLogHandler(label: "diffstream", fileDescriptor: fds[1], metadataProvider: provider)
+        let server = try TestServer(logger: Logger(label: "diffstream") { _ in handler })
+        _ = try await server.request("PUT", "/feeds/logged", body: #"{"sections":[]}"#)
+        await server.stop()
+        close(fds[1])
+        let output = String(decoding: FileHandle(fileDescriptor: fds[0]).readDataToEndOfFile(), as: UTF8.self)
+        let line = try #require(output.split(separator: "\n").first { $0.contains(" PUT ") })
+        let node = withProvider ? " node=n1" : ""
+        let pattern = #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ info \[diffstream\] PUT /feeds/logged 201 (\d+)B (\d+)ms bytes=(\d+) feed=logged method=PUT ms=(\d+)(.*) path=/feeds/logged status=201$/#
+        let match = try #require(try pattern.wholeMatch(in: String(line)))
+        #expect(match.1 == match.3 && match.2 == match.4)
+        #expect(match.5 == node)
+    }
+}
