@@ -13,6 +13,16 @@ from multifeed_server import MultiFeedServer  # noqa: E402
 from test_tabs import Tabs  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def drained_console(browser):
+    """Checks that these pages logged no errors, and leaves the shared browser's console clean for the
+    next test (test_page checks there are none)."""
+    yield
+    browser.get("about:blank")
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "favicon.ico" not in e["message"]]
+    assert errors == []
+
+
 @pytest.fixture
 def tabs(browser):
     t = Tabs(browser)
