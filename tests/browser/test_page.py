@@ -119,9 +119,8 @@ def test_restart_shows_reconnecting_then_converges(browser):
         document = second.request("GET", "/feeds/home")
         wait_for(lambda: matches(browser, document), timeout=20, message="the page to converge after the restart")
         assert dom(browser)["state"] in ("resynced", "live")
-        # The page's hub reconnected by itself, every feed's position in the URL (a browser's own
-        # reconnect would send one Last-Event-ID, which cannot hold them all).
-        second.wait_log("sse connect .* /events ")
+        # The page reconnected by itself on the multi-feed route, each feed's position in the URL (docs/client-js-protocol.md).
+        second.wait_log("sse connect .* /events from .* feeds=1")
     finally:
         second.stop()
 
