@@ -1,16 +1,31 @@
 """Public/diffstream-streams.js in Chromium against the scripted multi-feed server (multifeed_server.py):
 many feeds on ONE event stream for the whole browser, in each mode ('worker', 'tab', 'own'); a tab that
 adds or drops a feed reconnects with every other feed's position (no resync); a feed created late is
-retried; a server on another origin forces 'own'."""
+retried; a server on another origin forces 'own'; and 12 feeds in two tabs on one stream of the real binary."""
 import pathlib
+import random
+import re
+import shutil
 import sys
 
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from harness import wait_for  # noqa: E402
+from harness import Server, wait_for  # noqa: E402
 from multifeed_server import MultiFeedServer  # noqa: E402
 from test_tabs import Tabs  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def drained_console(browser):
+    """Checks that these pages logged no errors, and leaves the shared browser's console clean for the
+    next test (test_page checks there are none)."""
+    yield
+    browser.get("about:blank")
+    # Not errors of the pages: the favicon the scripted server lacks, and a reconnect after the test's server stopped.
+    ignored = ("favicon.ico", "ERR_CONNECTION_REFUSED")
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and not any(i in e["message"] for i in ignored)]
+    assert errors == []
 
 
 @pytest.fixture
@@ -134,3 +149,48 @@ def test_the_holder_goes_away_with_many_feeds_and_another_takes_over(tabs, serve
     for handle in survivors:
         no_resync(tabs, handle)
         one_chain_per_feed(tabs.run(handle, "return streams.delivered"), "abc", server)
+
+
+@pytest.fixture
+def real_server(tmp_path):
+    """The diffstream binary serving Public/ plus the test page (a copy of both in tmp_path)."""
+    public = tmp_path / "public"
+    shutil.copytree(pathlib.Path(__file__).resolve().parents[2] / "Public", public)
+    shutil.copy(pathlib.Path(__file__).resolve().parent / "pages" / "streams.html", public / "streams.html")
+    s = Server(public=public)
+    yield s
+    s.stop()
+
+
+def event_streams(server):
+    status, _, text = server.call("GET", "/metrics")
+    assert status == 200
+    text = text.decode() if isinstance(text, bytes) else str(text)
+    return int(float(re.search(r"^diffstream_event_streams_open (\S+)$", text, re.M).group(1)))
+
+
+@pytest.mark.parametrize("mode", ["worker", "tab"])
+def test_twelve_feeds_in_two_tabs_on_one_stream_of_the_real_server(tabs, real_server, mode):
+    feeds = [f"f{i}" for i in range(12)]
+
+    def put(feed, n):
+        real_server.request("PUT", f"/feeds/{feed}", {"sections": [{"id": "s", "items": [
+            {"id": f"{feed}-{i}", "kind": "card", "model": {"n": n}} for i in range(n % 3, n % 3 + 3)]}]})
+
+    for feed in feeds:
+        put(feed, 0)
+    first = open_page(tabs, real_server, feeds[:8], mode)
+    second = open_page(tabs, real_server, feeds[4:], mode)
+
+    def converged():
+        versions = {f: real_server.request("GET", f"/feeds/{f}")["version"] for f in feeds}
+        return all(tabs.run(h, "return versions()") == {f: versions[f] for f in fs} for h, fs in ((first, feeds[:8]), (second, feeds[4:])))
+
+    wait_for(converged, message="both tabs live")
+    rng = random.Random(24)
+    for n in range(1, 41):
+        put(rng.choice(feeds), n)
+    wait_for(converged, message="both tabs to follow 40 random writes")
+    wait_for(lambda: event_streams(real_server) == 1, message="one event stream for the whole browser")
+    for handle in (first, second):
+        no_resync(tabs, handle)
