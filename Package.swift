@@ -52,7 +52,7 @@ let package = Package(
         // per connection, replies as a Swift enum, pub/sub on a dedicated connection, `redis://` URLs.
         .target(name: "RedisClient", dependencies: ["CHiredis"], swiftSettings: strict),
         // Feeds in Redis (issue 26, in progress): the key schema, the scripts, lost answers settled, and the
-        // `FeedStore` seam for one instance (`RedisStore`). Not linked by the executable yet.
+        // shared store seam (`RedisStore` as `SharedFeedStore`). Not linked by the executable yet.
         .target(name: "RedisFeedStore", dependencies: ["RedisClient", "FeedStore"], swiftSettings: strict),
         // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the log store, and a
         // read-only migrator for the SQLite databases of earlier versions.

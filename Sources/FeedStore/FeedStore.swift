@@ -2,8 +2,8 @@
 ///
 /// A store keeps, per feed, opaque bytes only: the history id, the version, the encoded snapshot, the
 /// replay window of encoded batch events, and the encoded view-model state. It never looks inside them,
-/// so the wire format can change without touching a store, and a second implementation (a shared one
-/// on Redis) only has to implement these three calls.
+/// so the wire format can change without touching a store. A store several instances share (Redis)
+/// needs more: ``SharedFeedStore``.
 ///
 /// Rules every implementation keeps:
 /// - ``commit(_:)`` returns only once the write is durable (it survives `kill -9` and power loss as far

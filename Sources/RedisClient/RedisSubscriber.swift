@@ -21,6 +21,9 @@ public final class RedisSubscriber: @unchecked Sendable {
         /// Connected (again), and every channel wanted is subscribed: what was published from now on
         /// will arrive. Check the position of every feed followed: messages may have been missed.
         case subscribed
+        /// Redis confirmed a `SUBSCRIBE` of the channel (also after a reconnect): whatever is published
+        /// on it from now on arrives. What was published before may not have: read the position then.
+        case confirmed(channel: String)
         /// A message on a channel.
         case message(channel: String, payload: [UInt8])
         /// The connection was lost or could not be made; it is tried again.
@@ -144,7 +147,9 @@ public final class RedisSubscriber: @unchecked Sendable {
                     announced = true
                 } else if let parts = reply.array, parts.count == 3, parts[0].string == "message" {
                     onEvent(.message(channel: parts[1].string ?? "", payload: parts[2].bytes ?? []))
-                }  // else a subscribe or unsubscribe confirmation
+                } else if let parts = reply.array, parts.count == 3, parts[0].string == "subscribe", let channel = parts[1].string {
+                    onEvent(.confirmed(channel: channel))
+                }  // else an unsubscribe confirmation
             }
         }
     }

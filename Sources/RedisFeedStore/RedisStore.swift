@@ -2,45 +2,84 @@ import FeedStore
 import RedisClient
 import Synchronization
 
-/// The ``FeedStore`` seam on Redis, for **one** instance: the first step of issue 26, before the seam
-/// grows (docs/decisions/0003-redis.md). Every write goes through the commit script with the version
-/// check (the base is the write's version − 1), so a second instance writing the same feed is refused
-/// (an error, answered 503) rather than overwritten; what a shared deployment needs beyond that (a
-/// conflict recomputed, batches from other instances, gaps) is the next step.
+/// The ``SharedFeedStore`` seam on Redis (issue 26, docs/decisions/0003-redis.md): feeds several
+/// instances share. Writes go through the scripts with the version check (``RedisFeedCommitter``),
+/// reads are one `MULTI`/`EXEC` each (``RedisFeedReader``), and the commits of every instance arrive
+/// through pub/sub on a connection of the store's own (``RedisSubscriber``) as ``events``.
 ///
 /// `open` connects (every call with its timeout), makes the epoch if there is none (`SET NX`) and
-/// remembers it; a commit that finds another epoch (Redis lost its data) is refused.
-public final class RedisStore: FeedStore {
+/// remembers it; a commit or a position check that finds another epoch says Redis lost its data.
+/// The plain ``FeedStore`` calls serve one instance: their commit's base is the write's version − 1,
+/// and a write refused (another writer, lost data) is a `StoreError`.
+public final class RedisStore: SharedFeedStore {
     public let url: RedisURL
     public let keys: RedisKeys
     /// The epoch read at `open`.
     public let epoch: String
     /// `--replay`: the history stream's cap.
     public let replay: Int
+    public let events: AsyncStream<SharedStoreEvent>
     private let client: RedisClient
     private let committer: RedisFeedCommitter
+    private let reader: RedisFeedReader
+    private let subscriber: RedisSubscriber
+    private let eventSink: AsyncStream<SharedStoreEvent>.Continuation
     private let counters = Mutex(StoreMetrics())
 
-    private init(url: RedisURL, keys: RedisKeys, epoch: String, replay: Int, timeout: Double) {
+    private init(url: RedisURL, keys: RedisKeys, epoch: String, replay: Int, timeout: Double, pingInterval: Double) {
         self.url = url
         self.keys = keys
         self.epoch = epoch
         self.replay = replay
         self.client = RedisClient(url: url, timeout: timeout, name: "redis-store")
         self.committer = RedisFeedCommitter(client: client, keys: keys)
+        self.reader = RedisFeedReader(client: client, keys: keys)
+        let (events, sink) = AsyncStream.makeStream(of: SharedStoreEvent.self)
+        self.events = events
+        self.eventSink = sink
+        let channelPrefix = keys.channel("")
+        self.subscriber = RedisSubscriber(url: url, timeout: timeout, pingInterval: pingInterval, reconnectDelay: 1, name: "redis-store-pubsub") { event in
+            if let translated = Self.translate(event, channelPrefix: channelPrefix) { sink.yield(translated) }
+        }
+    }
+
+    /// A subscriber's event as the seam says it; nil for what the seam does not carry (`subscribed`:
+    /// each channel's confirmation says it).
+    static func translate(_ event: RedisSubscriber.Event, channelPrefix: String) -> SharedStoreEvent? {
+        switch event {
+        case .subscribed: return nil
+        case .disconnected(let error): return .interrupted(reason: error.description)
+        case .confirmed(let channel):
+            guard channel.hasPrefix(channelPrefix) else { return nil }
+            return .following(String(channel.dropFirst(channelPrefix.count)))
+        case .message(let channel, let payload):
+            // `<history> <version>\n<batch event>`
+            guard channel.hasPrefix(channelPrefix), let newline = payload.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
+            let name = String(channel.dropFirst(channelPrefix.count))
+            let head = payload[..<newline].split(separator: UInt8(ascii: " "))
+            guard head.count == 2, let version = Int(String(decoding: head[1], as: UTF8.self)) else { return nil }
+            let history = String(decoding: head[0], as: UTF8.self)
+            if version == 0 { return .deleted(name: name, history: history) }
+            return .committed(name: name, history: history, version: version, batch: Array(payload[(newline + 1)...]))
+        }
     }
 
     /// Connects, and makes or reads the epoch.
-    public static func open(url: RedisURL, keys: RedisKeys, replay: Int, timeout: Double = 2) throws(RedisError) -> RedisStore {
+    /// - Parameter pingInterval: seconds of pub/sub silence after which its connection is checked.
+    public static func open(url: RedisURL, keys: RedisKeys, replay: Int, timeout: Double = 2, pingInterval: Double = 1) throws(RedisError) -> RedisStore {
         let connection = try RedisConnection(url: url, timeout: timeout)
         defer { connection.close() }
         let replies = try connection.pipeline([["SET", keys.epoch, RedisFeedCommitter.nonce(), "NX"], ["GET", keys.epoch]].map { $0.map { Array($0.utf8) } })
         guard let epoch = replies[1].string else { throw .unexpectedReply(command: "GET \(keys.epoch)", reply: replies[1].description) }
-        return RedisStore(url: url, keys: keys, epoch: epoch, replay: replay, timeout: timeout)
+        return RedisStore(url: url, keys: keys, epoch: epoch, replay: replay, timeout: timeout, pingInterval: pingInterval)
     }
 
-    /// Stops the client's thread; later commits fail.
-    public func close() { client.stop() }
+    /// Stops the client's and the subscriber's threads and ends ``events``; later calls fail.
+    public func close() {
+        subscriber.stop()
+        eventSink.finish()
+        client.stop()
+    }
 
     /// Every feed under the prefix (`SCAN`), each read in one `MULTI`/`EXEC`.
     public func load() throws(StoreError) -> StoreContents {
@@ -69,20 +108,43 @@ public final class RedisStore: FeedStore {
         }
     }
 
+    /// One instance's commit: the base is the write's version − 1 (for a view state, the stored
+    /// version); anything but a commit is an error naming the URL.
     public func commit(_ write: FeedWrite) async throws(StoreError) {
+        let base: Int
+        switch write {
+        case .put(_, _, let version, _, _, _, _): base = version - 1
+        case .viewState(let name, _):
+            do throws(RedisError) {
+                base = try await client.command("HGET", keys.feed(name), "version").integer ?? 0
+            } catch {
+                throw .io(path: url.description, reason: error.description)
+            }
+        case .delete: base = 0
+        }
+        let refusal: String? = switch try await commit(write, base: base, writeID: RedisFeedCommitter.nonce(), fence: nil, answer: []) {
+        case .committed: nil
+        case .conflict(let version, let history): "another writer changed the feed (Redis holds version \(version) of history \(history))"
+        case .lostData: "Redis lost its data (epoch \(epoch) is gone); restart to start new histories"
+        case .fenced: "the feed's lease is held by another instance"
+        case .notCommitted: "the write's answer was lost and it was not committed"
+        }
+        if let refusal { throw .io(path: url.description, reason: refusal) }
+    }
+
+    public func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8]) async throws(StoreError) -> SharedCommitResult {
         let started = ContinuousClock.now
         let result: Result<RedisCommitOutcome, RedisError>
         do throws(RedisError) {
             let outcome: RedisCommitOutcome
             switch write {
-            case .put(let name, let history, let version, let snapshot, let batch, _, let viewState):
-                outcome = try await committer.commit(RedisFeedWrite(feed: name, epoch: epoch, baseVersion: version - 1, history: history, snapshot: snapshot,
-                                                                    viewState: viewState, batch: batch?.bytes ?? [], window: replay, writeID: RedisFeedCommitter.nonce()))
+            case .put(let name, let history, _, let snapshot, let batch, _, let viewState):
+                outcome = try await committer.commit(RedisFeedWrite(feed: name, epoch: epoch, baseVersion: base, history: history, snapshot: snapshot, viewState: viewState,
+                                                                    batch: batch?.bytes ?? [], window: replay, writeID: writeID, fence: fence, answer: answer))
             case .viewState(let name, let bytes):
-                let version = try await client.command("HGET", keys.feed(name), "version").integer ?? 0
-                outcome = try await committer.setViewState(feed: name, epoch: epoch, version: version, state: bytes, writeID: RedisFeedCommitter.nonce())
+                outcome = try await committer.setViewState(feed: name, epoch: epoch, version: base, state: bytes, writeID: writeID)
             case .delete(let name):
-                outcome = try await committer.delete(feed: name, epoch: epoch, writeID: RedisFeedCommitter.nonce())
+                outcome = try await committer.delete(feed: name, epoch: epoch, writeID: writeID, answer: answer)
             }
             result = .success(outcome)
         } catch {
@@ -90,23 +152,65 @@ public final class RedisStore: FeedStore {
         }
         let elapsed = (ContinuousClock.now - started).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-        let refusal: String? = switch result {
-        case .success(.committed): nil
-        case .success(.conflict(let version, let history)): "another writer changed the feed (Redis holds version \(version) of history \(history)); it is shared only once issue 26 is done"
-        case .success(.epochChanged(let current)): "Redis lost its data (epoch \(epoch) is now \(current ?? "missing")); restart to start new histories"
-        case .success(.fenced(let holder)): "the feed's lease is held by \(holder ?? "no one")"
-        case .success(.notCommitted): "the write's answer was lost and it was not committed"
-        case .failure(let error): error.description
+        let outcome: SharedCommitResult? = switch result {
+        case .success(.committed(let version, let answer, let first)): .committed(version: version, answer: answer, first: first)
+        case .success(.conflict(let version, let history)): .conflict(version: version, history: history)
+        case .success(.epochChanged): .lostData
+        case .success(.fenced): .fenced
+        case .success(.notCommitted): .notCommitted
+        case .failure: nil
         }
         counters.withLock {
             $0.commits += 1
             $0.writes += 1
             $0.commitSeconds += seconds
             $0.maxWritesPerCommit = 1
-            if refusal != nil { $0.failedCommits += 1 }
+            if case .committed? = outcome {} else { $0.failedCommits += 1 }
         }
-        if let refusal { throw .io(path: url.description, reason: refusal) }
+        switch (outcome, result) {
+        case (let outcome?, _): return outcome
+        case (nil, .failure(let error)): throw .io(path: url.description, reason: error.description)
+        case (nil, .success(let other)): throw .io(path: url.description, reason: "unexpected outcome \(other)")
+        }
     }
+
+    public func read(_ name: String) async throws(StoreError) -> StoredFeed? {
+        do throws(RedisError) {
+            guard let feed = try await reader.read(name) else { return nil }
+            return StoredFeed(name: name, history: feed.history, version: feed.version, snapshot: feed.snapshot,
+                              batches: feed.batches.map { StoredBatch(version: $0.version, bytes: $0.event) }, viewState: feed.viewState)
+        } catch {
+            throw .io(path: url.description, reason: error.description)
+        }
+    }
+
+    public func batches(_ name: String, history: String, after version: Int) async throws(StoreError) -> [StoredBatch]? {
+        do throws(RedisError) {
+            return try await reader.batches(name, history: history, after: version)?.map { StoredBatch(version: $0.version, bytes: $0.event) }
+        } catch {
+            throw .io(path: url.description, reason: error.description)
+        }
+    }
+
+    /// The epoch and each feed's `HMGET history version`, in one pipeline.
+    public func positions(_ names: [String]) async throws(StoreError) -> StorePositions {
+        let commands = [["GET", keys.epoch]] + names.map { ["HMGET", keys.feed($0), "history", "version"] }
+        do throws(RedisError) {
+            let replies = try await client.run { connection throws(RedisError) in try connection.pipeline(commands.map { $0.map { Array($0.utf8) } }) }
+            var feeds: [String: FeedPosition] = [:]
+            for (name, reply) in zip(names, replies.dropFirst()) {
+                guard let fields = reply.array, fields.count == 2 else { throw .unexpectedReply(command: "HMGET", reply: reply.description) }
+                if let history = fields[0].string, let version = fields[1].integer { feeds[name] = FeedPosition(history: history, version: version) }
+            }
+            return StorePositions(intact: replies.first?.string == epoch, feeds: feeds)
+        } catch {
+            throw .io(path: url.description, reason: error.description)
+        }
+    }
+
+    public func follow(_ name: String) { subscriber.subscribe(keys.channel(name)) }
+
+    public func unfollow(_ name: String) { subscriber.unsubscribe(keys.channel(name)) }
 
     public func metrics() -> StoreMetrics { counters.withLock { $0 } }
 }

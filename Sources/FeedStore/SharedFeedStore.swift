@@ -1,0 +1,87 @@
+/// A ``FeedStore`` that several instances share (Redis, issue 26): the store is the authority for every
+/// feed, and an instance's feeds are a cache of it (docs/decisions/0003-redis.md).
+///
+/// Beyond ``FeedStore``'s three calls an instance needs to read one feed (to load it into its cache,
+/// or after a gap), the batches after a version (to fill a gap or resume a client), a commit with a
+/// version check (another instance may have written first: compute again), the position of the feeds
+/// it follows (after a reconnect, on a timer), and the batches every instance commits (``events``).
+///
+/// Rules every implementation keeps, beyond ``FeedStore``'s:
+/// - ``commit(_:base:writeID:fence:answer:)`` changes the feed only if it is still at `base`, and one
+///   write id commits at most once: a second commit with it gets the first one's answer.
+/// - ``events`` delivers the commits of every instance (this one's too) for the feeds followed, in
+///   version order per feed, but may miss some (a lost connection): a ``SharedStoreEvent/following(_:)``
+///   for a feed says "from now on nothing is missed": read its position then, and fill what is missing.
+public protocol SharedFeedStore: FeedStore {
+    /// The feed as stored, or nil when there is none of that name.
+    func read(_ name: String) async throws(StoreError) -> StoredFeed?
+    /// The batches of `history` after `version`, oldest first (`[]` at `version`); nil when the feed is
+    /// gone, has another history, is behind `version` (lost data), or the window no longer reaches back
+    /// to `version + 1`: a snapshot is needed then.
+    func batches(_ name: String, history: String, after version: Int) async throws(StoreError) -> [StoredBatch]?
+    /// Commits `write` if the feed is still at `base`: for `.put`, `base` is the version the batch was
+    /// computed against (the write's version is `base + 1`; 0 creates); for `.viewState`, the version
+    /// the state belongs to; for `.delete` it is not checked. `writeID` is the client's
+    /// `Idempotency-Key` or one drawn; `fence` a lease's token for a hosted source; `answer` is kept
+    /// with the write id, so a retry gets the same.
+    func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8]) async throws(StoreError) -> SharedCommitResult
+    /// Where each feed is (a name without a feed is absent), and whether the store still holds this
+    /// instance's data.
+    func positions(_ names: [String]) async throws(StoreError) -> StorePositions
+    /// Follows a feed's commits (``events``); idempotent.
+    func follow(_ name: String)
+    /// Stops following a feed.
+    func unfollow(_ name: String)
+    /// Commits of the feeds followed, by any instance, and the state of the connection that brings them.
+    var events: AsyncStream<SharedStoreEvent> { get }
+}
+
+/// What became of a ``SharedFeedStore`` commit.
+public enum SharedCommitResult: Sendable, Equatable {
+    /// Committed at `version` (for a delete: 1 when the feed existed, 0 when not). `first` is false when
+    /// the write id had committed before: `answer` is then the first commit's.
+    case committed(version: Int, answer: [UInt8], first: Bool)
+    /// The feed is not at the base (another instance wrote first): compute again against this.
+    case conflict(version: Int, history: String)
+    /// The store lost its data (a flushed Redis, an old backup): every feed starts a new history.
+    case lostData
+    /// The lease is held by another instance: stop the source.
+    case fenced
+    /// The answer was lost and the attempt given up before it ran: nothing was written; compute again.
+    case notCommitted
+}
+
+/// A feed's place in its history.
+public struct FeedPosition: Sendable, Equatable {
+    public var history: String
+    public var version: Int
+    public init(history: String, version: Int) {
+        self.history = history
+        self.version = version
+    }
+}
+
+/// What ``SharedFeedStore/positions(_:)`` found.
+public struct StorePositions: Sendable, Equatable {
+    /// False when the store lost this instance's data (its epoch is gone or another).
+    public var intact: Bool
+    /// The feeds asked for that exist.
+    public var feeds: [String: FeedPosition]
+    public init(intact: Bool, feeds: [String: FeedPosition]) {
+        self.intact = intact
+        self.feeds = feeds
+    }
+}
+
+/// What a ``SharedFeedStore`` tells the instances following its feeds.
+public enum SharedStoreEvent: Sendable, Equatable {
+    /// The feed is followed from now on: nothing committed later is missed. Check its position.
+    case following(String)
+    /// A commit, by any instance: the feed is at `version` of `history`, and `batch` (the SSE event, empty
+    /// at version 1) led there.
+    case committed(name: String, history: String, version: Int, batch: [UInt8])
+    /// The feed was deleted, by any instance.
+    case deleted(name: String, history: String)
+    /// The connection that brings events was lost (it is made again, then every feed is `following`).
+    case interrupted(reason: String)
+}

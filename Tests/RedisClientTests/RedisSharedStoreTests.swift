@@ -1,0 +1,109 @@
+import FeedStore
+import Testing
+import RedisClient
+@testable import RedisFeedStore
+
+/// The ``SharedFeedStore`` seam on Redis, two stores (two instances) on one real server, no HTTP:
+/// commits with the version check, a write id's first answer, reads, the batches after a version,
+/// positions and lost data, and the commits of one instance arriving at the other.
+@Suite(.enabled(if: RedisTestServer.isInstalled, RedisTestServer.skipReason), .timeLimit(.minutes(1)))
+struct RedisSharedStoreTests {
+    static func put(_ name: String, _ version: Int, history: String = "h1") -> FeedWrite { RedisStoreTests.put(name, version, history: history) }
+    static func batch(_ version: Int) -> [UInt8] { Array("b\(version)".utf8) }
+
+    /// The next event, interruptions skipped unless asked for.
+    static func next(_ store: RedisStore, skippingInterruptions: Bool = true) async -> SharedStoreEvent? {
+        for await event in store.events {
+            if case .interrupted = event, skippingInterruptions { continue }
+            return event
+        }
+        return nil
+    }
+
+    @Test func aCommitOnOneInstanceReachesAnotherThatFollowsTheFeed() async throws {
+        try await RedisTestServer.with { server in
+            let a = try RedisStore.open(url: server.url, keys: RedisKeys(), replay: 4)
+            defer { a.close() }
+            let b = try RedisStore.open(url: server.url, keys: RedisKeys(), replay: 4)
+            defer { b.close() }
+            #expect(a.epoch == b.epoch)
+            a.follow("news")
+            #expect(await Self.next(a) == .following("news"))
+            #expect(try await a.read("news") == nil)
+            #expect(try await b.commit(Self.put("news", 1), base: 0, writeID: "w1", fence: nil, answer: Array("created".utf8))
+                    == .committed(version: 1, answer: Array("created".utf8), first: true))
+            #expect(try await b.commit(Self.put("news", 2), base: 1, writeID: "w2", fence: nil, answer: []) == .committed(version: 2, answer: [], first: true))
+            #expect(await Self.next(a) == .committed(name: "news", history: "h1", version: 1, batch: []))
+            #expect(await Self.next(a) == .committed(name: "news", history: "h1", version: 2, batch: Self.batch(2)))
+            // A computed its batch against version 1: a conflict naming version 2; computed again, committed.
+            #expect(try await a.commit(Self.put("news", 2), base: 1, writeID: "w3", fence: nil, answer: []) == .conflict(version: 2, history: "h1"))
+            #expect(try await a.commit(Self.put("news", 3), base: 2, writeID: "w3", fence: nil, answer: Array("third".utf8))
+                    == .committed(version: 3, answer: Array("third".utf8), first: true))
+            // The same write id again (a client's retry with its Idempotency-Key): the first answer, nothing written.
+            #expect(try await b.commit(Self.put("news", 4), base: 3, writeID: "w3", fence: nil, answer: [])
+                    == .committed(version: 3, answer: Array("third".utf8), first: false))
+            #expect(await Self.next(a) == .committed(name: "news", history: "h1", version: 3, batch: Self.batch(3)))
+            let feed = try #require(try await b.read("news"))
+            #expect(feed.version == 3 && feed.history == "h1" && feed.snapshot == Array("s3".utf8) && feed.batches.map(\.version) == [2, 3])
+            #expect(try await b.batches("news", history: "h1", after: 1) == [2, 3].map { StoredBatch(version: $0, bytes: Self.batch($0)) })
+            #expect(try await b.batches("news", history: "h1", after: 3) == [])
+            #expect(try await b.batches("news", history: "h1", after: 0) == nil)  // version 1 made no batch: a snapshot
+            #expect(try await b.batches("news", history: "h2", after: 2) == nil)
+            // A view state at the stored version, then at an old one.
+            #expect(try await b.commit(.viewState(name: "news", bytes: Array("st".utf8)), base: 3, writeID: "v1", fence: nil, answer: [])
+                    == .committed(version: 3, answer: [], first: true))
+            #expect(try await b.commit(.viewState(name: "news", bytes: Array("old".utf8)), base: 2, writeID: "v2", fence: nil, answer: [])
+                    == .conflict(version: 3, history: "h1"))
+            #expect(try await a.read("news")?.viewState == Array("st".utf8))
+            #expect(try await b.commit(.delete(name: "news"), base: 0, writeID: "d1", fence: nil, answer: []) == .committed(version: 1, answer: [], first: true))
+            #expect(await Self.next(a) == .deleted(name: "news", history: "h1"))
+            #expect(b.metrics().failedCommits == 1 && b.metrics().commits == 6)
+        }
+    }
+
+    @Test func positionsSayWhereFeedsAreAndWhenRedisLostItsData() async throws {
+        try await RedisTestServer.with { server in
+            let store = try RedisStore.open(url: server.url, keys: RedisKeys(prefix: "p"), replay: 4)
+            defer { store.close() }
+            for version in 1...2 { _ = try await store.commit(Self.put("news", version), base: version - 1, writeID: "n\(version)", fence: nil, answer: []) }
+            _ = try await store.commit(Self.put("other", 1, history: "h9"), base: 0, writeID: "o1", fence: nil, answer: [])
+            #expect(try await store.positions(["news", "other", "none"])
+                    == StorePositions(intact: true, feeds: ["news": FeedPosition(history: "h1", version: 2), "other": FeedPosition(history: "h9", version: 1)]))
+            #expect(try await store.positions([]) == StorePositions(intact: true, feeds: [:]))
+            _ = try RedisConnection(url: server.url, timeout: 2).command(["FLUSHALL"])
+            #expect(try await store.positions(["news"]) == StorePositions(intact: false, feeds: [:]))
+            #expect(try await store.commit(Self.put("news", 1), base: 0, writeID: "n9", fence: nil, answer: []) == .lostData)
+        }
+    }
+
+    /// `CLIENT KILL TYPE pubsub`: the store says it was interrupted, follows the feed again (its owner
+    /// then checks the position), and later commits arrive.
+    @Test func aLostPubSubConnectionIsFollowedAgain() async throws {
+        try await RedisTestServer.with { server in
+            let store = try RedisStore.open(url: server.url, keys: RedisKeys(), replay: 4)
+            defer { store.close() }
+            store.follow("news")
+            #expect(await Self.next(store) == .following("news"))
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            #expect(try admin.command(["CLIENT", "KILL", "TYPE", "pubsub"]) == .integer(1))
+            guard case .interrupted? = await Self.next(store, skippingInterruptions: false) else {
+                Issue.record("expected an interruption")
+                return
+            }
+            #expect(await Self.next(store) == .following("news"))
+            _ = try await store.commit(Self.put("news", 1), base: 0, writeID: "w1", fence: nil, answer: [])
+            #expect(await Self.next(store) == .committed(name: "news", history: "h1", version: 1, batch: []))
+        }
+    }
+
+    /// Payloads from the channel, as the seam says them (no server).
+    @Test(arguments: [
+        ("diffstream:v1:publish:news", "h1 4\nevent: batch", SharedStoreEvent.committed(name: "news", history: "h1", version: 4, batch: Array("event: batch".utf8))),
+        ("diffstream:v1:publish:news", "h1 0\n", .deleted(name: "news", history: "h1")),
+        ("other:v1:publish:news", "h1 4\n", nil),
+        ("diffstream:v1:publish:news", "no newline", nil),
+    ] as [(String, String, SharedStoreEvent?)])
+    func messagesAreTranslated(channel: String, payload: String, expected: SharedStoreEvent?) {
+        #expect(RedisStore.translate(.message(channel: channel, payload: Array(payload.utf8)), channelPrefix: RedisKeys().channel("")) == expected)
+    }
+}
