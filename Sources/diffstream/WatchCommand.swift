@@ -11,8 +11,9 @@ struct WatchCommand: AsyncParsableCommand {
         commandName: "watch",
         abstract: "Follows feeds of a server: a live view, or one line of JSON per snapshot.",
         discussion: """
-        Follows through disconnects (resuming from the last event id). Exit codes: 0 done (--once, or the \
-        feeds were deleted and --once); 2 bad usage; 3 unauthorized (401: no token, or an invalid or expired \
+        Follows through disconnects (resuming from the last event id). For private feeds give --token T \
+        (before or after 'watch') or set DIFFSTREAM_WATCH_TOKEN. Exit codes: 0 done (--once printed every \
+        feed); 2 bad usage; 3 unauthorized (401: no token, or an invalid or expired \
         one); 4 forbidden (403); 5 not found (404, before any snapshot of the feed); 6 unreachable (no \
         connection could be made before any snapshot). Once a feed was shown, a 404 or a lost server is \
         retried instead. Messages go to standard error as 'diffstream watch: …'.
@@ -22,7 +23,8 @@ struct WatchCommand: AsyncParsableCommand {
     @Argument(help: "The feeds to follow (several share one stream).") var feeds: [String]
     @Flag(help: "Print each snapshot as one line of JSON: the object GET /feeds/{feed} returns, plus the event id under \"id\".") var json = false
     @Flag(help: "Print the current snapshot of each feed and exit.") var once = false
-    @Option(help: "Bearer token for private feeds. [env: DIFFSTREAM_WATCH_TOKEN]") var token: String?
+    /// `--token T` is the server command's own option (given before or after `watch`): the bearer token sent.
+    @ParentCommand var server: DiffStreamCommand
     @Option(help: "PEM file of the certificate authorities to trust. Not supported yet: FoundationNetworking offers no way to set it, so it is refused (exit 2); the system's CA bundle is used.") var cacert: String?
     @Flag(help: "Do not verify the server's certificate (Apple platforms only; refused on Linux, exit 2).") var insecure = false
     @Option(help: "A directory for the offline cache (the last snapshot is shown at once, marked stale).") var cache: String?
@@ -40,7 +42,7 @@ struct WatchCommand: AsyncParsableCommand {
         #if canImport(FoundationNetworking)
         if insecure { fail(.usage, "--insecure is not supported on Linux (FoundationNetworking cannot turn verification off)") }
         #endif
-        let token = self.token ?? ProcessInfo.processInfo.environment["DIFFSTREAM_WATCH_TOKEN"]
+        let token = server.token ?? ProcessInfo.processInfo.environment["DIFFSTREAM_WATCH_TOKEN"]
         var client = FeedClient(baseURL: base, token: token, cacheDirectory: cache.map { URL(fileURLWithPath: $0, isDirectory: true) })
         client.insecure = insecure
         let events = feeds.count == 1 ? client.updates(of: feeds[0]) : client.updates(of: feeds)
