@@ -5,6 +5,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+import TestSupport
 @testable import DiffStreamClient
 
 struct TodoSection: Identifiable, Hashable, Decodable, Sendable {
@@ -185,6 +186,84 @@ struct FeedClientLiveTests {
         let resumed = try await events.next(where: isUpdate)
         #expect(resumed.change == .batch)  // from the cached id: the missed batch only
         #expect(resumed.version == cached.version + 1)
+        server.stop()
+    }
+}
+
+/// The property test of issue 25: the client follows a feed through random PUTs with kill -9 restarts
+/// of the server on its --data, and one restart on an empty directory (a new history).
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct FeedClientPropertyTests {
+    static func randomDocument(_ random: inout SeededGenerator, tag: Int) -> String {
+        var used = Set<Int>()
+        var sections: [String] = []
+        for section in ["a", "b", "c", "d"].shuffled(using: &random).prefix(Int.random(in: 1...4, using: &random)) {
+            var items: [String] = []
+            for _ in 0..<Int.random(in: 0...6, using: &random) {
+                let n = Int.random(in: 0..<30, using: &random)
+                guard used.insert(n).inserted else { continue }
+                let kind = Bool.random(using: &random) ? "k" : "j"
+                items.append(#"{"id":"i\#(n)","kind":"\#(kind)","model":{"n":\#(Int.random(in: 0...3, using: &random)),"t":\#(tag)}}"#)
+            }
+            let model = Bool.random(using: &random) ? "null" : #"{"title":"\#(section.uppercased())"}"#
+            sections.append(#"{"id":"\#(section)","model":\#(model),"items":[\#(items.joined(separator: ","))]}"#)
+        }
+        return #"{"sections":[\#(sections.joined(separator: ","))]}"#
+    }
+
+    /// The update's history; from its id with a server that does not send `history` (the test may read
+    /// ids; clients never do).
+    static func history(of update: WireFeedUpdate) -> String {
+        update.history ?? update.eventID.split(separator: ".").dropLast().joined(separator: ".")
+    }
+
+    @Test func followsThroughRandomPutsRestartsAndANewHistory() async throws {
+        var random = SeededGenerator(seed: 25)
+        var data = LiveServer.temporaryDirectory("property")
+        var server = try LiveServer(["--data", data.path])
+        let port = server.port
+        _ = try await server.request("PUT", "/feeds/prop", body: Self.randomDocument(&random, tag: -1))
+        var client = FeedClient(baseURL: server.url)
+        client.maximumBackoff = 2
+        var events = client.updates(of: "prop").makeAsyncIterator()
+        var updates: [WireFeedUpdate] = [try await events.next(where: isUpdate)]
+        var resyncs: [String] = []
+        var restarts = Set<Int>()
+        while restarts.count < 6 { restarts.insert(Int.random(in: 10..<290, using: &random)) }
+        let emptyAt = restarts.sorted()[3]
+        for n in 0..<300 {
+            if restarts.contains(n) {
+                server.kill9()
+                if n == emptyAt { data = LiveServer.temporaryDirectory("property-empty") }
+                server = try LiveServer(["--data", data.path], port: port)
+            }
+            let (status, _) = try await server.request("PUT", "/feeds/prop", body: Self.randomDocument(&random, tag: n))
+            #expect(status == 200 || status == 201)
+        }
+        let (_, body) = try await server.request("GET", "/feeds/prop")
+        let expected = try JSONParser.parse(body)
+        let finalVersion = Int(expected["version"]!.numberValue!)
+        // Follow until the client holds the server's last version in the new history.
+        while true {
+            let update = try await events.next { event -> WireFeedUpdate? in
+                if case .resyncing(_, let reason) = event { resyncs.append(reason) }
+                return isUpdate(event)
+            }
+            updates.append(update)
+            if update.version == finalVersion, Self.history(of: update) != Self.history(of: updates[0]) { break }
+        }
+        #expect(WireCodec.encode(updates.last!.snapshot) == WireCodec.encode(try WireCodec.decodeSnapshot(Array(body.utf8))))
+        var last: [String: Int] = [:]
+        var previousHistory: String?
+        for update in updates {
+            let history = Self.history(of: update)
+            if let held = last[history] { #expect(update.version > held, "versions only move forward within a history") }
+            last[history] = update.version
+            if history != previousHistory { #expect(update.isFull, "a new history is announced with a snapshot") }
+            previousHistory = history
+        }
+        #expect(last.count == 2)
+        #expect(resyncs == [], "every batch of the server applies")
         server.stop()
     }
 }
