@@ -29,6 +29,8 @@ extension DiffStreamServer {
         public var compression = true
         /// Seconds between heartbeat comments on idle event streams (`--heartbeat`).
         public var heartbeat: Double = 15
+        /// The most feeds one multi-feed stream (`GET /events?feed=…`) may list; more get 400 (`--max-stream-feeds`).
+        public var maxStreamFeeds = 100
         /// Bytes queued per event stream before it counts as fallen behind (`--stream-buffer`).
         public var streamBufferLimit = 1 << 20
         /// Seconds for a request's header section to arrive (`--header-timeout`).

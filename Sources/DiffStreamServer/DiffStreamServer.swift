@@ -95,6 +95,8 @@ public final class DiffStreamServer: Service, Sendable {
         options.openWrites = loopback || configuration.openWrites
         options.publicOrigin = configuration.publicOrigin
         options.tls = configuration.tlsCertificatePath != nil
+        options.heartbeat = configuration.heartbeat
+        options.maxStreamFeeds = configuration.maxStreamFeeds
         if configuration.jwtSecret != nil || configuration.jwtPublicKeyPEM != nil {
             do {
                 options.verifier = try await JWTVerifier(hmacSecret: configuration.jwtSecret, publicKeyPEM: configuration.jwtPublicKeyPEM)

@@ -149,6 +149,45 @@ public struct Authorizer: Sendable {
         }
     }
 
+    /// Decides a multi-feed subscription (`GET /events`) with one check of the token: each feed is
+    /// allowed, refused as `.forbidden`, or `.unauthorized` when it needs a token and none was sent.
+    /// The whole request is refused (the `.unauthorized` returned as a failure) when a token is needed
+    /// by some feed and the one presented is not valid, as on the single-feed route.
+    /// - Complexity: one token verification, then O(feeds × patterns).
+    public func authorizeSubscriptions(to feeds: [String], headers: HTTPHeaders, query: [(name: String, value: String)], now: Double) async
+        -> Result<(principal: Principal, decisions: [AuthorizationDecision]), InvalidToken> {
+        let needsToken = { (feed: String) in policy.privateReads && !policy.publicFeeds.contains(feed) }
+        guard feeds.contains(where: needsToken) else { return .success((.anonymous, feeds.map { _ in .allow(.anonymous) })) }
+        let principal: Principal
+        switch Self.presentedToken(headers: headers, query: query, isEventStream: true) {
+        case .failure(let failure):
+            return .failure(InvalidToken(detail: failure.description))
+        case .success(nil):
+            return .success((.anonymous, feeds.map { feed in
+                needsToken(feed) ? .unauthorized("this feed is private: send a token ('Authorization: Bearer <token>', the \(Self.cookieName) cookie or ?\(Self.queryName)=)") : .allow(.anonymous)
+            }))
+        case .success(let presented?):
+            if let admin = policy.adminToken, ConstantTime.equal(Array(presented.token.utf8), Array(admin.utf8)) {
+                principal = .admin
+            } else if let verifier {
+                switch await verifier.verify(presented.token, now: now) {
+                case .success(let rights): principal = .token(rights)
+                case .failure(let failure): return .failure(InvalidToken(detail: failure.description))
+                }
+            } else {
+                return .failure(InvalidToken(detail: "the bearer token is not valid"))
+            }
+        }
+        return .success((principal, feeds.map { feed in
+            mayRead(feed, as: principal) ? .allow(principal) : .forbidden("this token may not read '\(feed)' (its subscribe patterns do not match)")
+        }))
+    }
+
+    /// A token presented and refused (malformed, bad signature, expired, wrong algorithm).
+    public struct InvalidToken: Error, Sendable, Equatable {
+        public var detail: String
+    }
+
     /// Whether `principal` may read `feed` (used to filter `GET /feeds`).
     public func mayRead(_ feed: String, as principal: Principal) -> Bool {
         if !policy.privateReads || policy.publicFeeds.contains(feed) { return true }

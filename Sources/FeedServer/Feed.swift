@@ -27,6 +27,9 @@ public actor Feed {
     var storedBytes: Int { snapshotBytes + replayBytes }
     private let account: StorageAccount?
     private var subscribers: [Int: any EventSink] = [:]
+    /// The subscribers on multi-feed streams (`GET /events`): their events' ids name the feed
+    /// (`id: NAME@ds1.…`), so they get the same events with that id, encoded once per event for all.
+    private var taggedSubscribers: [Int: any EventSink] = [:]
     private let transport: (any EventBroadcaster)?
     private let metrics: FeedMetrics
     private let store: (any FeedStore)?
@@ -34,12 +37,12 @@ public actor Feed {
     public private(set) var viewState: [UInt8]?
     /// One write at a time: the holder diffs against the durable state, commits, then publishes.
     private var writeTurn = FIFOTurn()
-    /// The resync snapshot event of one version (of one history: a recreated feed starts again at 1),
-    /// encoded once and shared by every lagging subscriber.
-    /// The current snapshot as an event (after a `retry:` field), encoded once per version and shared
-    /// by every subscriber that needs it: new ones, and lagging ones being caught up.
+    /// The current snapshot as an event, encoded once per version (of one history: a recreated feed
+    /// starts again at 1) and shared by every subscriber that needs it: new ones, and lagging ones
+    /// being caught up.
     private var snapshotPayload: (history: String, version: Int, payload: EventPayload)?
-    static let retryMilliseconds = 2000
+    /// The same, with the feed's name in its id, for multi-feed streams.
+    private var taggedSnapshotPayload: (history: String, version: Int, payload: EventPayload)?
     /// Whether the server hosts this feed (a view model): it does not count against `--max-feeds`.
     private(set) var isHosted = false
 
@@ -65,7 +68,10 @@ public actor Feed {
         self.snapshot = snapshot
         self.version = stored.version
         self.replayLimit = max(0, replayLimit)
-        self.replay = stored.batches.suffix(self.replayLimit).map { ($0.version, EventPayload($0.bytes)) }
+        // Batches stored before events carried `history` get it, so a resuming client sees the same data.
+        self.replay = stored.batches.suffix(self.replayLimit).map {
+            ($0.version, EventPayload(FeedEvents.addingHistory($0.bytes, feed: stored.name, history: stored.history)))
+        }
         self.snapshotBytes = stored.snapshot.count
         self.replayBytes = replay.reduce(0) { $0 + $1.payload.bytes.count }
         account?.restoreFeed(bytes: snapshotBytes + replayBytes)
@@ -79,7 +85,7 @@ public actor Feed {
     public var exists: Bool { version > 0 }
 
     /// The number of open subscriptions.
-    public var subscriberCount: Int { subscribers.count }
+    public var subscriberCount: Int { subscribers.count + taggedSubscribers.count }
 
     /// The snapshot document (`GET /feeds/{feed}`).
     public func document() -> (version: Int, json: [UInt8]) {
@@ -132,7 +138,7 @@ public actor Feed {
             version = 1
             replay = []
             if let viewState { self.viewState = viewState }
-            metrics.setSubscribers(name, subscribers.count)
+            metrics.setSubscribers(name, subscriberCount)
             return (true, 1, new.numberOfSections + new.numberOfItems)
         }
         let started = MonotonicClock.now()
@@ -190,6 +196,9 @@ public actor Feed {
         transport?.broadcast(payload, to: Array(subscribers.values)) {
             MetricHandles.shared.timer(MetricName.publishToLastWrite).record(duration: ContinuousClock.now - broadcastAt)
         }
+        if !taggedSubscribers.isEmpty {
+            transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(event, feed: name)), to: Array(taggedSubscribers.values))
+        }
         return (false, version, batch.operations.count)
     }
 
@@ -202,23 +211,28 @@ public actor Feed {
         writeTurn.pass()
     }
 
-    /// Adds a subscriber. It first gets a `retry:` field, then either the batches it missed since
-    /// `lastEventID` (when that id is ours and still in the replay window) or a fresh snapshot.
-    public func subscribe(_ stream: any EventSink, lastEventID: String?) {
+    /// Adds a subscriber. It first gets either the batches it missed since `lastEventID` (when that id
+    /// is ours and still in the replay window; none when it is the current one) or a fresh snapshot.
+    /// (The stream's first block, `retry:` and the heartbeat announcement, is the API's.)
+    ///
+    /// - Parameter tagged: the subscriber is one feed of a multi-feed stream: its events' ids are
+    ///   `NAME@ds1.<history>.<version>`, and `lastEventID` is the part after the `@`.
+    public func subscribe(_ stream: any EventSink, lastEventID: String?, tagged: Bool = false) {
         guard version > 0 else {
             stream.send(EventPayload(FeedEvents.deletedEvent(feed: name)))
             stream.close()
             return
         }
         if let missed = missedBatches(since: lastEventID) {
-            var initial = ServerSentEvent.retry(milliseconds: Self.retryMilliseconds)
-            for payload in missed { initial += payload.bytes }
-            stream.send(EventPayload(initial))
+            if !missed.isEmpty {
+                let bytes = missed.flatMap(\.bytes)
+                stream.send(EventPayload(tagged ? FeedEvents.namingFeedInID(bytes, feed: name) : bytes))
+            }
         } else {
-            stream.send(currentSnapshotPayload())
+            stream.send(currentSnapshotPayload(tagged: tagged))
         }
-        subscribers[stream.id] = stream
-        metrics.setSubscribers(name, subscribers.count)
+        if tagged { taggedSubscribers[stream.id] = stream } else { subscribers[stream.id] = stream }
+        metrics.setSubscribers(name, subscriberCount)
         let id = stream.id
         stream.onTermination { [weak self] in
             Task { await self?.unsubscribe(id) }
@@ -238,24 +252,31 @@ public actor Feed {
 
     /// A subscriber fell behind and has drained its queue: catch it up with a fresh snapshot.
     private func resync(_ stream: any EventSink) {
-        guard subscribers[stream.id] != nil else { return }
+        let tagged = taggedSubscribers[stream.id] != nil
+        guard tagged || subscribers[stream.id] != nil else { return }
         metrics.recordResync()
-        stream.resume(with: currentSnapshotPayload())
+        stream.resume(with: currentSnapshotPayload(tagged: tagged))
     }
 
-    /// The snapshot event of the current version, encoded on first use.
-    private func currentSnapshotPayload() -> EventPayload {
+    /// The snapshot event of the current version, encoded on first use (each form once).
+    private func currentSnapshotPayload(tagged: Bool) -> EventPayload {
+        if tagged {
+            if let cached = taggedSnapshotPayload, cached.version == version, cached.history == history { return cached.payload }
+            let payload = EventPayload(FeedEvents.namingFeedInID(currentSnapshotPayload(tagged: false).bytes, feed: name))
+            taggedSnapshotPayload = (history, version, payload)
+            return payload
+        }
         if let cached = snapshotPayload, cached.version == version, cached.history == history { return cached.payload }
         let event = FeedEvents.snapshotEvent(feed: name, id: EventID(history: history, version: version), snapshot: snapshot)
-        let payload = EventPayload(ServerSentEvent.retry(milliseconds: Self.retryMilliseconds) + event)
+        let payload = EventPayload(event)
         snapshotPayload = (history, version, payload)
         return payload
     }
 
     private func unsubscribe(_ id: Int) {
         // Not there: already ended by `delete()`, whose metrics entry must stay removed.
-        guard subscribers.removeValue(forKey: id) != nil else { return }
-        metrics.setSubscribers(name, subscribers.count)
+        guard subscribers.removeValue(forKey: id) != nil || taggedSubscribers.removeValue(forKey: id) != nil else { return }
+        metrics.setSubscribers(name, subscriberCount)
     }
 
     /// Deletes the feed once the store has (durably) forgotten it, then ends every subscription with
@@ -268,16 +289,18 @@ public actor Feed {
         account?.releaseFeed(bytes: storedBytes, counted: !isHosted)
         version = 0
         snapshotPayload = nil
+        taggedSnapshotPayload = nil
         snapshot = WireSnapshot()
         snapshotBytes = 0
         replay = []
         replayBytes = 0
         viewState = nil
         let payload = EventPayload(FeedEvents.deletedEvent(feed: name))
-        let streams = Array(subscribers.values)
+        let streams = Array(subscribers.values) + Array(taggedSubscribers.values)
         transport?.broadcast(payload, to: streams)
         for stream in streams { stream.close() }
         subscribers.removeAll()
+        taggedSubscribers.removeAll()
         metrics.removeFeed(name)
         return true
     }

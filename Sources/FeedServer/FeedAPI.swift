@@ -13,6 +13,7 @@ import Metrics
 /// | `/feeds`                                | GET                |
 /// | `/feeds/{feed}`                         | GET, PUT, DELETE; GET, PATCH for a hosted view model |
 /// | `/feeds/{feed}/events`                  | GET (SSE)          |
+/// | `/events?feed=A&feed=B…`                | GET (SSE, many feeds on one stream) |
 /// | `/feeds/{feed}/actions/{action}`        | POST, for a hosted view model's actions |
 /// | anything else                           | GET: a file of `Public/` |
 public struct FeedAPI: Sendable {
@@ -36,6 +37,11 @@ public struct FeedAPI: Sendable {
         public var tls = false
         /// Seconds since 1970: when tokens are checked and when event streams end at a token's expiry.
         public var now: @Sendable () -> Double = Authorizer.wallClock
+        /// The transport's heartbeat interval in seconds (`--heartbeat`), announced at the start of
+        /// every event stream (`: heartbeat 15`); keep it equal to the transport's.
+        public var heartbeat: Double = 15
+        /// The most feeds one `GET /events` stream may list (`--max-stream-feeds`).
+        public var maxStreamFeeds = 100
         public init(token: String? = nil, allowOrigin: String? = nil, compression: Bool = true) {
             self.token = token
             self.allowOrigin = allowOrigin
@@ -51,6 +57,10 @@ public struct FeedAPI: Sendable {
     /// Where DiffStream's metrics go and what `/metrics` serves.
     public let metrics: MetricsEndpoint
     let authorizer: Authorizer
+    /// The first block of every event stream (`retry:` and the heartbeat announcement), encoded once.
+    let announcement: EventPayload
+    /// What `retry:` tells clients to wait before reconnecting, in milliseconds.
+    static let retryMilliseconds = 2000
 
     /// The API over `registry`. `metrics` defaults to an endpoint made here, which bootstraps
     /// swift-metrics unless the program did (see ``MetricsEndpoint``); make it sooner and pass it when
@@ -67,6 +77,7 @@ public struct FeedAPI: Sendable {
             policy: AccessPolicy(adminToken: options.token, privateReads: options.privateReads, publicFeeds: options.publicFeeds, openWrites: options.openWrites,
                                  trustedOrigins: Set([options.publicOrigin, options.allowOrigin].compactMap { $0 }), tls: options.tls),
             verifier: options.verifier)
+        self.announcement = EventPayload(FeedEvents.announcement(retryMilliseconds: Self.retryMilliseconds, heartbeat: options.heartbeat))
     }
 
     /// The methods this server knows, in the order `Allow` and `OPTIONS` list them; any other is `501`.
@@ -88,6 +99,7 @@ public struct FeedAPI: Sendable {
         Route("PUT", feedPattern, when: .viewModelFeed, listed: false, .refuseViewModelWrite),
         Route("DELETE", feedPattern, when: .viewModelFeed, listed: false, .refuseViewModelWrite),
         Route("GET", RoutePattern("/feeds/{feed}/events"), .subscribe),
+        Route("GET", RoutePattern("/events"), .subscribeMany),
         Route("POST", RoutePattern("/feeds/{feed}/actions/{action}"), when: .action, .performAction),
         Route("GET", RoutePattern("/{path...}"), .staticFile),
     ]
@@ -237,6 +249,8 @@ public struct FeedAPI: Sendable {
             return Self.acknowledgement(feed: name, result)
         case .subscribe:
             return try await subscribe(request, name: name)
+        case .subscribeMany:
+            return try await subscribeMany(request)
         case .performAction:
             return try await action(request, feed: name, action: parameters["action"])
         case .staticFile:
@@ -311,12 +325,104 @@ public struct FeedAPI: Sendable {
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",
-        ]) { stream in
+        ]) { [announcement] stream in
+            stream.send(announcement)
             Task {
                 await feed.subscribe(stream, lastEventID: lastEventID)
                 if let expires { Self.endAtExpiry(stream, feed: name, expires: expires, now: now) }
             }
         }
+    }
+
+    /// `GET /events?feed=A&feed=B@ID…`: many feeds on one stream (see ``MultiFeedRequest`` and
+    /// ``FeedMultiplexer``). Each feed is checked on its own: one refused, missing or deleted ends only
+    /// its own part (`event: forbidden`, `unauthorized`, `notfound`, `deleted`). Only when every feed
+    /// is refused does the request get a plain status: `401` if any needs a token and none was sent,
+    /// else `403` if any is forbidden, else `404`.
+    private func subscribeMany(_ request: HTTPRequest) async throws(APIError) -> HTTPResponse {
+        let listed = try MultiFeedRequest(request, limit: options.maxStreamFeeds)
+        let names = listed.entries.map(\.feed)
+        let principal: Principal, decisions: [AuthorizationDecision]
+        switch await authorizer.authorizeSubscriptions(to: names, headers: request.headers, query: request.query, now: options.now()) {
+        case .failure(let invalid):
+            var error = APIError(.unauthorized, "unauthorized", invalid.detail)
+            error.challenge = "Bearer realm=\"diffstream\", error=\"invalid_token\""  // RFC 6750 §3.1
+            throw error
+        case .success(let decided):
+            (principal, decisions) = decided
+        }
+        var opened: [(entry: MultiFeedRequest.Entry, outcome: MultiFeedOutcome)] = []
+        for (entry, decision) in zip(listed.entries, decisions) {
+            switch decision {
+            case .allow:
+                if let feed = await registry.feed(entry.feed) { opened.append((entry, .open(feed))) } else { opened.append((entry, .notFound)) }
+            case .unauthorized(let detail, _): opened.append((entry, .unauthorized(detail)))
+            case .forbidden(let detail): opened.append((entry, .forbidden(detail)))
+            }
+        }
+        if !opened.contains(where: { if case .open = $0.outcome { true } else { false } }) {
+            throw Self.everyFeedRefused(opened.map { ($0.entry.feed, $0.outcome) })
+        }
+        let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }
+        let now = options.now
+        var response = HTTPResponse(status: .ok, headers: [
+            "Content-Type": "text/event-stream; charset=utf-8",
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",
+        ]) { [announcement, opened] stream in
+            let multiplexer = FeedMultiplexer(stream)
+            multiplexer.send(announcement)
+            Task {
+                for (entry, outcome) in opened {
+                    switch outcome {
+                    case .open(let feed):
+                        await feed.subscribe(multiplexer.makeSlot(feed: entry.feed), lastEventID: entry.position, tagged: true)
+                    case .notFound:
+                        multiplexer.send(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: "no feed named \(entry.feed)")))
+                    case .forbidden(let detail):
+                        multiplexer.send(EventPayload(FeedEvents.refusalEvent("forbidden", feed: entry.feed, error: "forbidden", detail: detail)))
+                    case .unauthorized(let detail):
+                        multiplexer.send(EventPayload(FeedEvents.refusalEvent("unauthorized", feed: entry.feed, error: "token required", detail: detail)))
+                    }
+                }
+                multiplexer.finishOpening()
+                if let expires { Self.endAtExpiry(multiplexer, expires: expires, now: now) }
+            }
+        }
+        response.logMetadata["feeds"] = "\(names.count)"
+        return response
+    }
+
+    /// What happens to one listed feed of a multi-feed stream.
+    private enum MultiFeedOutcome: Sendable {
+        case open(Feed), notFound, forbidden(String), unauthorized(String)
+    }
+
+    /// The plain status of a multi-feed request whose every feed is refused.
+    private static func everyFeedRefused(_ outcomes: [(feed: String, outcome: MultiFeedOutcome)]) -> APIError {
+        func feeds(_ match: (MultiFeedOutcome) -> Bool) -> String {
+            outcomes.filter { match($0.outcome) }.map { "'\($0.feed)'" }.joined(separator: ", ")
+        }
+        let unauthorized = feeds { if case .unauthorized = $0 { true } else { false } }
+        if !unauthorized.isEmpty {
+            return APIError(.unauthorized, "unauthorized", "these feeds are private: send a token ('Authorization: Bearer <token>', the \(Authorizer.cookieName) cookie or ?\(Authorizer.queryName)=); no token for \(unauthorized)")
+        }
+        let forbidden = feeds { if case .forbidden = $0 { true } else { false } }
+        if !forbidden.isEmpty {
+            return APIError(.forbidden, "forbidden", "this token may read none of the feeds listed; it may not read \(forbidden)")
+        }
+        return APIError(.notFound, "not found", "no feed named \(feeds { _ in true })")
+    }
+
+    /// Sends `event: unauthorized` for every feed still open and ends the multi-feed stream once its
+    /// token has expired.
+    private static func endAtExpiry(_ multiplexer: FeedMultiplexer, expires: Double, now: @escaping @Sendable () -> Double) {
+        let timer = Task {
+            let seconds = expires - now()
+            if seconds > 0 { try await Task.sleep(for: .milliseconds(Int64((seconds * 1000).rounded(.up)))) }
+            multiplexer.end { EventPayload(FeedEvents.unauthorizedEvent(feed: $0)) }
+        }
+        multiplexer.sink.onTermination { timer.cancel() }
     }
 
     /// Sends `event: unauthorized` and ends `stream` once its token has expired.

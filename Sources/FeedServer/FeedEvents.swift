@@ -3,11 +3,16 @@ import HTTPCore
 
 /// Encodes a feed's events and documents, each once.
 enum FeedEvents {
-    /// `{"feed":…,"version":N,"sections":[…]}`: the body of `GET /feeds/{feed}` and of a snapshot event.
-    static func snapshotJSON(feed: String, version: Int, snapshot: WireSnapshot) -> [UInt8] {
+    /// `{"feed":…,"version":N,"sections":[…]}`: the body of `GET /feeds/{feed}`; with a `history`,
+    /// `{"feed":…,"history":"…","version":N,"sections":[…]}`, the data of a snapshot event.
+    static func snapshotJSON(feed: String, history: String? = nil, version: Int, snapshot: WireSnapshot) -> [UInt8] {
         var writer = JSONWriter(capacity: 128 + snapshot.numberOfItems * 64)
         writer.raw("{\"feed\":")
         writer.write(feed)
+        if let history {
+            writer.raw(",\"history\":")
+            writer.write(history)
+        }
         writer.raw(",\"version\":")
         writer.write(version)
         writer.byte(UInt8(ascii: ","))
@@ -16,15 +21,18 @@ enum FeedEvents {
         return writer.bytes
     }
 
+    /// `event: snapshot` with `{"feed":…,"history":"…","version":N,"sections":[…]}`.
     static func snapshotEvent(feed: String, id: EventID, snapshot: WireSnapshot) -> [UInt8] {
-        ServerSentEvent.encode(event: "snapshot", id: id.description, data: snapshotJSON(feed: feed, version: id.version, snapshot: snapshot))
+        ServerSentEvent.encode(event: "snapshot", id: id.description, data: snapshotJSON(feed: feed, history: id.history, version: id.version, snapshot: snapshot))
     }
 
-    /// `event: batch` with `{"feed":…,"from":N-1,"version":N,"ops":[…]}`.
+    /// `event: batch` with `{"feed":…,"history":"…","from":N-1,"version":N,"ops":[…]}`.
     static func batchEvent(feed: String, id: EventID, batch: WireBatch) -> [UInt8] {
         var writer = JSONWriter(capacity: 128 + batch.operations.count * 80)
         writer.raw("{\"feed\":")
         writer.write(feed)
+        writer.raw(",\"history\":")
+        writer.write(id.history)
         writer.raw(",\"from\":")
         writer.write(id.version - 1)
         writer.raw(",\"version\":")
@@ -42,6 +50,67 @@ enum FeedEvents {
         writer.write(feed)
         writer.raw(",\"error\":\"token expired\",\"detail\":\"the token of this stream has expired; reconnect with a fresh one\"}")
         return ServerSentEvent.encode(event: "unauthorized", id: nil, data: writer.bytes)
+    }
+
+    /// `events` (one or more encoded events) with `feed@` put before each `id:` value: the form of a
+    /// multi-feed stream, whose ids are `NAME@ds1.<history>.<version>`. Only `id:` fields at the start
+    /// of a line are changed (data lines start with `data: `, so JSON holding `id: ` is never touched).
+    /// - Complexity: O(n) in the size of `events`.
+    static func namingFeedInID(_ events: [UInt8], feed: String) -> [UInt8] {
+        let field = Array("id: ".utf8), tag = Array(feed.utf8) + [UInt8(ascii: "@")]
+        var output: [UInt8] = []
+        output.reserveCapacity(events.count + tag.count * 4)
+        var lineStart = 0
+        while lineStart < events.count {
+            let lineEnd = events[lineStart...].firstIndex(of: 0x0A).map { $0 + 1 } ?? events.count
+            if events[lineStart..<lineEnd].starts(with: field) {
+                output += field
+                output += tag
+                output += events[(lineStart + field.count)..<lineEnd]
+            } else {
+                output += events[lineStart..<lineEnd]
+            }
+            lineStart = lineEnd
+        }
+        return output
+    }
+
+    /// A batch event as stored before batch data carried `history` (`data: {"feed":…,"from":…`), with
+    /// `"history":"…"` put after its feed; any other bytes unchanged.
+    /// - Complexity: O(n) in the size of `event`.
+    static func addingHistory(_ event: [UInt8], feed: String, history: String) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.raw("data: {\"feed\":")
+        writer.write(feed)
+        let head = writer.bytes
+        let old = head + Array(",\"from\":".utf8)
+        guard let start = event.indices.first(where: { event[$0...].starts(with: old) }) else { return event }
+        var added = JSONWriter()
+        added.raw(",\"history\":")
+        added.write(history)
+        return Array(event[..<(start + head.count)]) + added.bytes + Array(event[(start + head.count)...])
+    }
+
+    /// The first block of every event stream: `retry: 2000` and the comment `: heartbeat <seconds>`
+    /// announcing the heartbeat interval (written as the `--heartbeat` value: `15`, `0.5`), so a client
+    /// can treat about 2.5 intervals of silence as a dead stream.
+    static func announcement(retryMilliseconds: Int, heartbeat: Double) -> [UInt8] {
+        let seconds = heartbeat == heartbeat.rounded() && abs(heartbeat) < 1e15 ? String(Int(heartbeat)) : String(heartbeat)
+        return Array("retry: \(retryMilliseconds)\n: heartbeat \(seconds)\n\n".utf8)
+    }
+
+    /// A feed of a multi-feed stream refused inside it (`notfound`, `forbidden`, `unauthorized`):
+    /// `{"feed":…,"error":…,"detail":…}`, no `id:`.
+    static func refusalEvent(_ event: String, feed: String, error: String, detail: String) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.raw("{\"feed\":")
+        writer.write(feed)
+        writer.raw(",\"error\":")
+        writer.write(error)
+        writer.raw(",\"detail\":")
+        writer.write(detail)
+        writer.byte(UInt8(ascii: "}"))
+        return ServerSentEvent.encode(event: event, id: nil, data: writer.bytes)
     }
 
     static func deletedEvent(feed: String) -> [UInt8] {

@@ -79,6 +79,8 @@ public struct Route: Sendable {
         /// `PUT` or `DELETE` of a view model's feed: `409`, it is changed through the view model.
         case refuseViewModelWrite
         case subscribe, performAction, staticFile
+        /// `GET /events?feed=…`: many feeds on one event stream.
+        case subscribeMany
     }
 
     /// The method, e.g. `GET`. `HEAD` is answered by the `GET` row.

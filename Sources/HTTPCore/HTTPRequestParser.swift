@@ -177,13 +177,16 @@ public struct HTTPRequestParser: Sendable {
     private mutating func checkHeadLimits() -> Event {
         let available = buffer.count - start
         if let lineEnd = firstCRLF(from: start) {
-            if lineEnd - start > limits.maxRequestLine { return fail(.init(.uriTooLong, "the request line is longer than \(limits.maxRequestLine) bytes")) }
+            let limit = lineEnd - start > limits.maxRequestLine ? limits.requestLineLimit(buffer[start..<lineEnd], complete: true) ?? limits.maxRequestLine : limits.maxRequestLine
+            if lineEnd - start > limit { return fail(.init(.uriTooLong, "the request line is longer than \(limit) bytes")) }
             if available - (lineEnd + 2 - start) > limits.maxHeaderBytes + 2 {
                 return fail(.init(.headerFieldsTooLarge, "the header section is larger than \(limits.maxHeaderBytes) bytes"))
             }
         } else if available > limits.maxRequestLine + 1 {
             // + 1: a line of exactly the limit may have its CR here and its LF still on the way (found by fuzzing).
-            return fail(.init(.uriTooLong, "the request line is longer than \(limits.maxRequestLine) bytes"))
+            // A path with a longer limit (`/events`) may go on up to it; until its path is all there, the longest.
+            let limit = limits.requestLineLimit(buffer[start..<buffer.count], complete: false) ?? limits.longestRequestLine
+            if available > limit + 1 { return fail(.init(.uriTooLong, "the request line is longer than \(limit) bytes")) }
         }
         return .needMore
     }
@@ -260,8 +263,9 @@ public struct HTTPRequestParser: Sendable {
         lines.append(head[lineStart..<head.count])
 
         let requestLine = lines.removeFirst()
-        if requestLine.count > limits.maxRequestLine {
-            return .failure(.init(.uriTooLong, "the request line is longer than \(limits.maxRequestLine) bytes"))
+        let lineLimit = requestLine.count > limits.maxRequestLine ? limits.requestLineLimit(requestLine, complete: true) ?? limits.maxRequestLine : limits.maxRequestLine
+        if requestLine.count > lineLimit {
+            return .failure(.init(.uriTooLong, "the request line is longer than \(lineLimit) bytes"))
         }
         let headerBytes = head.count - requestLine.count
         if headerBytes > limits.maxHeaderBytes {

@@ -36,6 +36,7 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Option(help: "Seconds a request body may take to arrive (then 408). [env: DIFFSTREAM_BODY_TIMEOUT] (default: 30)") var bodyTimeout: String?
     @Option(help: "Seconds a response or event stream may make no write progress before it is dropped. [env: DIFFSTREAM_WRITE_TIMEOUT] (default: 30)") var writeTimeout: String?
     @Option(help: "Largest request body in bytes. [env: DIFFSTREAM_MAX_BODY] (default: 8388608)") var maxBody: String?
+    @Option(help: "Most feeds one multi-feed stream (GET /events?feed=…) may list; more get 400. [env: DIFFSTREAM_MAX_STREAM_FEEDS] (default: 100)") var maxStreamFeeds: String?
     @Option(help: "Most feeds clients may create (hosted view-model feeds do not count); more get 507. [env: DIFFSTREAM_MAX_FEEDS] (default: 10000)") var maxFeeds: String?
     @Option(help: "Largest snapshot one feed may hold, in encoded bytes; larger get 507. [env: DIFFSTREAM_MAX_FEED_BYTES] (default: 8388608)") var maxFeedBytes: String?
     @Option(help: "Encoded bytes of all snapshots and replay windows together; past it writes get 507. [env: DIFFSTREAM_MAX_STORE_BYTES] (default: a quarter of the memory, at least 64 MiB)") var maxStoreBytes: String?

@@ -144,6 +144,7 @@ extension DiffStreamCommand {
         configuration.dataDirectory = dataText == "none" ? nil : dataText
         configuration.setAsideDamaged = enabled(setAsideDamaged, "DIFFSTREAM_SET_ASIDE_DAMAGED")
         configuration.replay = try integer(replay, "replay", 0...1_000_000, default: 1024)
+        configuration.maxStreamFeeds = try integer(maxStreamFeeds, "max-stream-feeds", 1...10_000, default: 100)
 
         // Storage limits (issue 15).
         configuration.maxFeeds = try integer(maxFeeds, "max-feeds", 1...10_000_000, default: 10_000)

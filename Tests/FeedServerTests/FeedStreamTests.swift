@@ -30,9 +30,9 @@ struct FeedStreamTests {
         return FeedAPI(registry: registry, hosted: hosted, files: nil, options: options, serverMetrics: { nil })
     }
 
-    func put(_ api: FeedAPI, _ feed: String, items: [String]) async -> HTTPStatus {
+    func put(_ api: FeedAPI, _ feed: String, items: [String], headers: HTTPHeaders = ["Host": "x"]) async -> HTTPStatus {
         let body = #"{"sections":[{"id":"s","model":null,"items":["# + items.map { #"{"id":"\#($0)","kind":"k","model":null}"# }.joined(separator: ",") + "]}]}"
-        return await api.handle(HTTPRequest(method: "PUT", target: "/feeds/" + feed, headers: ["Host": "x"], body: Array(body.utf8))).status
+        return await api.handle(HTTPRequest(method: "PUT", target: "/feeds/" + feed, headers: headers, body: Array(body.utf8))).status
     }
 
     /// Opens `target` as an event stream on a new in-memory sink.
@@ -64,6 +64,35 @@ struct FeedStreamTests {
             #expect(batch?.type == "batch" && field(batch, "from") == .number(Double(version - 1)) && field(batch, "version") == .number(Double(version)))
             #expect(batch?.id?.hasSuffix(".\(version)") == true)
         }
+    }
+
+    @Test func everyStreamOpensWithTheRetryAndHeartbeatAnnouncementAndEventsCarryTheHistory() async throws {
+        let api = try await makeAPI()
+        _ = await put(api, "list", items: ["a"])
+        let sink = try await subscribe(api, "/feeds/list/events")
+        let snapshot = try #require(await sink.next())
+        #expect(sink.text.hasPrefix("retry: 2000\n: heartbeat 15\n\nevent: snapshot\n"))
+        let history = try #require(snapshot.id.flatMap { EventID($0)?.history })
+        #expect(field(snapshot, "history") == .string(history))
+        _ = await put(api, "list", items: ["a", "b"])
+        let batch = await sink.next()
+        #expect(field(batch, "history") == .string(history))
+        #expect(batch?.data.hasPrefix(#"{"feed":"list","history":"\#(history)","from":1,"version":2,"ops":"#) == true)
+        let document = await api.handle(HTTPRequest(method: "GET", target: "/feeds/list", headers: ["Host": "x"]))
+        guard case .bytes(let body) = document.body else { Issue.record("not a body"); return }
+        #expect(String(decoding: body, as: UTF8.self).hasPrefix(#"{"feed":"list","version":2,"sections":"#), "the document has no history")
+    }
+
+    @Test(arguments: [(15.0, ": heartbeat 15"), (2, ": heartbeat 2"), (0.5, ": heartbeat 0.5")])
+    func theAnnouncementNamesTheHeartbeatAsTheFlagWritesIt(seconds: Double, line: String) async throws {
+        let registry = FeedRegistry(replayLimit: 8, transport: MemoryBroadcaster())
+        var options = FeedAPI.Options()
+        options.heartbeat = seconds
+        let api = FeedAPI(registry: registry, hosted: nil, files: nil, options: options, serverMetrics: { nil })
+        _ = await put(api, "list", items: ["a"])
+        let sink = try await subscribe(api, "/feeds/list/events", headers: ["Host": "x"])
+        _ = await sink.next()
+        #expect(sink.text.hasPrefix("retry: 2000\n\(line)\n\n"))
     }
 
     @Test func aResumingSubscriberGetsOnlyTheBatchesItMissed() async throws {

@@ -16,6 +16,8 @@ final class MemorySink: EventSink {
 
     private struct State {
         var events: [Event] = []
+        /// Every byte queued, as the client would read it (comments and `retry:` included).
+        var raw: [UInt8] = []
         var delivered = 0
         var waiter: CheckedContinuation<Event?, Never>?
         var closed = false
@@ -44,6 +46,7 @@ final class MemorySink: EventSink {
             guard !state.closed else { return nil }
             if resuming { state.fallenBehind = false } else if state.fallenBehind { return nil }  // dropped, as a full queue drops
             state.events += parsed
+            state.raw += payload.bytes
             guard let waiter = state.waiter, state.delivered < state.events.count else { return nil }
             state.waiter = nil
             state.delivered += 1
@@ -93,6 +96,9 @@ final class MemorySink: EventSink {
             if let ready { continuation.resume(returning: ready) }
         }
     }
+
+    /// Every byte queued so far, as text (comments and `retry:` fields included).
+    var text: String { state.withLock { String(decoding: $0.raw, as: UTF8.self) } }
 
     /// The client stops reading: events are dropped from now on, as a queue over its budget drops them.
     func fallBehind() {

@@ -100,6 +100,46 @@ struct HTTPRequestParserTests {
         }
     }
 
+    /// `/events` (the multi-feed stream) takes a request line of up to 16 KiB; every other path 8 KiB.
+    @Test(arguments: [
+        ("/events?", 16 * 1024, true), ("/events?", 16 * 1024 + 1, false), ("/events?", 8 * 1024 + 1, true),
+        ("/feeds/a/events?", 8 * 1024, true), ("/feeds/a/events?", 8 * 1024 + 1, false), ("/eventsx?", 8 * 1024 + 1, false),
+        ("/", 8 * 1024 + 1, false), ("http://h/events?", 16 * 1024, true), ("http://h/x?", 8 * 1024 + 1, false),
+    ])
+    func theRequestLineLimitIsPerPath(prefix: String, lineLength: Int, accepted: Bool) {
+        let head = "GET " + prefix
+        let tail = " HTTP/1.1"
+        let line = head + String(repeating: "a", count: lineLength - head.utf8.count - tail.utf8.count) + tail
+        #expect(line.utf8.count == lineLength)
+        let raw = Array((line + "\r\nHost: x\r\n\r\n").utf8)
+        for chunk in [raw.count, 1000] {  // all at once, and arriving in pieces (refused before the CRLF)
+            var parser = HTTPRequestParser()
+            var outcome = HTTPRequestParser.Event.needMore
+            var offset = 0
+            while offset < raw.count, outcome == .needMore {
+                parser.append(raw[offset..<min(raw.count, offset + chunk)])
+                offset += chunk
+                outcome = parser.next()
+            }
+            switch outcome {
+            case .request: #expect(accepted, "\(prefix) \(lineLength)")
+            case .error(let error): #expect(!accepted && error.status.code == 414, "\(prefix) \(lineLength): \(error)")
+            default: Issue.record("\(prefix) \(lineLength): \(outcome)")
+            }
+        }
+    }
+
+    @Test func aLongPathIsRefusedAsSoonAsItsPathShowsItIsNotALongOne() {
+        var parser = HTTPRequestParser()
+        parser.append(Array(("GET /feeds?" + String(repeating: "a", count: 8 * 1024 + 10)).utf8))
+        #expect(parser.next() == .error(HTTPParseError(.uriTooLong, "the request line is longer than 8192 bytes")))
+        var events = HTTPRequestParser()
+        events.append(Array(("GET /events?" + String(repeating: "a", count: 8 * 1024 + 10)).utf8))
+        #expect(events.next() == .needMore, "up to 16 KiB may follow")
+        events.append(Array(String(repeating: "a", count: 8 * 1024).utf8))
+        #expect(events.next() == .error(HTTPParseError(.uriTooLong, "the request line is longer than 16384 bytes")))
+    }
+
     @Test func bytesArrivingOneAtATimeGiveTheSameRequest() {
         let raw = Array("PUT /feeds/a?lastEventId=x%2Ey HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc".utf8)
         var parser = HTTPRequestParser()

@@ -78,7 +78,7 @@ def test_stream_head_and_first_lines(server):
         assert client.header("Cache-Control") == "no-cache"
         assert client.header("X-Accel-Buffering") == "no"
         assert client.header("Content-Length") is None and client.header("Transfer-Encoding") is None
-        assert client.next_block() == {"comment": [], "retry": "2000"}, "first a retry line on its own"
+        assert client.next_block() == {"comment": ["heartbeat 15"], "retry": "2000"}, "first the retry line and the heartbeat announcement"
         first = client.next_block()
         assert first["event"] == "snapshot" and event_version(first) == 1
         assert json.loads(first["data"])["feed"] == "week"
@@ -158,7 +158,7 @@ def history(server):
 def test_resume_with_last_event_id_gives_exactly_the_missed_batches(history):
     server, seen = history
     with SSEClient(server.port, "/feeds/r/events", headers={"Last-Event-ID": seen}) as client:
-        assert client.next_block() == {"comment": [], "retry": "2000"}, "the retry line comes first, on its own"
+        assert client.next_block() == {"comment": ["heartbeat 15"], "retry": "2000"}, "the retry line and the heartbeat announcement come first, on their own"
         events = read_events(client)
     assert [kind for kind, _ in events] == ["batch"] * 5, "only the missed batches, no snapshot"
     assert [(d["from"], d["version"]) for _, d in events] == [(1, 2), (2, 3), (3, 4), (4, 5), (5, 6)]
@@ -192,7 +192,7 @@ def test_the_header_wins_over_the_query_parameter(history):
 def test_the_current_id_gets_nothing_but_the_retry_line_then_new_batches(history):
     server, seen = history
     with SSEClient(server.port, "/feeds/r/events", headers={"Last-Event-ID": at_version(seen, 6)}) as client:
-        assert client.next_block() == {"comment": [], "retry": "2000"}
+        assert client.next_block() == {"comment": ["heartbeat 15"], "retry": "2000"}
         assert client.next_event(timeout=0.7) is None
         server.put("r", snapshot(("a", ["x"])))
         _, batch = client.expect_event("batch")
