@@ -248,8 +248,8 @@ struct StreamMachine: Sendable {
             cursors[feed] = cursor
             failures = 0
             if case .snapshot(let reason) = outcome, let update = Self.update(feed: feed, cursor: cursor, change: .full(reason), batch: nil) {
+                actions.append(.store(feed: feed, cursor))  // cached before the app sees it
                 actions.append(.emit(.update(update)))
-                actions.append(.store(feed: feed, cursor))
             }
         case .batch(let feed, let history, let from, let version, let batch, let id):
             guard var cursor = cursors[feed], status[feed] == .active else { return }
@@ -259,8 +259,8 @@ struct StreamMachine: Sendable {
             case .applied:
                 failures = 0
                 if let update = Self.update(feed: feed, cursor: cursor, change: .batch, batch: batch) {
-                    actions.append(.emit(.update(update)))
                     actions.append(.store(feed: feed, cursor))
+                    actions.append(.emit(.update(update)))
                 }
             case .duplicate, .snapshot:
                 break

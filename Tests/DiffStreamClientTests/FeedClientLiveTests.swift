@@ -90,12 +90,45 @@ struct FeedClientLiveTests {
         server.stop()
     }
 
+    @Test func manyFeedsOnOneStream() async throws {
+        let server = try LiveServer([])
+        _ = try await server.request("PUT", "/feeds/one", body: #"{"sections":[{"id":"s","items":[]}]}"#)
+        _ = try await server.request("PUT", "/feeds/two", body: #"{"sections":[]}"#)
+        var events = FeedClient(baseURL: server.url).updates(of: ["one", "two", "three"]).makeAsyncIterator()
+        var first: [String: WireFeedUpdate] = [:]
+        var missing: FeedProblem?
+        while first.count < 2 || missing == nil {
+            switch try await events.next() {
+            case .update(let update)?: first[update.feed] = update
+            case .notFound(let problem)?: missing = problem
+            case nil: Issue.record("the stream ended"); return
+            default: break
+            }
+        }
+        #expect(first["one"]?.change == .full(.first))
+        #expect(first["two"]?.change == .full(.first))
+        #expect(missing?.feed == "three")
+        _ = try await server.request("PUT", "/feeds/two", body: #"{"sections":[{"id":"t","items":[]}]}"#)
+        let batch = try await events.next(where: isUpdate)
+        #expect(batch.feed == "two")
+        #expect(batch.change == .batch)
+        #expect(batch.eventID.hasPrefix("two@") == false)  // the feed's own id, as on the single-feed route
+        // The feed that was not found is retried with backoff; the others resume from their positions.
+        _ = try await server.request("PUT", "/feeds/three", body: #"{"sections":[]}"#)
+        let appeared = try await events.next { event -> WireFeedUpdate? in
+            guard let update = isUpdate(event) else { return nil }
+            #expect(update.feed == "three", "no feed is sent twice")
+            return update
+        }
+        #expect(appeared.change == .full(.first))
+        server.stop()
+    }
+
     @Test func stalledStreamIsDetected() async throws {
         let server = try LiveServer(["--heartbeat", "1"])
         _ = try await server.request("PUT", "/feeds/news", body: #"{"sections":[]}"#)
-        var client = FeedClient(baseURL: server.url)
-        client.assumedHeartbeat = 1  // what the server announces (`: heartbeat 1`); also for a server that does not
-        var events = client.updates(of: "news").makeAsyncIterator()
+        // The interval is the one the server announces (`: heartbeat 1`), not the 15 s assumed before.
+        var events = FeedClient(baseURL: server.url).updates(of: "news").makeAsyncIterator()
         _ = try await events.next(where: isUpdate)
         server.signal(SIGSTOP)  // no more heartbeats, the connection stays open
         let silence = try await events.next { event -> Double? in
