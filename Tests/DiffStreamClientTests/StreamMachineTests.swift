@@ -39,6 +39,15 @@ struct StreamMachineTests {
         #expect(updates.last?.eventID == "ds1.aaaa.8")
         #expect(updates.last?.history == "aaaa")
         #expect(machine.cursor(of: "home")?.eventID == "ds1.aaaa.8")
+        // Each update is cached before the app sees it.
+        let order = actions.compactMap { action -> String? in
+            switch action {
+            case .store: "store"
+            case .emit(.update): "emit"
+            default: nil
+            }
+        }
+        #expect(order == ["store", "emit", "store", "emit"])
     }
 
     @Test func duplicateBatchIsSkipped() {
