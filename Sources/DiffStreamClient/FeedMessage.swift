@@ -38,13 +38,14 @@ enum FeedMessage: Sendable {
             do { snapshot = try WireCodec.decodeSnapshot(bytes) } catch { throw fail(error.description) }
             return .snapshot(feed: feed, history: header["history"]?.stringValue, version: version, snapshot: snapshot, id: event.lastEventID)
         case "batch":
+            let bytes = Array(event.data.utf8)
             let value: JSONValue
-            do { value = try JSONParser.parse(event.data, numbersBeyondDouble: .infinity) } catch { throw fail(error.description) }
+            do { value = try JSONParser.parse(bytes, numbersBeyondDouble: .infinity) } catch { throw fail(error.description) }
             guard let feed = value["feed"]?.stringValue ?? defaultFeed else { throw fail("no feed") }
             guard let from = value["from"]?.numberValue.flatMap(Int.init(exactly:)),
                   let version = value["version"]?.numberValue.flatMap(Int.init(exactly:)) else { throw fail("no from or version") }
             let batch: WireBatch
-            do { batch = try WireCodec.decodeOperations(value["ops"] ?? .null) } catch { throw fail(error.description) }
+            do { batch = RawJSON.exactModels(try WireCodec.decodeOperations(value["ops"] ?? .null), data: bytes) } catch { throw fail(error.description) }
             return .batch(feed: feed, history: value["history"]?.stringValue, from: from, version: version, batch: batch, id: event.lastEventID)
         case "deleted", "unauthorized", "forbidden", "notfound":
             let value = (try? JSONParser.parse(event.data)) ?? .null
