@@ -18,9 +18,10 @@ RUN swift build -c release --static-swift-stdlib --product diffstream \
 
 FROM debian:bookworm-slim
 # The libraries `ldd` lists for the binary (libssl3: libssl and libcrypto; zlib1g; libsqlite3-0; libstdc++6 and
-# libgcc-s1 for the statically linked Swift runtime), and CA certificates.
+# libgcc-s1 for the statically linked Swift runtime; libcurl4 for FoundationNetworking, which `diffstream watch`
+# links through DiffStreamClient), and CA certificates.
 # runtime-packages
-RUN apt-get update && apt-get install -y --no-install-recommends libssl3 zlib1g libsqlite3-0 libstdc++6 libgcc-s1 ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends libssl3 zlib1g libsqlite3-0 libstdc++6 libgcc-s1 libcurl4 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin diffstream \
     && mkdir -p /data && chown diffstream /data

@@ -5,7 +5,8 @@ let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 let package = Package(
     name: "DiffStream",
-    platforms: [.macOS(.v14)],
+    // iOS 15: `reconfigureItems` (DiffStreamClient). The server products build on Linux and macOS only.
+    platforms: [.macOS(.v14), .iOS(.v15), .tvOS(.v15), .watchOS(.v8), .macCatalyst(.v15)],
     products: [
         .library(name: "DiffStream", targets: ["DiffStream"]),
         .library(name: "DiffStreamJSON", targets: ["DiffStreamJSON"]),
@@ -18,7 +19,8 @@ let package = Package(
         .library(name: "DiffStreamTesting", targets: ["DiffStreamTesting"]),
         // Hosts view models from a program of one's own: `import DiffStreamServer` (see README).
         .library(name: "DiffStreamServer", targets: ["DiffStreamServer"]),
-        // Follows feeds from a Swift program; translates batches into diffable data source calls.
+        // Follows feeds from Swift programs (iOS apps, tools) and translates batches into diffable data source
+        // calls: `import DiffStreamClient` (docs/client-swift.md).
         .library(name: "DiffStreamClient", targets: ["DiffStreamClient"]),
         .executable(name: "diffstream", targets: ["diffstream"]),
     ],
@@ -81,12 +83,14 @@ let package = Package(
         .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStore", "HTTPServer", "Examples",
                                                         .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
-        // The Swift client: batches translated into `NSDiffableDataSourceSnapshot` calls (pure, any platform).
-        .target(name: "DiffStreamClient", dependencies: ["DiffStream"], swiftSettings: strict),
+        // The Swift client: follows feeds (typed decoding, resume, gaps, heartbeats, offline cache), runs actions
+        // over URLSession, and translates batches into `NSDiffableDataSourceSnapshot` calls (pure, any platform).
+        // Depends on the snapshot types and the pure wire codec only, never on the server.
+        .target(name: "DiffStreamClient", dependencies: ["DiffStream", "DiffStreamJSON"], swiftSettings: strict),
         // Parses flags into a `DiffStreamServer.Configuration` and runs the server.
         .executableTarget(
             name: "diffstream",
-            dependencies: ["DiffStreamServer", "FeedServer", "HTTPServer", "Examples", "LogLines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["DiffStreamServer", "FeedServer", "HTTPServer", "Examples", "LogLines", "DiffStreamClient", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),

@@ -124,6 +124,7 @@ public struct Snapshot<SectionType: Identifiable & Equatable, ItemType: Identifi
         var keptItems: [[ItemType]] = []
         for (section, items) in zip(sectionValues, itemValues) {
             if doomed.contains(section.id) {
+                sectionIndexByID[section.id] = nil
                 for item in items { itemPositionByID[item.id] = nil }
             } else {
                 keptSections.append(section)

@@ -1,0 +1,65 @@
+import DiffStream
+import DiffStreamJSON
+
+/// An event of a DiffStream event stream, decoded from its SSE form (docs/protocol.md, "The event stream").
+enum FeedMessage: Sendable {
+    /// `event: snapshot`: the feed's whole state.
+    case snapshot(feed: String, history: String?, version: Int, snapshot: WireSnapshot, id: String)
+    /// `event: batch`: the operations from `from` to `version`.
+    case batch(feed: String, history: String?, from: Int, version: Int, batch: WireBatch, id: String)
+    /// `event: deleted`.
+    case deleted(feed: String)
+    /// `event: unauthorized`, `forbidden` or `notfound` (multi-feed route, or token expiry).
+    case refused(feed: String, kind: RefusalKind, error: String, detail: String)
+    /// An event this client does not know (a newer server); ignored.
+    case unknown(type: String)
+
+    enum RefusalKind: Sendable { case unauthorized, forbidden, notFound }
+
+    /// Why an event could not be read.
+    struct DecodeError: Error, Sendable, CustomStringConvertible {
+        var event: String
+        var reason: String
+        var description: String { "\(event) event: \(reason)" }
+    }
+
+    /// Decodes an event. `id` is the event's own id (from the SSE last event ID buffer).
+    /// `defaultFeed` names the feed of a single-feed stream whose data lacks `feed`.
+    static func decode(_ event: SSEEvent, defaultFeed: String?) throws(DecodeError) -> FeedMessage {
+        func fail(_ reason: String) -> DecodeError { DecodeError(event: event.type, reason: reason) }
+        switch event.type {
+        case "snapshot":
+            let bytes = Array(event.data.utf8)
+            let header: JSONValue
+            do { header = try JSONParser.parse(bytes, numbersBeyondDouble: .infinity) } catch { throw fail(error.description) }
+            guard let feed = header["feed"]?.stringValue ?? defaultFeed else { throw fail("no feed") }
+            guard let version = header["version"]?.numberValue.flatMap(Int.init(exactly:)) else { throw fail("no version") }
+            let snapshot: WireSnapshot
+            do { snapshot = try WireCodec.decodeSnapshot(bytes) } catch { throw fail(error.description) }
+            return .snapshot(feed: feed, history: header["history"]?.stringValue, version: version, snapshot: snapshot, id: event.lastEventID)
+        case "batch":
+            let bytes = Array(event.data.utf8)
+            let value: JSONValue
+            do { value = try JSONParser.parse(bytes, numbersBeyondDouble: .infinity) } catch { throw fail(error.description) }
+            guard let feed = value["feed"]?.stringValue ?? defaultFeed else { throw fail("no feed") }
+            guard let from = value["from"]?.numberValue.flatMap(Int.init(exactly:)),
+                  let version = value["version"]?.numberValue.flatMap(Int.init(exactly:)) else { throw fail("no from or version") }
+            let batch: WireBatch
+            do { batch = RawJSON.exactModels(try WireCodec.decodeOperations(value["ops"] ?? .null), data: bytes) } catch { throw fail(error.description) }
+            return .batch(feed: feed, history: value["history"]?.stringValue, from: from, version: version, batch: batch, id: event.lastEventID)
+        case "deleted", "unauthorized", "forbidden", "notfound":
+            let value = (try? JSONParser.parse(event.data)) ?? .null
+            guard let feed = value["feed"]?.stringValue ?? defaultFeed else { throw fail("no feed") }
+            let error = value["error"]?.stringValue ?? event.type
+            let detail = value["detail"]?.stringValue ?? ""
+            switch event.type {
+            case "deleted": return .deleted(feed: feed)
+            case "unauthorized": return .refused(feed: feed, kind: .unauthorized, error: error, detail: detail)
+            case "forbidden": return .refused(feed: feed, kind: .forbidden, error: error, detail: detail)
+            default: return .refused(feed: feed, kind: .notFound, error: error, detail: detail)
+            }
+        default:
+            return .unknown(type: event.type)
+        }
+    }
+}

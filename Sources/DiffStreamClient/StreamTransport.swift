@@ -1,0 +1,73 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What a connection reports, in order: one `response`, any number of `bytes`, one `finished`.
+enum TransportEvent: Sendable {
+    case response(status: Int)
+    case bytes([UInt8])
+    case finished(error: String?)
+}
+
+/// One streaming HTTP request over `URLSession` with a data delegate: bytes are handed on as they arrive
+/// (FoundationNetworking on Linux has no `bytes(for:)`; the delegate works on Linux and Apple platforms).
+/// The session is this connection's own and is invalidated when it ends.
+final class StreamTransport: NSObject, URLSessionDataDelegate, Sendable {
+    private let report: @Sendable (TransportEvent) -> Void
+    private let insecure: Bool
+
+    private init(report: @escaping @Sendable (TransportEvent) -> Void, insecure: Bool) {
+        self.report = report
+        self.insecure = insecure
+    }
+
+    /// A started connection; `cancel` ends it (no `finished` is guaranteed after a cancel).
+    struct Connection: Sendable {
+        let session: URLSession
+        let task: URLSessionDataTask
+
+        func cancel() {
+            task.cancel()
+            session.invalidateAndCancel()
+        }
+    }
+
+    /// Opens `request`, reporting on `report` (called on the session's delegate queue, in order).
+    static func open(_ request: URLRequest, configuration: URLSessionConfiguration, insecure: Bool,
+                     report: @escaping @Sendable (TransportEvent) -> Void) -> Connection {
+        let delegate = StreamTransport(report: report, insecure: insecure)
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
+        let task = session.dataTask(with: request)
+        task.resume()
+        return Connection(session: session, task: task)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+        report(.response(status: (response as? HTTPURLResponse)?.statusCode ?? 0))
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        report(.bytes([UInt8](data)))
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        report(.finished(error: error.map { ($0 as NSError).localizedDescription }))
+        session.finishTasksAndInvalidate()
+    }
+
+    #if !canImport(FoundationNetworking)
+    func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
+                    completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        if insecure, challenge.protectionSpace.authenticationMethod == NSURLAuthenticationMethodServerTrust, let trust = challenge.protectionSpace.serverTrust {
+            completionHandler(.useCredential, URLCredential(trust: trust))
+        } else {
+            completionHandler(.performDefaultHandling, nil)
+        }
+    }
+    #endif
+}

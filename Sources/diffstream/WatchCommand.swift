@@ -1,0 +1,186 @@
+import ArgumentParser
+import DiffStream
+import DiffStreamClient
+import DiffStreamJSON
+import Foundation
+
+/// `diffstream watch URL FEED…`: follows feeds with the Swift client and shows them live, or prints
+/// each snapshot as a line of JSON (`--json`).
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Follows feeds of a server: a live view, or one line of JSON per snapshot.",
+        discussion: """
+        Follows through disconnects (resuming from the last event id). For private feeds give --token T \
+        (before or after 'watch') or set DIFFSTREAM_WATCH_TOKEN. Exit codes: 0 done (--once printed every \
+        feed); 2 bad usage; 3 unauthorized (401: no token, or an invalid or expired \
+        one); 4 forbidden (403); 5 not found (404, before any snapshot of the feed); 6 unreachable (no \
+        connection could be made before any snapshot). Once a feed was shown, a 404 or a lost server is \
+        retried instead. Messages go to standard error as 'diffstream watch: …'.
+        """)
+
+    @Argument(help: "The server's URL, e.g. http://127.0.0.1:8080.") var url: String
+    @Argument(help: "The feeds to follow (several share one stream).") var feeds: [String]
+    @Flag(help: "Print each snapshot as one line of JSON: the object GET /feeds/{feed} returns, plus the event id under \"id\".") var json = false
+    @Flag(help: "Print the current snapshot of each feed and exit.") var once = false
+    /// `--token T` is the server command's own option (given before or after `watch`): the bearer token sent.
+    @ParentCommand var server: DiffStreamCommand
+    @Option(help: "PEM file of the certificate authorities to trust. Not supported yet: FoundationNetworking offers no way to set it, so it is refused (exit 2); the system's CA bundle is used.") var cacert: String?
+    @Flag(help: "Do not verify the server's certificate (Apple platforms only; refused on Linux, exit 2).") var insecure = false
+    @Option(help: "A directory for the offline cache (the last snapshot is shown at once, marked stale).") var cache: String?
+
+    enum Exit: Int32 {
+        case usage = 2, unauthorized = 3, forbidden = 4, notFound = 5, unreachable = 6
+    }
+
+    func run() async throws {
+        guard let base = URL(string: url), base.scheme == "http" || base.scheme == "https" else {
+            fail(.usage, "not an http(s) URL: \(url)")
+        }
+        guard !feeds.isEmpty else { fail(.usage, "name at least one feed") }
+        if cacert != nil { fail(.usage, "--cacert is not supported yet (URLSession offers no CA file option on Linux); add the CA to the system's bundle") }
+        #if canImport(FoundationNetworking)
+        if insecure { fail(.usage, "--insecure is not supported on Linux (FoundationNetworking cannot turn verification off)") }
+        #endif
+        let token = server.token ?? ProcessInfo.processInfo.environment["DIFFSTREAM_WATCH_TOKEN"]
+        var client = FeedClient(baseURL: base, token: token, cacheDirectory: cache.map { URL(fileURLWithPath: $0, isDirectory: true) })
+        client.insecure = insecure
+        let events = feeds.count == 1 ? client.updates(of: feeds[0]) : client.updates(of: feeds)
+        var view = WatchView(feeds: feeds)
+        var shown = Set<String>()
+        var everConnected = false
+        for try await event in events {
+            switch event {
+            case .update(let update):
+                everConnected = true
+                if json {
+                    writeLine(Self.jsonLine(update))
+                } else {
+                    view.apply(update)
+                    writeScreen(view.render())
+                }
+                if !update.isStale { shown.insert(update.feed) }
+                if once, shown.count == feeds.count { return }
+            case .deleted(let feed):
+                note("\(feed): deleted; waiting for it to appear again")
+                view.state = "feed \(feed) deleted"
+            case .unauthorized(let problem):
+                fail(.unauthorized, "unauthorized (401): \(problem.detail.isEmpty ? problem.error : problem.detail)")
+            case .forbidden(let problem):
+                fail(.forbidden, "forbidden (403): \(problem.detail.isEmpty ? problem.error : problem.detail)")
+            case .notFound(let problem):
+                let feed = problem.feed ?? feeds.joined(separator: ", ")
+                if once || !shown.contains(feed) && (problem.feed != nil || shown.isEmpty) {
+                    fail(.notFound, "not found (404): \(problem.detail.isEmpty ? "no feed named \(feed)" : problem.detail)")
+                }
+                view.state = "\(feed) not found; retrying"
+            case .serverError(let problem):
+                if problem.status == 400 { fail(.usage, "refused (400): \(problem.detail)") }
+                note("server error: \(problem)")
+            case .resyncing(let feed, let reason):
+                if !json { view.state = "\(feed): resyncing (\(reason))" }
+            case .connection(let state):
+                switch state {
+                case .connected:
+                    everConnected = true
+                    view.state = "live"
+                case .connecting:
+                    view.state = "connecting"
+                case .disconnected(let reason, let retryIn):
+                    if !everConnected || once && shown.count < feeds.count && !everConnected {
+                        fail(.unreachable, "cannot reach \(url): \(reason)")
+                    }
+                    view.state = String(format: "disconnected (%@); retrying in %.1f s", reason, retryIn)
+                case .stalled(let silence):
+                    view.state = String(format: "no heartbeat for %.1f s; reconnecting", silence)
+                }
+                if !json { writeScreen(view.render()) }
+            }
+        }
+    }
+
+    /// `{"feed","version","sections","id"}`: the body of `GET /feeds/{feed}` with the event id; models
+    /// as the server wrote them (canonical JSON, kept as bytes).
+    static func jsonLine(_ update: WireFeedUpdate) -> [UInt8] {
+        var writer = JSONWriter(capacity: 128 + update.snapshot.numberOfItems * 64)
+        writer.raw("{\"feed\":")
+        writer.write(update.feed)
+        writer.raw(",\"version\":")
+        writer.write(update.version)
+        writer.byte(UInt8(ascii: ","))
+        WireCodec.writeSections(update.snapshot, into: &writer)
+        writer.raw(",\"id\":")
+        writer.write(update.eventID)
+        writer.raw("}\n")
+        return writer.bytes
+    }
+
+    private func writeLine(_ bytes: [UInt8]) {
+        FileHandle.standardOutput.write(Data(bytes))  // unbuffered: one write per line
+    }
+
+    private func writeScreen(_ text: String) {
+        FileHandle.standardOutput.write(Data(("\u{1B}[H\u{1B}[2J" + text).utf8))
+    }
+
+    private func note(_ message: String) {
+        FileHandle.standardError.write(Data("diffstream watch: \(message)\n".utf8))
+    }
+
+    private func fail(_ code: Exit, _ message: String) -> Never {
+        note(message)
+        Foundation.exit(code.rawValue)
+    }
+}
+
+/// The terminal view of `watch`: each feed's sections with their titles, items with kind and a short
+/// model; what the last batch changed is marked (inverse video) until the next update.
+struct WatchView {
+    var feeds: [String]
+    var state = "connecting"
+    private var updates: [String: WireFeedUpdate] = [:]
+    private var highlighted: [String: Set<WireID>] = [:]
+
+    init(feeds: [String]) { self.feeds = feeds }
+
+    mutating func apply(_ update: WireFeedUpdate) {
+        updates[update.feed] = update
+        var changed = Set<WireID>()
+        for operation in update.operations {
+            switch operation {
+            case .insert(let item, _, _), .update(let item): changed.insert(item.id)
+            case .move(let id, _, _): changed.insert(id)
+            case .insertSection(let section, _), .updateSection(let section): changed.insert(section.id)
+            case .moveSection(let id, _): changed.insert(id)
+            case .delete, .deleteSection: break
+            }
+        }
+        highlighted[update.feed] = changed
+    }
+
+    func render() -> String {
+        var lines: [String] = ["[\(state)]"]
+        for feed in feeds {
+            guard let update = updates[feed] else {
+                lines.append("\(feed): (waiting)")
+                continue
+            }
+            let marks = highlighted[feed] ?? []
+            lines.append("\u{1B}[1m\(feed)\u{1B}[0m v\(update.version)\(update.isStale ? " (cached, stale)" : "")")
+            for (index, section) in update.snapshot.sections.enumerated() {
+                let title = section.model["title"]?.stringValue ?? section.model["header"]?.stringValue
+                lines.append(Self.mark("  ▸ \(section.id)\(title.map { " — \($0)" } ?? "")", marks.contains(section.id)))
+                for item in update.snapshot.items(atSectionIndex: index) {
+                    lines.append(Self.mark("    \(item.kind) \(item.id)  \(Self.short(item.model.description))", marks.contains(item.id)))
+                }
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func short(_ text: String, limit: Int = 80) -> String {
+        text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
+    }
+
+    static func mark(_ line: String, _ on: Bool) -> String { on ? "\u{1B}[7m\(line)\u{1B}[0m" : line }
+}

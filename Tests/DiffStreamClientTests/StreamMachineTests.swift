@@ -1,0 +1,169 @@
+import DiffStream
+import DiffStreamJSON
+import Testing
+@testable import DiffStreamClient
+
+/// The resume, gap, backoff and heartbeat rules, driven without sockets: inputs with an injected time.
+struct StreamMachineTests {
+    static let snapshot7 = """
+    event: snapshot\nid: ds1.aaaa.7\ndata: {"feed":"home","history":"aaaa","version":7,"sections":[{"id":"s","model":null,"items":[{"id":"a","kind":"k","model":1}]}]}\n\n
+    """
+    static func batch(from: Int, history: String = "aaaa", feed: String = "home", ops: String = #"[{"op":"update","item":"a","kind":"k","model":2}]"#, idPrefix: String = "") -> String {
+        "event: batch\nid: \(idPrefix)ds1.\(history).\(from + 1)\ndata: {\"feed\":\"\(feed)\",\"history\":\"\(history)\",\"from\":\(from),\"version\":\(from + 1),\"ops\":\(ops)}\n\n"
+    }
+
+    /// A machine that has connected (connection 1), been answered 200 and received `text`.
+    static func running(_ texts: String..., route: StreamMachine.Route = .single("home"), jitter: Double = 0) -> (StreamMachine, [StreamMachine.Action]) {
+        var machine = StreamMachine(route: route, token: nil, jitter: { jitter })
+        var actions = machine.handle(.start, now: 0)
+        actions += machine.handle(.opened(connection: 1), now: 0)
+        for text in texts { actions += machine.handle(.bytes(connection: 1, Array(text.utf8)), now: 0) }
+        return (machine, actions)
+    }
+
+    static func requests(_ actions: [StreamMachine.Action]) -> [StreamRequest] {
+        actions.compactMap { if case .connect(_, let request) = $0 { request } else { nil } }
+    }
+
+    static func updates(_ actions: [StreamMachine.Action]) -> [WireFeedUpdate] {
+        actions.compactMap { if case .emit(.update(let update)) = $0 { update } else { nil } }
+    }
+
+    @Test func firstSnapshotThenBatch() {
+        let (machine, actions) = Self.running(Self.snapshot7, Self.batch(from: 7))
+        #expect(Self.requests(actions) == [StreamRequest(path: "/feeds/home/events", query: [], lastEventID: nil, token: nil)])
+        let updates = Self.updates(actions)
+        #expect(updates.map(\.change) == [.full(.first), .batch])
+        #expect(updates.map(\.version) == [7, 8])
+        #expect(updates.last?.changedItemIDs == ["a"])
+        #expect(updates.last?.eventID == "ds1.aaaa.8")
+        #expect(updates.last?.history == "aaaa")
+        #expect(machine.cursor(of: "home")?.eventID == "ds1.aaaa.8")
+        // Each update is cached before the app sees it.
+        let order = actions.compactMap { action -> String? in
+            switch action {
+            case .store: "store"
+            case .emit(.update): "emit"
+            default: nil
+            }
+        }
+        #expect(order == ["store", "emit", "store", "emit"])
+    }
+
+    @Test func duplicateBatchIsSkipped() {
+        let (_, actions) = Self.running(Self.snapshot7, Self.batch(from: 6))
+        #expect(Self.updates(actions).count == 1)
+        #expect(!actions.contains { if case .emit(.resyncing) = $0 { true } else { false } })
+    }
+
+    /// A batch from a later version, another history, or straddling the version held: resync.
+    @Test(arguments: [Self.batch(from: 9), Self.batch(from: 7, history: "bbbb")])
+    func gapResyncs(_ batch: String) {
+        var (machine, actions) = Self.running(Self.snapshot7)
+        actions = machine.handle(.bytes(connection: 1, Array(batch.utf8)), now: 1)
+        #expect(actions.contains { if case .emit(.resyncing(feed: "home", _)) = $0 { true } else { false } })
+        #expect(actions.contains { if case .cancel(id: 1) = $0 { true } else { false } })
+        #expect(Self.requests(actions).map(\.lastEventID) == [nil])  // a snapshot follows
+        // A snapshot of the new history is announced as one.
+        actions = machine.handle(.opened(connection: 2), now: 1)
+        actions += machine.handle(.bytes(connection: 2, Array(Self.snapshot7.replacingOccurrences(of: "aaaa", with: "bbbb").utf8)), now: 1)
+        #expect(Self.updates(actions).map(\.change) == [.full(.newHistory)])
+    }
+
+    @Test func droppedConnectionResumesFromLastIDAfterRetry() {
+        var (machine, _) = Self.running("retry: 1000\n\n", Self.snapshot7, jitter: 0.5)
+        var actions = machine.handle(.closed(connection: 1, error: nil), now: 10)
+        // The first failure waits `retry` (1 s) jittered up to +50 %: 0.5 → 1.25 s.
+        #expect(actions.contains { if case .emit(.connection(.disconnected(_, retryIn: 1.25))) = $0 { true } else { false } })
+        #expect(machine.nextDeadline == 11.25)
+        actions = machine.handle(.timer, now: 11)
+        #expect(Self.requests(actions).isEmpty)
+        actions = machine.handle(.timer, now: 11.25)
+        #expect(Self.requests(actions).map(\.lastEventID) == ["ds1.aaaa.7"])
+    }
+
+    @Test func backoffDoublesUpToTheCap() {
+        var machine = StreamMachine(route: .single("home"), token: nil, jitter: { 0 })
+        var delays: [Double] = []
+        var now = 0.0
+        _ = machine.handle(.start, now: now)
+        for id in 1...8 {
+            _ = machine.handle(.closed(connection: id, error: "refused"), now: now)
+            let deadline = machine.nextDeadline!
+            delays.append(deadline - now)
+            now = deadline
+            _ = machine.handle(.timer, now: now)
+        }
+        #expect(delays == [2, 4, 8, 16, 30, 30, 30, 30])
+    }
+
+    /// Silence for 2.5 announced heartbeat intervals: the stream is taken as dead.
+    @Test func stalledStreamIsDetected() {
+        var (machine, _) = Self.running("retry: 2000\n: heartbeat 2\n\n", Self.snapshot7)
+        #expect(machine.heartbeat == 2)
+        #expect(machine.nextDeadline == 5)
+        var actions = machine.handle(.bytes(connection: 1, Array(": heartbeat\n\n".utf8)), now: 4)
+        #expect(machine.nextDeadline == 9)
+        actions = machine.handle(.timer, now: 9)
+        #expect(actions.contains { if case .emit(.connection(.stalled(silence: 5))) = $0 { true } else { false } })
+        #expect(actions.contains { if case .cancel(id: 1) = $0 { true } else { false } })
+    }
+
+    @Test func unauthorizedAsksForATokenThenResumes() {
+        var machine = StreamMachine(route: .single("home"), token: "old", jitter: { 0 })
+        _ = machine.handle(.start, now: 0)
+        var actions = machine.handle(.refusedConnection(connection: 1, status: 401, body: Array(#"{"error":"unauthorized","detail":"expired"}"#.utf8)), now: 0)
+        #expect(actions.contains { if case .emit(.unauthorized(let problem)) = $0 { problem.detail == "expired" && problem.status == 401 } else { false } })
+        #expect(actions.contains { if case .askForToken = $0 { true } else { false } })
+        actions = machine.handle(.token("fresh"), now: 1)
+        #expect(Self.requests(actions).map(\.token) == ["fresh"])
+    }
+
+    @Test func expiredTokenEventWithoutAFreshTokenFinishes() {
+        var (machine, _) = Self.running(Self.snapshot7)
+        var actions = machine.handle(.bytes(connection: 1, Array("event: unauthorized\ndata: {\"feed\":\"home\",\"error\":\"token expired\",\"detail\":\"d\"}\n\n".utf8)), now: 1)
+        #expect(actions.contains { if case .emit(.unauthorized(let problem)) = $0 { problem.error == "token expired" } else { false } })
+        actions = machine.handle(.token(nil), now: 1)
+        #expect(actions.contains { if case .finish = $0 { true } else { false } })
+    }
+
+    @Test(arguments: [(403, "forbidden"), (404, "notFound"), (503, "serverError")])
+    func refusedStatusesAreTypedEvents(_ status: Int, _ kind: String) {
+        var machine = StreamMachine(route: .single("home"), token: nil, jitter: { 0 })
+        _ = machine.handle(.start, now: 0)
+        let actions = machine.handle(.refusedConnection(connection: 1, status: status, body: Array(#"{"error":"e","detail":"d"}"#.utf8)), now: 0)
+        let kinds: [String] = actions.compactMap {
+            switch $0 {
+            case .emit(.forbidden): "forbidden"
+            case .emit(.notFound): "notFound"
+            case .emit(.serverError): "serverError"
+            default: nil
+            }
+        }
+        #expect(kinds == [kind])
+        if status != 403 { #expect(machine.nextDeadline != nil) }  // retried with backoff
+    }
+
+    @Test func multiFeedResumesEachFeedAndRetriesARefusedOne() {
+        var (machine, actions) = Self.running(Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: home@ds1"),
+                                              "event: notfound\ndata: {\"feed\":\"week\",\"error\":\"not found\",\"detail\":\"no feed named week\"}\n\n",
+                                              Self.batch(from: 7, idPrefix: "home@"), route: .multi(["home", "week"]))
+        #expect(Self.requests(actions).first?.query == [QueryParameter(name: "feed", value: "home"), QueryParameter(name: "feed", value: "week")])
+        #expect(Self.updates(actions).map(\.eventID) == ["ds1.aaaa.7", "ds1.aaaa.8"])
+        #expect(actions.contains { if case .emit(.notFound(let problem)) = $0 { problem.feed == "week" } else { false } })
+        // At the retry time the stream is opened again, home from its position, week without one.
+        let deadline = machine.nextDeadline!
+        actions = machine.handle(.timer, now: deadline)
+        #expect(Self.requests(actions).first?.query == [QueryParameter(name: "feed", value: "home@ds1.aaaa.8"), QueryParameter(name: "feed", value: "week")])
+    }
+
+    @Test func cachedSnapshotIsYieldedStaleThenResumed() throws {
+        let snapshot = try WireCodec.decodeSnapshot(Array(#"{"sections":[{"id":"s","items":[]}]}"#.utf8))
+        var machine = StreamMachine(route: .single("home"), token: nil,
+                                    cached: ["home": FeedCursor(cached: snapshot, history: "aaaa", version: 3, eventID: "ds1.aaaa.3")], jitter: { 0 })
+        let actions = machine.handle(.start, now: 0)
+        #expect(Self.updates(actions).map(\.change) == [.full(.cached)])
+        #expect(Self.updates(actions).first?.isStale == true)
+        #expect(Self.requests(actions).map(\.lastEventID) == ["ds1.aaaa.3"])
+    }
+}
