@@ -119,7 +119,7 @@ struct Checker {
             case .close:
                 closed = true
                 unsent = 0
-            case .openStream, .streamDrained, .shutdownWrite, .log, .count:
+            case .openStream, .streamDrained, .shutdownWrite, .log, .logRequest, .count:
                 break
             }
         }
