@@ -65,7 +65,8 @@ struct StreamTarget: Sendable {
         let url = request.url
         let components = url.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false) }
         scheme = components?.scheme?.lowercased()
-        host = components?.host
+        // An IPv6 literal without its brackets (Foundation on Linux keeps them), for getaddrinfo and verification.
+        host = components?.host.map { $0.hasPrefix("[") && $0.hasSuffix("]") ? String($0.dropFirst().dropLast()) : $0 }
         port = components?.port
         let path = components?.percentEncodedPath ?? ""
         pathAndQuery = (path.isEmpty ? "/" : path) + (components?.percentEncodedQuery.map { "?" + $0 } ?? "")
