@@ -112,6 +112,13 @@ final class SocketConnection: FeedStreamConnection {
     }
 
     func run(target: StreamTarget, tls: TLSClientContext, connectTimeout: Double, readTimeout: Double) {
+        // OpenSSL writes with write(2), which raises SIGPIPE on a socket shut down by `cancel` or the peer.
+        // Blocked on this thread (ours alone), the signal stays pending and dies with the thread; the write
+        // fails with EPIPE instead of ending the process.
+        var pipe = sigset_t()
+        sigemptyset(&pipe)
+        sigaddset(&pipe, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &pipe, nil)
         var fd: Int32 = -1
         var ssl: OpaquePointer?
         defer {
