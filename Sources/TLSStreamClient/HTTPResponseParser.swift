@@ -15,8 +15,9 @@ public struct HTTPResponseParser: Sendable {
 
     /// Why a response cannot be read.
     public struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
+        /// What is wrong, e.g. `a bad chunk size line "zz"`, or that the connection closed mid-body.
         public let reason: String
-        public var description: String { "malformed HTTP response: \(reason)" }
+        public var description: String { reason }
     }
 
     private enum Framing: Equatable { case chunked, length(Int), untilClose }

@@ -153,7 +153,7 @@ final class SocketConnection: FeedStreamConnection {
                 do {
                     outputs = count == 0 ? try parser.finish() : try parser.consume(buffer[..<count])
                 } catch {
-                    throw TLSStreamError(call: "read", message: error.description)
+                    throw TLSStreamError(call: "read", message: count == 0 ? error.reason : "malformed HTTP response: \(error.reason)")
                 }
                 for output in outputs {
                     switch output {

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from e2e_helpers import BINARY, clean_environment
+from e2e_helpers import BINARY, clean_environment, free_port
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +127,29 @@ def test_plain_http_through_the_transport_keeps_the_exit_codes(start):
     assert missing.returncode == 5, missing.stderr
     found = watch("--json", "--once", "--insecure", "--token", "admin-token-of-the-tests", f"http://127.0.0.1:{server.port}", "home")
     assert found.returncode == 0, found.stderr
+
+
+def test_a_stream_over_tls_resumes_after_the_server_restarts(start, certificates, tmp_path):
+    cert, key, _ = certificates
+    port = free_port()
+    data = tmp_path / "data"
+    server = start("--data", data, "--tls-cert", cert, "--tls-key", key, port=port)
+    process = subprocess.Popen([str(BINARY), "watch", "--json", "--cacert", str(cert), f"https://127.0.0.1:{port}", "home"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                               env=clean_environment())
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(json.loads(line)) for line in process.stdout], daemon=True).start()
+    try:
+        lines.get(timeout=20)
+        server.kill()
+        server = start("--data", data, "--tls-cert", cert, "--tls-key", key, port=port)
+        patched = curl("--cacert", cert, "-X", "PATCH", "-d", '{"banner":null}', f"https://127.0.0.1:{port}/feeds/home")
+        version = json.loads(patched.stdout)["version"]
+        while True:
+            line = lines.get(timeout=30)
+            if line["version"] == version:
+                break
+        assert without_id(line) == get(server, cert, "home")
+    finally:
+        process.terminate()
+        process.wait(10)
