@@ -22,6 +22,8 @@ let package = Package(
         // Follows feeds from Swift programs (iOS apps, tools) and translates batches into diffable data source
         // calls: `import DiffStreamClient` (docs/client-swift.md).
         .library(name: "DiffStreamClient", targets: ["DiffStreamClient"]),
+        // A stream transport for DiffStreamClient over OpenSSL: a CA file and `insecure` on Linux too.
+        .library(name: "TLSStreamClient", targets: ["TLSStreamClient"]),
         .executable(name: "diffstream", targets: ["diffstream"]),
     ],
     dependencies: [
@@ -87,10 +89,13 @@ let package = Package(
         // over URLSession, and translates batches into `NSDiffableDataSourceSnapshot` calls (pure, any platform).
         // Depends on the snapshot types and the pure wire codec only, never on the server.
         .target(name: "DiffStreamClient", dependencies: ["DiffStream", "DiffStreamJSON"], swiftSettings: strict),
+        // `TLSStreamTransport`: DiffStreamClient's streams as HTTP/1.1 over a blocking socket, plain or TLS
+        // through OpenSSL (a CA file, no verification), for Linux, where FoundationNetworking offers neither.
+        .target(name: "TLSStreamClient", dependencies: ["DiffStreamClient", "COpenSSL"], swiftSettings: strict),
         // Parses flags into a `DiffStreamServer.Configuration` and runs the server.
         .executableTarget(
             name: "diffstream",
-            dependencies: ["DiffStreamServer", "FeedServer", "HTTPServer", "Examples", "LogLines", "DiffStreamClient", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["DiffStreamServer", "FeedServer", "HTTPServer", "Examples", "LogLines", "DiffStreamClient", "TLSStreamClient", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
@@ -108,6 +113,7 @@ let package = Package(
         .testTarget(name: "DiffStreamTestingTests", dependencies: ["DiffStreamTesting", "DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer", "DiffStreamTesting"], swiftSettings: strict),
         .testTarget(name: "DiffStreamClientTests", dependencies: ["DiffStreamClient", "DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "TLSStreamClientTests", dependencies: ["TLSStreamClient", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamServerTests", dependencies: ["DiffStreamServer", .product(name: "Logging", package: "swift-log"),
                                                                  .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
     ]

@@ -50,3 +50,11 @@ static inline void diffstream_SSL_CTX_select_http11(SSL_CTX *ctx) {
     SSL_CTX_set_alpn_select_cb(ctx, diffstream_alpn_select, NULL);
 }
 #endif
+
+#ifndef DIFFSTREAM_COPENSSL_CLIENT
+#define DIFFSTREAM_COPENSSL_CLIENT
+/* The client side (TLSStreamClient): SNI is a function-like macro in OpenSSL 3. */
+static inline long diffstream_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return SSL_set_tlsext_host_name(ssl, name);
+}
+#endif

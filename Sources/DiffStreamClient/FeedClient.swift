@@ -34,6 +34,9 @@ public struct FeedClient: Sendable {
     public var sessionConfiguration: URLSessionConfiguration
     /// Accept any server certificate (Apple platforms only; tests against self-signed servers).
     public var insecure = false
+    /// The transport of the event streams; `nil` (the default) is `URLSession` with ``sessionConfiguration``
+    /// and ``insecure``. Actions always go through `URLSession`.
+    public var streamTransport: (any FeedStreamTransport)?
     /// Silence, in heartbeat intervals, after which a stream is taken as dead.
     public var stallFactor: Double = 2.5
     /// The heartbeat interval assumed until the server announces one (`: heartbeat N`), in seconds:
@@ -111,6 +114,11 @@ public struct FeedClient: Sendable {
     }
 
     // MARK: Requests
+
+    /// The transport streams are opened with.
+    var resolvedStreamTransport: any FeedStreamTransport {
+        streamTransport ?? URLSessionStreamTransport(configuration: sessionConfiguration, insecure: insecure)
+    }
 
     /// The URL of a path under ``baseURL`` with a query (each value percent-encoded, `@` as `%40`).
     func url(path: String, query: [QueryParameter] = []) -> URL? {

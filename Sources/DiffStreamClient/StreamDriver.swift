@@ -41,7 +41,7 @@ where Section.ID: Sendable, Item.ID: Sendable {
     }
 }
 
-/// Runs a ``StreamMachine`` against the network: performs its actions with ``StreamTransport``, feeds
+/// Runs a ``StreamMachine`` against the network: performs its actions with the client's ``FeedStreamTransport``, feeds
 /// it transport events and timer ticks, and yields its events. The clock is the process's monotonic
 /// uptime. Ends when the machine finishes or the consumer stops iterating.
 enum StreamDriver {
@@ -52,7 +52,8 @@ enum StreamDriver {
         var machine = initial
         var transform = initialTransform
         let (inputs, feed) = makeInputStream()
-        var connections: [Int: StreamTransport.Connection] = [:]
+        var connections: [Int: any FeedStreamConnection] = [:]
+        let transport = client.resolvedStreamTransport
         var bodies: [Int: (status: Int, body: [UInt8])] = [:]
         var timer: Task<Void, Never>?
         let start = ProcessInfo.processInfo.systemUptime
@@ -98,7 +99,7 @@ enum StreamDriver {
                         continuation.finish(throwing: FeedClientError.invalidURL(client.baseURL.absoluteString + request.path))
                         return
                     }
-                    connections[id] = StreamTransport.open(urlRequest, configuration: client.sessionConfiguration, insecure: client.insecure) { event in
+                    connections[id] = transport.open(urlRequest) { event in
                         switch event {
                         case .response(let status) where status == 200: feed.yield(.opened(connection: id))
                         case .response(let status): feed.yield(.refusedConnection(connection: id, status: status, body: []))

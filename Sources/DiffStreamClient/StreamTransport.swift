@@ -4,10 +4,36 @@ import FoundationNetworking
 #endif
 
 /// What a connection reports, in order: one `response`, any number of `bytes`, one `finished`.
-enum TransportEvent: Sendable {
+public enum TransportEvent: Sendable {
+    /// The response's status (after any interim `1xx`).
     case response(status: Int)
+    /// Body bytes as they arrive (decoded from any transfer coding).
     case bytes([UInt8])
+    /// The connection ended: `nil` when the server ended the body, otherwise why (a sentence naming the failing call).
     case finished(error: String?)
+}
+
+/// A started streaming request.
+public protocol FeedStreamConnection: Sendable {
+    /// Ends the connection; no `finished` is guaranteed after a cancel.
+    func cancel()
+}
+
+/// How ``FeedClient`` makes its streaming `GET` requests (`text/event-stream`). `URLSession` is the
+/// default; the `TLSStreamClient` module offers one with a CA file and `--insecure` on Linux.
+public protocol FeedStreamTransport: Sendable {
+    /// Opens `request` (a `GET` with its headers), reporting on `report` in order, from one thread at a time.
+    func open(_ request: URLRequest, report: @escaping @Sendable (TransportEvent) -> Void) -> any FeedStreamConnection
+}
+
+/// The default transport: ``StreamTransport`` with the client's session configuration.
+struct URLSessionStreamTransport: FeedStreamTransport {
+    let configuration: URLSessionConfiguration
+    let insecure: Bool
+
+    func open(_ request: URLRequest, report: @escaping @Sendable (TransportEvent) -> Void) -> any FeedStreamConnection {
+        StreamTransport.open(request, configuration: configuration, insecure: insecure, report: report)
+    }
 }
 
 /// One streaming HTTP request over `URLSession` with a data delegate: bytes are handed on as they arrive
@@ -23,7 +49,7 @@ final class StreamTransport: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     /// A started connection; `cancel` ends it (no `finished` is guaranteed after a cancel).
-    struct Connection: Sendable {
+    struct Connection: FeedStreamConnection {
         let session: URLSession
         let task: URLSessionDataTask
 

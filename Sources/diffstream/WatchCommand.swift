@@ -3,6 +3,7 @@ import DiffStream
 import DiffStreamClient
 import DiffStreamJSON
 import Foundation
+import TLSStreamClient
 
 /// `diffstream watch URL FEED…`: follows feeds with the Swift client and shows them live, or prints
 /// each snapshot as a line of JSON (`--json`).
@@ -15,8 +16,10 @@ struct WatchCommand: AsyncParsableCommand {
         (before or after 'watch') or set DIFFSTREAM_WATCH_TOKEN. Exit codes: 0 done (--once printed every \
         feed); 2 bad usage; 3 unauthorized (401: no token, or an invalid or expired \
         one); 4 forbidden (403); 5 not found (404, before any snapshot of the feed); 6 unreachable (no \
-        connection could be made before any snapshot). Once a feed was shown, a 404 or a lost server is \
-        retried instead. Messages go to standard error as 'diffstream watch: …'.
+        connection could be made before any snapshot, or the server's certificate was not accepted). Once a feed was shown, a 404 or a lost server is \
+        retried instead. Messages go to standard error as 'diffstream watch: …'. https URLs (and any URL \
+        given --cacert or --insecure) stream through the client's OpenSSL transport (TLSStreamClient) on every \
+        platform: the CA file, or OpenSSL's default CA paths, and the host name or IP address verified.
         """)
 
     @Argument(help: "The server's URL, e.g. http://127.0.0.1:8080.") var url: String
@@ -25,8 +28,8 @@ struct WatchCommand: AsyncParsableCommand {
     @Flag(help: "Print the current snapshot of each feed and exit.") var once = false
     /// `--token T` is the server command's own option (given before or after `watch`): the bearer token sent.
     @ParentCommand var server: DiffStreamCommand
-    @Option(help: "PEM file of the certificate authorities to trust. Not supported yet: FoundationNetworking offers no way to set it, so it is refused (exit 2); the system's CA bundle is used.") var cacert: String?
-    @Flag(help: "Do not verify the server's certificate (Apple platforms only; refused on Linux, exit 2).") var insecure = false
+    @Option(help: "PEM file of the certificate authorities to trust (instead of OpenSSL's default CA paths). An unreadable file is exit 2.") var cacert: String?
+    @Flag(help: "Do not verify the server's certificate (its chain or its name).") var insecure = false
     @Option(help: "A directory for the offline cache (the last snapshot is shown at once, marked stale).") var cache: String?
 
     enum Exit: Int32 {
@@ -38,13 +41,17 @@ struct WatchCommand: AsyncParsableCommand {
             fail(.usage, "not an http(s) URL: \(url)")
         }
         guard !feeds.isEmpty else { fail(.usage, "name at least one feed") }
-        if cacert != nil { fail(.usage, "--cacert is not supported yet (URLSession offers no CA file option on Linux); add the CA to the system's bundle") }
-        #if canImport(FoundationNetworking)
-        if insecure { fail(.usage, "--insecure is not supported on Linux (FoundationNetworking cannot turn verification off)") }
-        #endif
+        if cacert != nil && insecure { fail(.usage, "give --cacert or --insecure, not both") }
         let token = server.token ?? ProcessInfo.processInfo.environment["DIFFSTREAM_WATCH_TOKEN"]
         var client = FeedClient(baseURL: base, token: token, cacheDirectory: cache.map { URL(fileURLWithPath: $0, isDirectory: true) })
         client.insecure = insecure
+        if base.scheme == "https" || cacert != nil || insecure {
+            do {
+                client.streamTransport = try TLSStreamTransport(caFile: cacert, insecure: insecure)
+            } catch {
+                fail(.usage, error.message)
+            }
+        }
         let events = feeds.count == 1 ? client.updates(of: feeds[0]) : client.updates(of: feeds)
         var view = WatchView(feeds: feeds)
         var shown = Set<String>()
