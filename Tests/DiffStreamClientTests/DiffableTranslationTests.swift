@@ -26,13 +26,8 @@ struct DiffableVector: CustomTestStringConvertible, Sendable {
     var new: WireSnapshot
     var testDescription: String { name }
 
-    /// `$DIFFSTREAM_VECTORS`, or `shared/vectors/diff-cases.jsonl` beside the checkout.
-    static let url: URL = {
-        if let path = ProcessInfo.processInfo.environment["DIFFSTREAM_VECTORS"] { return URL(fileURLWithPath: path) }
-        return URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("shared/vectors/diff-cases.jsonl")
-    }()
+    /// The vectors file (`SharedVectors.diffCases`).
+    static var url: URL { SharedVectors.diffCases }
 
     static func loadAll() throws -> [DiffableVector] {
         let text = try String(contentsOf: url, encoding: .utf8)

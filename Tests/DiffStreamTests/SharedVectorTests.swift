@@ -2,6 +2,7 @@ import DiffStream
 import DiffStreamJSON
 import Foundation
 import Testing
+import TestSupport
 
 /// One line of `../shared/vectors/diff-cases.jsonl`.
 struct DiffVector: CustomTestStringConvertible, Sendable {
@@ -11,13 +12,8 @@ struct DiffVector: CustomTestStringConvertible, Sendable {
     var minimal: OperationCounts
     var testDescription: String { name }
 
-    /// The vectors file: `$DIFFSTREAM_VECTORS`, or `shared/vectors/diff-cases.jsonl` beside the checkout.
-    static let url: URL = {
-        if let path = ProcessInfo.processInfo.environment["DIFFSTREAM_VECTORS"] { return URL(fileURLWithPath: path) }
-        return URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("shared/vectors/diff-cases.jsonl")
-    }()
+    /// The vectors file (`SharedVectors.diffCases`).
+    static var url: URL { SharedVectors.diffCases }
 
     static func loadAll() throws -> [DiffVector] {
         let text = try String(contentsOf: url, encoding: .utf8)
