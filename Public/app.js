@@ -19,6 +19,7 @@ window.diffstream = {
   get version() { return app.region ? app.region.subscription.version : null; },
   get feed() { return app.feed; },
   get state() { return app.state; },
+  get stale() { return app.region ? app.region.subscription.stale : null; },
 };
 
 // ---- Token: Bearer on writes, and the cookie that carries it to the shared event stream -----------
@@ -73,6 +74,11 @@ function setState(state) {
   $('status').textContent = state;
 }
 const showNotice = (text) => { $('notice').textContent = text || ''; $('notice').hidden = !text; };
+/// The marker over a feed whose server cannot reach Redis: the last state stays on screen, marked.
+function showStale(stale) {
+  $('stale').hidden = !stale;
+  $('stale-detail').textContent = stale && stale.detail ? ` (${stale.detail})` : '';
+}
 function showError(text) {
   $('error-text').textContent = text || '';
   $('error').hidden = !text;
@@ -105,12 +111,12 @@ function onChange(change, subscription) {
     case 'snapshot': {
       const resynced = change.resynced || app.state === 'reconnecting' || app.state === 'resyncing';
       showNotice(null);
-      setState(resynced ? 'resynced' : 'live');
+      setState(subscription.stale ? 'unavailable' : resynced ? 'resynced' : 'live');
       announce(resynced ? `Resynced ${feed} at version ${subscription.version}` : `${feed} loaded`);
       break;
     }
     case 'batch':
-      if (app.state !== 'live') setState('live');
+      if (app.state !== 'live' && !subscription.stale) setState('live');
       announce(summary(change.ops));
       break;
     case 'resync':
@@ -118,9 +124,20 @@ function onChange(change, subscription) {
       break;
     case 'state': // the transport: connecting, open, retrying, closed
       if (change.state === 'retrying' && !REFUSED.includes(app.state)) setState('reconnecting');
-      else if (change.state === 'open' && app.state === 'reconnecting' && subscription.version !== null) setState('live');
+      else if (change.state === 'open' && app.state === 'reconnecting' && subscription.version !== null) setState(subscription.stale ? 'unavailable' : 'live');
+      break;
+    case 'unavailable':
+      setState('unavailable');
+      showStale(subscription.stale);
+      announce(`Redis is unavailable: ${feed} shows its last state`);
+      break;
+    case 'available':
+      setState('live');
+      showStale(null);
+      announce(`${feed} is available again`);
       break;
     case 'deleted':
+      showStale(null);
       setState('deleted');
       showNotice(`The feed “${feed}” was deleted.`);
       announce(`The feed ${feed} was deleted`);
@@ -286,6 +303,7 @@ async function showFeed(feed) {
   feedEl.setAttribute('aria-label', `Feed ${feed}`);
   feedEl.replaceChildren();
   showNotice(null);
+  showStale(null);
   showError(null);
   $('version').textContent = '';
   setState('connecting');

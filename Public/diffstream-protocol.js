@@ -129,6 +129,13 @@ export function applyOps(sections, ops) {
 /// - `'resync'` with `reason`: nothing changed, and the client must get a fresh snapshot (resubscribe
 ///   without a position). The state is cleared (`version` null), so later batches are resyncs too
 ///   until the snapshot arrives.
+///
+/// `apply('unavailable', data)` and `apply('available', data)` (a server that cannot reach its store,
+/// Redis, and then can again; these events carry no id) set and clear `stale` (`{detail}` or null) and
+/// change nothing else: not the sections, not the version, not `lastEventId` (the position to resume
+/// from). They return `{result: 'unavailable', detail}` / `{result: 'available'}`, or `{result:
+/// 'duplicate'}` when `stale` already said so. `reset()` keeps `stale` (it is the server's state, not the
+/// feed's); a new FeedState starts without it.
 export class FeedState {
   constructor(feed) {
     this.feed = feed;
@@ -136,6 +143,7 @@ export class FeedState {
     this.version = null;
     this.sections = null;
     this.lastEventId = null;
+    this.stale = null; // {detail} while the server says the feed is unavailable
   }
 
   /// Forgets what is held: the next batch is a resync, the next snapshot starts afresh.
@@ -147,6 +155,17 @@ export class FeedState {
   }
 
   apply(type, data, id = null) {
+    if (type === 'unavailable') {
+      if (this.stale) return { result: 'duplicate' };
+      const detail = (data && (data.detail || data.error)) || '';
+      this.stale = { detail };
+      return { result: 'unavailable', detail };
+    }
+    if (type === 'available') {
+      if (!this.stale) return { result: 'duplicate' };
+      this.stale = null;
+      return { result: 'available' };
+    }
     if (type === 'snapshot') {
       this.sections = normalized(data.sections || []);
       this.history = data.history ?? null;
@@ -154,7 +173,7 @@ export class FeedState {
       this.lastEventId = id;
       return { result: 'snapshot' };
     }
-    if (type !== 'batch') throw new TypeError(`FeedState.apply takes a snapshot or a batch, not ${JSON.stringify(type)}`);
+    if (type !== 'batch') throw new TypeError(`FeedState.apply takes a snapshot, a batch, unavailable or available, not ${JSON.stringify(type)}`);
     const resync = (reason) => { this.reset(); return { result: 'resync', reason }; };
     if (this.version === null) return resync('a batch before any snapshot');
     if ((data.history ?? null) !== this.history) return resync(`a batch of another history (${data.history}, holding ${this.history})`);
@@ -176,6 +195,7 @@ export class FeedState {
   }
 
   /// The feed as a snapshot: `{feed, history, version, sections}` (null sections before the first).
+  /// While `stale`, that is the last state received, which may be out of date.
   get snapshot() {
     return { feed: this.feed, history: this.history, version: this.version, sections: this.sections };
   }

@@ -28,9 +28,12 @@ const randomId = () => Math.random().toString(36).slice(2) + Date.now().toString
 /// the worker share, on another origin it goes in the stream's URL), `mode` ('worker', 'tab' or 'own';
 /// the first the browser supports by default; another origin always gets 'own').
 ///
-/// Returns `{ subscribe(feed, listener) → {close(), resync(), state, version, history}, setToken(token),
+/// Returns `{ subscribe(feed, listener) → {close(), resync(), state, version, history, stale}, setToken(token),
 /// retry(), close(), state, mode, leading, delivered }`. The listener gets
-/// `{type: 'snapshot'|'batch'|'deleted'|'notfound'|'forbidden'|'unauthorized', feed, id, data}` and
+/// `{type: 'snapshot'|'batch'|'deleted'|'notfound'|'forbidden'|'unauthorized', feed, id, data}`,
+/// `{type: 'unavailable', feed, id: null, data: {feed, detail}}` and `{type: 'available', feed, id: null,
+/// data: {feed}}` (the server cannot reach its store, Redis, and then can again: once each way, the
+/// position untouched; `stale` holds the unavailable event's data until then), and
 /// `{type: 'state', feed, state: 'connecting'|'open'|'retrying'|'closed', status?, detail?}`. Each
 /// feed arrives as a snapshot and the batches that follow it: a batch the tab already got (around a
 /// change of hub) is skipped here, so the listener sees none twice; after `resync()`, batches are
@@ -55,7 +58,7 @@ export function openStreams(options = {}) {
   });
 
   // ---- Subscriptions of this tab -------------------------------------------------------------------
-  const subs = new Map(); // sub -> { feed, listener, history, version, id, state }
+  const subs = new Map(); // sub -> { feed, listener, history, version, id, state, stale }
   let nextSub = 1;
   let ready = false;      // the transport is up (our tab lock is held)
   let closed = false;
@@ -76,7 +79,7 @@ export function openStreams(options = {}) {
     if (!ready || closed || messages.length === 0) return;
     transport.post(messages.length === 1 ? messages[0] : { type: 'many', messages });
   }
-  const subscribeMessage = (sub, entry) => ({ type: 'subscribe', sub, feed: entry.feed, history: entry.history, version: entry.version, id: entry.id });
+  const subscribeMessage = (sub, entry) => ({ type: 'subscribe', sub, feed: entry.feed, history: entry.history, version: entry.version, id: entry.id, stale: Boolean(entry.stale) });
 
   /// The hub changed (a new worker or a new elected tab): subscribe again from where each feed stands,
   /// so the new hub resumes with every position and no batch is lost or applied twice.
@@ -114,6 +117,10 @@ export function openStreams(options = {}) {
       // Already got (it reached us twice around a change of hub): skip. Versions compare within one history.
       if (entry.version !== null && (data.history ?? null) === entry.history && data.version <= entry.version) return;
     }
+    // An outage is told once each way (a new hub may say again what the old one did).
+    if (type === 'unavailable') { if (entry.stale) return; entry.stale = data || {}; }
+    if (type === 'available') { if (!entry.stale) return; entry.stale = null; }
+    if (type === 'deleted' || type === 'notfound' || type === 'forbidden' || type === 'unauthorized') entry.stale = null;
     if (type === 'snapshot') entry.resyncing = false;
     if (type === 'snapshot' || type === 'batch') Object.assign(entry, { history: data.history ?? null, version: data.version, id });
     if (type === 'deleted') subs.delete(message.sub);
@@ -123,7 +130,7 @@ export function openStreams(options = {}) {
   function subscribe(feed, listener) {
     if (closed) throw new Error('these streams are closed');
     const sub = nextSub++;
-    const entry = { feed, listener, history: null, version: null, id: null, state: 'connecting', resyncing: false };
+    const entry = { feed, listener, history: null, version: null, id: null, state: 'connecting', resyncing: false, stale: null };
     subs.set(sub, entry);
     post(subscribeMessage(sub, entry));
     return {
@@ -136,6 +143,8 @@ export function openStreams(options = {}) {
       get state() { return entry.state; },
       get version() { return entry.version; },
       get history() { return entry.history; },
+      /// The `unavailable` event's data (`{feed, detail}`) while the feed is unavailable, else null.
+      get stale() { return entry.stale; },
     };
   }
 
@@ -310,11 +319,11 @@ export function openStreams(options = {}) {
     setToken,
     retry,
     close,
-    /// Where things stand: `{mode, leading, closed, feeds: {feed: {state, history, version, id}}}`
+    /// Where things stand: `{mode, leading, closed, feeds: {feed: {state, history, version, id, stale}}}`
     /// (one entry per feed this tab subscribes to).
     get state() {
       const feeds = {};
-      for (const entry of subs.values()) feeds[entry.feed] = { state: entry.state, history: entry.history, version: entry.version, id: entry.id };
+      for (const entry of subs.values()) feeds[entry.feed] = { state: entry.state, history: entry.history, version: entry.version, id: entry.id, stale: entry.stale };
       return { mode, leading: this.leading, closed, feeds };
     },
     get mode() { return mode; },

@@ -468,8 +468,17 @@ class Region {
     if (saved.selection) try { saved.node.setSelectionRange(...saved.selection); } catch (_) { /* not a text control */ }
   }
 
+  /// `data-stale` on the container while the feed is unavailable (its value: the server's detail), so a
+  /// page can mark the last state shown as possibly out of date (`[data-stale] { … }`).
+  markStale(stale) {
+    if (this.closed) return;
+    if (stale) { if (this.container.dataset.stale !== stale.detail) this.container.dataset.stale = stale.detail || ''; }
+    else if (this.container.hasAttribute('data-stale')) this.container.removeAttribute('data-stale');
+  }
+
   close() {
     this.closed = true;
+    if (this.container.hasAttribute('data-stale')) this.container.removeAttribute('data-stale');
     if (this.container.diffstreamRegion === this) delete this.container.diffstreamRegion;
   }
 }
@@ -656,10 +665,19 @@ export class Connection {
           : { type: 'batch', ops: outcome.ops || event.data.ops, data: event.data };
         break;
       }
+      case 'unavailable':
+      case 'available': {
+        // The server cannot reach its store (Redis), then can again: what is shown stays, marked stale.
+        const outcome = entry.state.apply(event.type, event.data);
+        if (outcome.result === 'duplicate') return;
+        change = outcome.result === 'unavailable' ? { type: 'unavailable', detail: outcome.detail, data: event.data } : { type: 'available', data: event.data };
+        break;
+      }
       case 'deleted':
       case 'notfound':
       case 'forbidden':
       case 'unauthorized':
+        entry.state.stale = null; // the feed's part of the stream ended; that event says more
         entry.status = event.type === 'unauthorized' && event.data && /expired/i.test(event.data.error || '') ? 'expired' : event.type;
         entry.error = event.data || null;
         if (event.type === 'deleted') entry.state = new FeedState(entry.feed);
@@ -695,8 +713,11 @@ export class Connection {
       get status() { return entry.status; },
       get connection() { return entry.connection; },
       get error() { return entry.error; },
+      /// `{detail}` while the server says the feed is unavailable (its store, Redis, is out of reach):
+      /// `sections` is then the last state received, kept but maybe out of date. Null otherwise.
+      get stale() { return entry.state.stale ?? null; },
       get state() {
-        return { feed, version: this.version, history: this.history, status: entry.status, connection: entry.connection, error: entry.error, sections: this.sections };
+        return { feed, version: this.version, history: this.history, status: entry.status, connection: entry.connection, error: entry.error, stale: this.stale, sections: this.sections };
       },
       resync: () => { if (open) { entry.status = 'resyncing'; entry.stream.resync(); } },
       close: () => { if (open) { open = false; this.release(entry, listener); } },
@@ -708,12 +729,18 @@ export class Connection {
       else if (change.type === 'batch' && h.batch) h.batch(subscription, change.ops, change.data);
       else if (change.type === 'state' && h.state) h.state(subscription, change.state);
       else if (change.type === 'deleted' && h.deleted) h.deleted(subscription);
+      else if (change.type === 'unavailable' && h.unavailable) h.unavailable(subscription, change.detail);
+      else if (change.type === 'available' && h.available) h.available(subscription);
       else if (['notfound', 'forbidden', 'unauthorized'].includes(change.type) && h.refused) h.refused(subscription, change.type, change.data);
     };
     entry.listeners.add(listener);
     // A feed already live: the new subscriber starts from what is known.
     if (entry.state.sections && entry.state.version !== null && entry.state.version !== undefined) {
       queueMicrotask(() => listener({ type: 'snapshot', data: { feed, history: entry.state.history, version: entry.state.version, sections: entry.state.sections }, resynced: false }));
+    }
+    // A feed unavailable already: the new subscriber is told too (after that snapshot).
+    if (entry.state.stale) {
+      queueMicrotask(() => { if (entry.state.stale) listener({ type: 'unavailable', detail: entry.state.stale.detail, data: { feed, detail: entry.state.stale.detail } }); });
     }
     return subscription;
   }
@@ -727,6 +754,7 @@ export class Connection {
     region.subscription = this.subscribe(feed, (change, subscription) => {
       if (change.type === 'snapshot' || change.type === 'batch') show();
       else if (change.type === 'deleted') region.show([]);
+      region.markStale(subscription.stale);
       if (options.onChange) options.onChange(change, subscription);
     });
     if (region.subscription.sections) show();
@@ -905,8 +933,8 @@ export function connect(options = {}) {
 }
 
 /// Follows one feed: `handlers` is a function (every change) or `{snapshot, batch, state, deleted,
-/// refused, change}`. Returns a subscription with `version`, `history`, `sections`, `status`,
-/// `connection`, `state`, `resync()` and `close()`.
+/// refused, unavailable, available, change}`. Returns a subscription with `version`, `history`,
+/// `sections`, `status`, `connection`, `stale`, `state`, `resync()` and `close()`.
 export function subscribe(feed, handlers) { return connect().subscribe(feed, handlers); }
 
 /// Keeps `container` equal to `feed` with the document's templates. Options: `hooks` ({kind: fn}),

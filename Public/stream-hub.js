@@ -17,6 +17,10 @@ export const HUB_LOG_CHARS = 4 * 1024 * 1024;
 /// Reconnect and retry delays: the first (the server's `retry: 2000`), doubled on each failure, at most the last.
 export const RETRY_FIRST_MS = 2000;
 export const RETRY_MAX_MS = 30000;
+/// A feed that was unavailable (`event: unavailable`: the server cannot reach its store, Redis) when its
+/// stream ended: how long a new stream has to say so again before the outage is taken as over
+/// (`available`). The server says it right after the feed's first events.
+export const OUTAGE_GRACE_MS = 2000;
 const backoff = (failures) => Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** failures);
 
 /// One feed of the hub's stream and the subscriptions (tabs) it serves.
@@ -42,6 +46,49 @@ class FeedSlot {
     this.failures = 0;     // notfound answers in a row, for the backoff
     this.timer = 0;        // the notfound retry
     this.epoch = 0;        // bumped when the position is forgotten: events of a stream opened before are ignored
+    this.outage = null;    // { data, pending, timer }: the server said `unavailable`; pending: said on an earlier stream
+  }
+
+  // ---- Store outage: `event: unavailable` / `available` (no id: the position is not touched) -----------
+  // Each subscription's `stale` says what it was told, so it hears of an outage once each way, also a
+  // tab that joins during one or that comes from another hub (it subscribes with `stale`).
+
+  tellUnavailable(sub) {
+    if (!this.outage || sub.stale) return;
+    sub.stale = true;
+    sub.send({ type: 'event', event: 'unavailable', data: this.outage.data, id: null });
+  }
+
+  tellAvailable(sub) {
+    if (!sub.stale) return;
+    sub.stale = false;
+    sub.send({ type: 'event', event: 'available', data: { feed: this.feed }, id: null });
+  }
+
+  onUnavailable(data) {
+    if (this.outage) this.hub.clearTimeout(this.outage.timer);
+    this.outage = { data, pending: false, timer: 0 };
+    for (const sub of this.subs.values()) this.tellUnavailable(sub);
+  }
+
+  onAvailable() {
+    this.endOutage();
+  }
+
+  /// The outage is over (or the feed's part of the stream ended): subscriptions told of it hear
+  /// `available`, unless `quietly` (deleted, refused: that event says more).
+  endOutage(quietly = false) {
+    if (this.outage) this.hub.clearTimeout(this.outage.timer);
+    this.outage = null;
+    for (const sub of this.subs.values()) if (quietly) sub.stale = false; else this.tellAvailable(sub);
+  }
+
+  /// A new stream carries the feed: an outage in force must be said again within OUTAGE_GRACE_MS, else it is over.
+  expectOutage() {
+    if (!this.outage || this.outage.pending) return;
+    const outage = this.outage;
+    outage.pending = true;
+    outage.timer = this.hub.setTimeout(() => { if (this.outage === outage && outage.pending) this.endOutage(); }, OUTAGE_GRACE_MS);
   }
 
   /// Forgets the position: the feed is asked for afresh (a snapshot), or from `from` ({history, version, id}).
@@ -105,6 +152,7 @@ class FeedSlot {
   /// A feed that does not exist (yet) is asked for again with backoff; the others wait for a retry.
   onRefused(event, data) {
     this.ended = { event, data };
+    this.endOutage(true);
     this.hub.left(this);
     for (const sub of this.subs.values()) sub.send({ type: 'event', event, data, id: null });
     if (event === 'notfound') {
@@ -131,8 +179,18 @@ class FeedSlot {
   catchUp(sub) {
     if (this.ended) { sub.send({ type: 'event', event: this.ended.event, data: this.ended.data, id: null }); sub.send({ type: 'state', state: this.state }); return true; }
     const served = this.replay(sub);
-    if (served) sub.send({ type: 'state', state: this.state });
+    if (served) { sub.send({ type: 'state', state: this.state }); this.joinOutage(sub); }
     return served;
+  }
+
+  /// A subscription that joins: told of an outage in force; one that was told of an outage elsewhere
+  /// (another hub) that this feed does not know of makes it expect one (over after the grace, unless
+  /// the stream says it).
+  joinOutage(sub) {
+    if (this.outage) { this.tellUnavailable(sub); return; }
+    if (!sub.stale) return;
+    this.outage = { data: { feed: this.feed, detail: '' }, pending: false, timer: 0 };
+    if (this.state === 'open') this.expectOutage();
   }
 
   replay(sub) {
@@ -154,9 +212,9 @@ class FeedSlot {
 /// Holds one event stream for all the feeds any of its clients (tabs) subscribe to; each client has
 /// subscriptions `sub`, each to one feed.
 ///
-/// Messages in: subscribe {sub, feed, history, version, id}, unsubscribe {sub}, resync {sub}, retry {sub},
+/// Messages in: subscribe {sub, feed, history, version, id, stale}, unsubscribe {sub}, resync {sub}, retry {sub},
 /// token {token}, many {messages} (several of these, sent in one task). Messages out (to the subscription's `send`, with `sub` and `feed`):
-/// event {event: snapshot|batch|deleted|notfound|forbidden|unauthorized, data, id} and
+/// event {event: snapshot|batch|deleted|notfound|forbidden|unauthorized|unavailable|available, data, id} and
 /// state {state: connecting|open|retrying|closed, status?, detail?}.
 ///
 /// Options: `EventSource`, `fetch`, `setTimeout`, `clearTimeout`, `defer` (runs a function soon, after
@@ -243,11 +301,13 @@ export class StreamHub {
     source.addEventListener('open', () => {
       if (g !== this.generation) return;
       this.failures = 0;
-      for (const slot of slots) if (!slot.ended) slot.setState('open');
+      for (const slot of slots) if (!slot.ended) { slot.setState('open'); slot.expectOutage(); }
     });
     on('snapshot', (slot, data, id) => slot.onSnapshot(data, id));
     on('batch', (slot, data, id, size) => slot.onBatch(data, id, size));
     on('deleted', (slot, data) => this.onDeleted(slot, data));
+    on('unavailable', (slot, data) => slot.onUnavailable(data));
+    on('available', (slot) => slot.onAvailable());
     for (const refusal of ['notfound', 'forbidden', 'unauthorized']) on(refusal, (slot, data) => slot.onRefused(refusal, data));
     // The browser's own reconnect would send one Last-Event-ID, which cannot hold every feed's
     // position: the stream is closed on any error and reconnected with all of them in the URL.
@@ -303,6 +363,7 @@ export class StreamHub {
 
   onDeleted(slot, data) {
     this.left(slot);
+    slot.endOutage(true);
     for (const sub of slot.subs.values()) sub.send({ type: 'event', event: 'deleted', data, id: null });
     slot.setState('closed');
     this.drop(slot);
@@ -310,6 +371,7 @@ export class StreamHub {
 
   drop(slot) {
     this.clearTimeout(slot.timer);
+    if (slot.outage) this.clearTimeout(slot.outage.timer);
     if (this.feeds.get(slot.feed) === slot) this.feeds.delete(slot.feed);
     for (const [key, s] of this.subs) if (s === slot) this.subs.delete(key);
     slot.subs.clear();
@@ -328,6 +390,7 @@ export class StreamHub {
         const sub = {
           send: (m) => send({ ...m, sub: message.sub, feed: message.feed }),
           history: positioned ? message.history ?? null : null, version: positioned ? message.version : null, id: positioned ? message.id : null,
+          stale: Boolean(message.stale), // told of an outage (by another hub) and not yet of its end
         };
         slot.subs.set(key, sub);
         this.subs.set(key, slot);
@@ -337,10 +400,12 @@ export class StreamHub {
         if (fresh) {
           slot.reposition(positioned ? sub : null);
           sub.send({ type: 'state', state: slot.state });
+          slot.joinOutage(sub);
           this.schedule();
         } else if (!slot.catchUp(sub)) {
           slot.reposition(sub.history === slot.history && sub.version < slot.version ? sub : null);
           sub.send({ type: 'state', state: slot.state });
+          slot.joinOutage(sub);
           this.schedule(true);
         } else {
           this.schedule(); // a feed that had no subscription left and is still in the stream: nothing changes
@@ -408,7 +473,7 @@ export class StreamHub {
     this.closeSource();
     this.clearTimeout(this.retryTimer);
     this.retryTimer = 0;
-    for (const slot of this.feeds.values()) this.clearTimeout(slot.timer);
+    for (const slot of this.feeds.values()) { this.clearTimeout(slot.timer); if (slot.outage) this.clearTimeout(slot.outage.timer); }
     this.feeds.clear();
     this.subs.clear();
   }

@@ -44,6 +44,11 @@ public struct FeedClient: Sendable {
     public var assumedHeartbeat: Double = 15
     /// The longest wait between reconnections, in seconds (before jitter).
     public var maximumBackoff: Double = 30
+    /// A feed reported ``FeedEvent/unavailable(feed:detail:)`` when its stream ended: how long a new
+    /// stream has to say `unavailable` again before the client takes the outage as over and yields
+    /// ``FeedEvent/available(feed:)``, in seconds. The server says it right after the feed's first
+    /// events, so this only needs to cover the time to read them.
+    public var outageGrace: Double = 2
 
     /// - Parameters:
     ///   - baseURL: the server, e.g. `http://127.0.0.1:8080`.
@@ -99,6 +104,7 @@ public struct FeedClient: Sendable {
         settings.stallFactor = stallFactor
         settings.defaultHeartbeat = assumedHeartbeat
         settings.maximumBackoff = maximumBackoff
+        settings.outageGrace = outageGrace
         var cached: [String: FeedCursor] = [:]
         if let cache {
             for feed in route.feeds { cached[feed] = cache.load(feed: feed) }

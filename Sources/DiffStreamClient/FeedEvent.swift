@@ -23,6 +23,15 @@ where Section.ID: Sendable, Item.ID: Sendable {
     /// A gap was found (a batch that does not follow the version held, another history, a version
     /// moving backwards): the client reconnects for a fresh snapshot, which follows as an update.
     case resyncing(feed: String, reason: String)
+    /// The server cannot reach its store (Redis) for this feed (`event: unavailable`): the stream stays
+    /// open and the last state received stays valid, but it may be out of date until ``available(feed:)``.
+    /// Writes to the feed fail (`503`) meanwhile. Said once per outage; the feed's resume position is
+    /// unchanged. After a reconnect the server says it again if the outage goes on; if it does not
+    /// within ``FeedClient/outageGrace`` seconds of the new stream opening, `.available` follows.
+    case unavailable(feed: String, detail: String)
+    /// The outage of ``unavailable(feed:detail:)`` is over (`event: available`, or a new stream that no
+    /// longer reports it). What the feed missed follows as updates (batches, or a snapshot).
+    case available(feed: String)
     /// The connection changed state.
     case connection(ConnectionState)
 }

@@ -11,6 +11,11 @@ enum FeedMessage: Sendable {
     case deleted(feed: String)
     /// `event: unauthorized`, `forbidden` or `notfound` (multi-feed route, or token expiry).
     case refused(feed: String, kind: RefusalKind, error: String, detail: String)
+    /// `event: unavailable` (no id): the server cannot reach its store (Redis) for this feed; what the
+    /// client holds stays valid but may fall behind. Carries no position.
+    case unavailable(feed: String, detail: String)
+    /// `event: available` (no id): the store is back; what the feed missed follows (batches or a snapshot).
+    case available(feed: String)
     /// An event this client does not know (a newer server); ignored.
     case unknown(type: String)
 
@@ -58,6 +63,11 @@ enum FeedMessage: Sendable {
             case "forbidden": return .refused(feed: feed, kind: .forbidden, error: error, detail: detail)
             default: return .refused(feed: feed, kind: .notFound, error: error, detail: detail)
             }
+        case "unavailable", "available":
+            let value = (try? JSONParser.parse(event.data)) ?? .null
+            guard let feed = value["feed"]?.stringValue ?? defaultFeed else { throw fail("no feed") }
+            if event.type == "available" { return .available(feed: feed) }
+            return .unavailable(feed: feed, detail: value["detail"]?.stringValue ?? value["error"]?.stringValue ?? "")
         default:
             return .unknown(type: event.type)
         }

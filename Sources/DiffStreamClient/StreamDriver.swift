@@ -36,6 +36,8 @@ where Section.ID: Sendable, Item.ID: Sendable {
         case .notFound(let problem): return .notFound(problem)
         case .serverError(let problem): return .serverError(problem)
         case .resyncing(let feed, let reason): return .resyncing(feed: feed, reason: reason)
+        case .unavailable(let feed, let detail): return .unavailable(feed: feed, detail: detail)
+        case .available(let feed): return .available(feed: feed)
         case .connection(let state): return .connection(state)
         }
     }

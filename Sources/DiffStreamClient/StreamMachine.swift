@@ -29,6 +29,10 @@ struct QueryParameter: Equatable, Sendable {
 /// - Takes the stream as dead after ``Settings/stallFactor`` (2.5) heartbeat intervals of silence; the
 ///   interval is the one the server announces in the comment `: heartbeat N`, else 15 s.
 /// - Resumes each feed from its last event id; on a gap drops that feed's position and reconnects.
+/// - Reports a feed's store outage (`event: unavailable` / `available`, no id) once each way, without
+///   touching its position. An outage in force when a stream ends is kept; the new stream confirms it
+///   (the server says `unavailable` again right after the feed's first events) or, after
+///   ``Settings/outageGrace`` seconds without that, it is taken as over (`.available`).
 struct StreamMachine: Sendable {
     struct Settings: Sendable {
         /// The heartbeat interval assumed until the server announces one, in seconds.
@@ -40,6 +44,8 @@ struct StreamMachine: Sendable {
         /// The reconnection time before the server sends `retry:`, in seconds (WHATWG's is
         /// implementation-defined; the server sends 2000 ms first thing).
         var defaultRetry: Double = 2
+        /// How long a new stream has to repeat an outage in force before it is taken as over, in seconds.
+        var outageGrace: Double = 2
     }
 
     enum Route: Equatable, Sendable {
@@ -92,6 +98,14 @@ struct StreamMachine: Sendable {
         case stopped
     }
 
+    /// A store outage the app was told of (``FeedEvent/unavailable(feed:detail:)``).
+    private enum Outage: Equatable, Sendable {
+        /// Reported on the open stream.
+        case reported
+        /// Reported on an earlier stream: over unless this one reports it by `until`.
+        case unconfirmed(until: Double)
+    }
+
     private enum Phase: Equatable, Sendable {
         case idle
         case connecting(id: Int)
@@ -106,6 +120,7 @@ struct StreamMachine: Sendable {
     private var jitter: @Sendable () -> Double
     private var cursors: [String: FeedCursor] = [:]
     private var status: [String: FeedStatus] = [:]
+    private var outages: [String: Outage] = [:]
     private var phase = Phase.idle
     private var connectionCount = 0
     private var parser = SSEParser()
@@ -132,6 +147,9 @@ struct StreamMachine: Sendable {
     /// What a feed holds now (tests, the offline cache).
     func cursor(of feed: String) -> FeedCursor? { cursors[feed] }
 
+    /// Whether the app was told the feed is unavailable and not yet that it is available again.
+    func isUnavailable(_ feed: String) -> Bool { outages[feed] != nil }
+
     var isFinished: Bool { phase == .finished }
 
     /// When the driver must send ``Input/timer`` next, if at all.
@@ -142,7 +160,8 @@ struct StreamMachine: Sendable {
         case .connecting, .open:
             let stall = lastActivity + heartbeat * settings.stallFactor
             let retries = status.values.compactMap { if case .retry(let at) = $0 { at } else { nil } }
-            return ([stall] + retries).min()
+            let unconfirmed = outages.values.compactMap { if case .unconfirmed(let until) = $0 { until } else { nil } }
+            return ([stall] + retries + unconfirmed).min()
         }
     }
 
@@ -173,6 +192,7 @@ struct StreamMachine: Sendable {
             phase = .open(id: id)
             lastActivity = now
             actions.append(.emit(.connection(.connected)))
+            for feed in outages.keys { outages[feed] = .unconfirmed(until: now + settings.outageGrace) }
         case .refusedConnection(let id, let code, let body):
             guard isCurrent(id) else { break }
             phase = .idle
@@ -271,10 +291,12 @@ struct StreamMachine: Sendable {
         case .deleted(let feed):
             guard status[feed] != nil else { return }
             cursors[feed]?.reset()
+            outages[feed] = nil  // the feed's part of the stream ended; a later stream says again
             status[feed] = .retry(at: now + nextDelay())
             actions.append(.emit(.deleted(feed: feed)))
         case .refused(let feed, let kind, let error, let detail):
             guard status[feed] != nil else { return }
+            outages[feed] = nil
             let problem = FeedProblem(feed: feed, status: nil, error: error, detail: detail)
             switch kind {
             case .notFound:
@@ -288,6 +310,13 @@ struct StreamMachine: Sendable {
                     actions.append(.askForToken(problem))
                 }
             }
+        case .unavailable(let feed, let detail):
+            // No id: the position (and the SSE last-event-id the parser keeps) is not touched.
+            guard status[feed] == .active else { return }
+            if outages.updateValue(.reported, forKey: feed) == nil { actions.append(.emit(.unavailable(feed: feed, detail: detail))) }
+        case .available(let feed):
+            guard status[feed] != nil else { return }
+            if outages.removeValue(forKey: feed) != nil { actions.append(.emit(.available(feed: feed))) }
         case .unknown:
             break  // an event of a newer server
         }
@@ -317,12 +346,27 @@ struct StreamMachine: Sendable {
         default:
             phase = .waiting(until: now + nextDelay())
             actions.append(.emit(.serverError(problem)))
+            // `503 {"error":"redis unavailable"}`: a feed this instance does not hold during an outage.
+            if code == 503, problem.error.contains("unavailable") {
+                for feed in feeds where outages[feed] == nil {
+                    outages[feed] = .reported
+                    actions.append(.emit(.unavailable(feed: feed, detail: problem.detail)))
+                }
+            }
         }
     }
 
     // MARK: Connections
 
     private mutating func timer(now: Double, into actions: inout [Action]) {
+        if case .open = phase {
+            // Outages the new stream did not report again in time are over.
+            for (feed, outage) in outages.sorted(by: { $0.key < $1.key }) {
+                guard case .unconfirmed(let until) = outage, until <= now else { continue }
+                outages[feed] = nil
+                actions.append(.emit(.available(feed: feed)))
+            }
+        }
         switch phase {
         case .waiting(let until) where now >= until:
             phase = .idle

@@ -86,6 +86,14 @@ struct WatchCommand: AsyncParsableCommand {
                 note("server error: \(problem)")
             case .resyncing(let feed, let reason):
                 if !json { view.state = "\(feed): resyncing (\(reason))" }
+            case .unavailable(let feed, let detail):
+                note("\(feed): unavailable (\(detail.isEmpty ? "the server cannot reach its store" : detail)); showing the last state")
+                view.unavailable[feed] = detail
+                if !json { writeScreen(view.render()) }
+            case .available(let feed):
+                note("\(feed): available again")
+                view.unavailable[feed] = nil
+                if !json { writeScreen(view.render()) }
             case .connection(let state):
                 switch state {
                 case .connected:
@@ -145,6 +153,8 @@ struct WatchCommand: AsyncParsableCommand {
 struct WatchView {
     var feeds: [String]
     var state = "connecting"
+    /// Feeds whose server cannot reach its store (`event: unavailable`), with the server's detail.
+    var unavailable: [String: String] = [:]
     private var updates: [String: WireFeedUpdate] = [:]
     private var highlighted: [String: Set<WireID>] = [:]
 
@@ -169,11 +179,12 @@ struct WatchView {
         var lines: [String] = ["[\(state)]"]
         for feed in feeds {
             guard let update = updates[feed] else {
-                lines.append("\(feed): (waiting)")
+                lines.append("\(feed): (waiting)\(unavailable[feed] != nil ? " (unavailable)" : "")")
                 continue
             }
             let marks = highlighted[feed] ?? []
-            lines.append("\u{1B}[1m\(feed)\u{1B}[0m v\(update.version)\(update.isStale ? " (cached, stale)" : "")")
+            let outage = unavailable[feed].map { " (unavailable: showing the last state\($0.isEmpty ? "" : "; \($0)"))" } ?? ""
+            lines.append("\u{1B}[1m\(feed)\u{1B}[0m v\(update.version)\(update.isStale ? " (cached, stale)" : "")\(outage)")
             for (index, section) in update.snapshot.sections.enumerated() {
                 let title = section.model["title"]?.stringValue ?? section.model["header"]?.stringValue
                 lines.append(Self.mark("  ▸ \(section.id)\(title.map { " — \($0)" } ?? "")", marks.contains(section.id)))

@@ -166,4 +166,106 @@ struct StreamMachineTests {
         #expect(Self.updates(actions).first?.isStale == true)
         #expect(Self.requests(actions).map(\.lastEventID) == ["ds1.aaaa.3"])
     }
+
+    // MARK: Store outage (`event: unavailable` / `available`, issue 26)
+
+    static func unavailable(_ feed: String = "home", detail: String = "redis: connection refused") -> String {
+        "event: unavailable\ndata: {\"feed\":\"\(feed)\",\"detail\":\"\(detail)\"}\n\n"
+    }
+    static func available(_ feed: String = "home") -> String { "event: available\ndata: {\"feed\":\"\(feed)\"}\n\n" }
+
+    /// The outage events the machine emitted, as `unavailable:FEED:DETAIL` and `available:FEED`.
+    static func outages(_ actions: [StreamMachine.Action]) -> [String] {
+        actions.compactMap { action -> String? in
+            switch action {
+            case .emit(.unavailable(let feed, let detail)): "unavailable:\(feed):\(detail)"
+            case .emit(.available(let feed)): "available:\(feed)"
+            default: nil
+            }
+        }
+    }
+
+    /// Reported once each way; the position stays the last snapshot's or batch's, and batches after
+    /// `available` apply as usual.
+    @Test func outageIsReportedOnceAndLeavesThePosition() {
+        var (machine, actions) = Self.running(Self.snapshot7, Self.unavailable(), Self.unavailable(detail: "again"))
+        #expect(Self.outages(actions) == ["unavailable:home:redis: connection refused"])
+        #expect(machine.isUnavailable("home"))
+        #expect(machine.cursor(of: "home")?.eventID == "ds1.aaaa.7")
+        #expect(machine.cursor(of: "home")?.version == 7)
+        #expect(actions.filter { if case .store = $0 { true } else { false } }.count == 1)  // the snapshot's only
+        actions = machine.handle(.bytes(connection: 1, Array((Self.available() + Self.available() + Self.batch(from: 7)).utf8)), now: 1)
+        #expect(Self.outages(actions) == ["available:home"])
+        #expect(!machine.isUnavailable("home"))
+        #expect(Self.updates(actions).map(\.version) == [8])
+        #expect(machine.cursor(of: "home")?.eventID == "ds1.aaaa.8")
+    }
+
+    /// An `unavailable` event carries no id, so the SSE last-event-id it inherits is the previous
+    /// event's: it must not move the resume position, on either route.
+    @Test func reconnectDuringAnOutageResumesFromTheLastBatch() {
+        var (machine, _) = Self.running(Self.snapshot7, Self.batch(from: 7), Self.unavailable())
+        let actions = machine.handle(.closed(connection: 1, error: "reset"), now: 5)
+        #expect(Self.outages(actions).isEmpty)  // the outage is not over because the stream ended
+        let reconnect = machine.handle(.timer, now: machine.nextDeadline!)
+        #expect(Self.requests(reconnect).map(\.lastEventID) == ["ds1.aaaa.8"])
+
+        var multi = Self.running(Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: home@ds1"),
+                                 Self.unavailable("week"), Self.unavailable("home"), route: .multi(["home", "week"])).0
+        #expect(multi.isUnavailable("week") && multi.isUnavailable("home"))
+        _ = multi.handle(.closed(connection: 1, error: nil), now: 1)
+        let again = multi.handle(.timer, now: multi.nextDeadline!)
+        #expect(Self.requests(again).first?.query == [QueryParameter(name: "feed", value: "home@ds1.aaaa.7"), QueryParameter(name: "feed", value: "week")])
+    }
+
+    /// After a reconnect the server repeats an outage that goes on (no second `.unavailable`, no
+    /// `.available` in between); one it does not repeat within the grace is over.
+    @Test func newStreamConfirmsOrEndsTheOutage() {
+        var (machine, _) = Self.running(Self.snapshot7, Self.unavailable())
+        // The outage goes on: the new stream sends the held state, then `unavailable` again.
+        _ = machine.handle(.closed(connection: 1, error: nil), now: 10)
+        var actions = machine.handle(.timer, now: machine.nextDeadline!)
+        actions += machine.handle(.opened(connection: 2), now: 13)
+        #expect(machine.nextDeadline == 15)  // the grace (2 s), before the stall check
+        actions += machine.handle(.bytes(connection: 2, Array(Self.unavailable().utf8)), now: 13.1)
+        actions += machine.handle(.timer, now: 15)
+        #expect(Self.outages(actions).isEmpty)
+        #expect(machine.isUnavailable("home"))
+        // The store came back while disconnected: the next stream does not repeat it; after the grace it is over.
+        _ = machine.handle(.closed(connection: 2, error: nil), now: 20)
+        let t = machine.nextDeadline!
+        actions = machine.handle(.timer, now: t)
+        actions += machine.handle(.opened(connection: 3), now: t + 1)
+        actions += machine.handle(.bytes(connection: 3, Array(Self.batch(from: 7).utf8)), now: t + 1.5)
+        #expect(Self.updates(actions).map(\.version) == [8])
+        #expect(Self.outages(actions).isEmpty)
+        actions = machine.handle(.timer, now: t + 2.5)
+        #expect(Self.outages(actions).isEmpty)
+        actions = machine.handle(.timer, now: t + 3)
+        #expect(Self.outages(actions) == ["available:home"])
+        #expect(!machine.isUnavailable("home"))
+        #expect(machine.nextDeadline == t + 1.5 + 15 * 2.5)  // only the stall check is left
+    }
+
+    /// `503 {"error":"redis unavailable"}` on the single-feed route (a feed the instance does not hold
+    /// during an outage): retried, and reported as an outage; a 503 for another reason is not.
+    @Test func unavailableAnswerIsAnOutage() {
+        var machine = StreamMachine(route: .single("home"), token: nil, jitter: { 0 })
+        _ = machine.handle(.start, now: 0)
+        var actions = machine.handle(.refusedConnection(connection: 1, status: 503, body: Array(#"{"error":"redis unavailable","detail":"connection refused"}"#.utf8)), now: 0)
+        #expect(Self.outages(actions) == ["unavailable:home:connection refused"])
+        #expect(actions.contains { if case .emit(.serverError) = $0 { true } else { false } })
+        #expect(machine.nextDeadline != nil)
+        var other = StreamMachine(route: .single("home"), token: nil, jitter: { 0 })
+        _ = other.handle(.start, now: 0)
+        actions = other.handle(.refusedConnection(connection: 1, status: 503, body: Array(#"{"error":"too many connections"}"#.utf8)), now: 0)
+        #expect(Self.outages(actions).isEmpty)
+    }
+
+    /// A deleted feed's outage ends with it (silently: `.deleted` says more).
+    @Test func deletedFeedEndsItsOutage() {
+        let (machine, actions) = Self.running(Self.snapshot7, Self.unavailable(), "event: deleted\ndata: {\"feed\":\"home\"}\n\n")
+        #expect(Self.outages(actions) == ["unavailable:home:redis: connection refused"])
+        #expect(!machine.isUnavailable("home"))
+    }
 }

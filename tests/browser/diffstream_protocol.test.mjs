@@ -158,3 +158,26 @@ test('eventsURL lists every feed with its position, in order', () => {
   assert.equal(streamPosition('a', 'a@ds1.x.1'), 'a@ds1.x.1');
   assert.equal(streamPosition('a', null), null);
 });
+
+test('FeedState: unavailable and available mark the feed stale, once each way, and leave the position', () => {
+  const state = new FeedState('f');
+  state.apply('snapshot', snap(3), 'f@ds1.h1.3');
+  const held = JSON.stringify(state.snapshot);
+  assert.equal(state.stale, null);
+  assert.deepEqual(state.apply('unavailable', { feed: 'f', detail: 'redis: connection refused' }), { result: 'unavailable', detail: 'redis: connection refused' });
+  assert.deepEqual(state.stale, { detail: 'redis: connection refused' });
+  assert.deepEqual(state.apply('unavailable', { feed: 'f', detail: 'again' }), { result: 'duplicate' });
+  assert.equal(state.version, 3);
+  assert.equal(state.lastEventId, 'f@ds1.h1.3', 'an event without an id does not move the position');
+  assert.equal(JSON.stringify(state.snapshot), held, 'what is held stays');
+  state.reset();
+  assert.ok(state.stale, 'a resync does not end the outage');
+  state.apply('snapshot', snap(3), 'f@ds1.h1.3');
+  assert.deepEqual(state.apply('available', { feed: 'f' }), { result: 'available' });
+  assert.equal(state.stale, null);
+  assert.deepEqual(state.apply('available', { feed: 'f' }), { result: 'duplicate' });
+  assert.equal(state.apply('batch', batch(3, 4), 'f@ds1.h1.4').result, 'applied', 'what the feed missed follows as usual');
+  const fresh = new FeedState('g');
+  assert.deepEqual(fresh.apply('unavailable', { feed: 'g' }), { result: 'unavailable', detail: '' }, 'a feed the server does not hold: nothing held yet');
+  assert.equal(fresh.version, null);
+});

@@ -18,11 +18,15 @@ class ScriptedServer:
 
     `without_token` is the answer without it (401 or 403); with it, the stream sends a snapshot and,
     when `expire` is set, then ends with `event: unauthorized` (the token expired). With `without_token=None`
-    no token is needed; files named in `missing` are not served."""
+    no token is needed; files named in `missing` are not served. With `outage`, the snapshot is followed
+    by `event: unavailable` (issue 26: the server cannot reach Redis), and, once `recover()` is called,
+    by `event: available` and the batch to version 2."""
 
-    def __init__(self, without_token=401, expire=False, missing=()):
+    def __init__(self, without_token=401, expire=False, missing=(), outage=False):
         self.without_token = without_token
         self.expire = expire
+        self.outage = outage
+        self.recovered = threading.Event()
         self.missing = set(missing)
         self.stream_requests = []  # (path, Cookie header) of each event-stream request
         server = self
@@ -67,8 +71,17 @@ class ScriptedServer:
                     text = f"retry: 2000\n\nevent: snapshot\nid: {prefix}ds1.f00d.1\ndata: {json.dumps({**SNAPSHOT, 'history': 'f00d'})}\n\n"
                     if server.expire:
                         text += 'event: unauthorized\ndata: {"feed":"home","error":"token expired"}\n\n'
+                    if server.outage:
+                        text += 'event: unavailable\ndata: {"feed":"home","detail":"redis at 127.0.0.1:6379: connection refused"}\n\n'
                     self.wfile.write(text.encode())
                     self.wfile.flush()
+                    if server.outage:
+                        server.recovered.wait(30)
+                        ops = [{"op": "update", "item": "a", "kind": "banner", "model": {"title": "Back"}}]
+                        batch = {"feed": "home", "history": "f00d", "from": 1, "version": 2, "ops": ops}
+                        self.wfile.write(('event: available\ndata: {"feed":"home"}\n\n'
+                                          f"event: batch\nid: {prefix}ds1.f00d.2\ndata: {json.dumps(batch)}\n\n").encode())
+                        self.wfile.flush()
                     if not server.expire:
                         server.closed.wait(30)  # hold the stream open until the test ends
                     return None
@@ -88,7 +101,11 @@ class ScriptedServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
+    def recover(self):
+        self.recovered.set()
+
     def stop(self):
+        self.recovered.set()
         self.closed.set()
         self.httpd.shutdown()
         self.httpd.server_close()

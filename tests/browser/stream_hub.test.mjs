@@ -5,7 +5,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { importPublic } from './public_modules.mjs';
 
-const { StreamHub, HUB_LOG_LIMIT, HUB_LOG_CHARS } = await importPublic('stream-hub.js');
+const { StreamHub, HUB_LOG_LIMIT, HUB_LOG_CHARS, OUTAGE_GRACE_MS } = await importPublic('stream-hub.js');
 
 class FakeEventSource {
   constructor(url) {
@@ -322,4 +322,74 @@ test('a base URL and a token go in the stream URL', () => {
   const { client, sources } = setup(200, { baseURL: 'https://feeds.example/', token: 'a b' });
   client('a')(sub('home'));
   assert.equal(sources[0].url, 'https://feeds.example/events?feed=home&authorization=a%20b');
+});
+
+const outage = (messages) => messages.filter((m) => m.type === 'event' && (m.event === 'unavailable' || m.event === 'available')).map((m) => `${m.event}:${m.data.detail ?? ''}`);
+
+test('unavailable and available reach every tab once each way; the position and the others are untouched', () => {
+  const { inbox, client, sources, timers } = setup();
+  client('a')(sub('home'), sub('week', 2));
+  sources[0].open();
+  sources[0].emit('snapshot', snapshot('home', 3), id('home', 3));
+  sources[0].emit('snapshot', snapshot('week', 5), id('week', 5));
+  sources[0].emit('unavailable', { feed: 'home', detail: 'redis down' }); // no id
+  sources[0].emit('unavailable', { feed: 'home', detail: 'redis down' });
+  assert.deepEqual(outage(inbox.a), ['unavailable:redis down']);
+  assert.ok(inbox.a.filter((m) => m.event === 'unavailable').every((m) => m.feed === 'home' && m.id === null));
+  // A tab that joins during the outage gets the last state, then the outage.
+  client('b')(sub('home', 9));
+  assert.deepEqual(inbox.b.filter((m) => m.type === 'event').map((m) => m.event), ['snapshot', 'unavailable']);
+  assert.equal(sources.length, 1, 'no reconnect for an outage');
+  sources[0].emit('available', { feed: 'home' });
+  sources[0].emit('available', { feed: 'home' });
+  sources[0].emit('batch', batch('home', 4), id('home', 4)); // what it missed follows
+  for (const name of ['a', 'b']) assert.deepEqual(outage(inbox[name]), ['unavailable:redis down', 'available:'], name);
+  assert.deepEqual(seen(inbox.a, 'home'), ['snapshot:3', 'unavailable:', 'available:', 'batch:4']);
+  assert.deepEqual(seen(inbox.a, 'week'), ['snapshot:5']);
+  // A reconnect resumes from the last batch: the outage events moved nothing.
+  sources[0].error(0);
+  timers[timers.length - 1].f();
+  assert.deepEqual(sources[1].feeds, [`home@ds1.${H}.4`, `week@ds1.${H}.5`]);
+});
+
+test('after a reconnect an outage said again goes on quietly; one not said within the grace is over', () => {
+  const { inbox, client, sources, timers } = setup();
+  client('a')(sub('home'));
+  sources[0].open();
+  sources[0].emit('snapshot', snapshot('home', 3), id('home', 3));
+  sources[0].emit('unavailable', { feed: 'home', detail: 'redis down' });
+  const newTimer = (action) => { const before = timers.length; action(); assert.equal(timers.length, before + 1); return timers[before]; };
+  newTimer(() => sources[0].error(0)).f(); // the reconnect
+  assert.deepEqual(sources[1].feeds, [`home@ds1.${H}.3`], 'the position is the last snapshot\'s');
+  const grace = newTimer(() => sources[1].open()); // the new stream must say it again within the grace
+  assert.equal(grace.ms, OUTAGE_GRACE_MS);
+  sources[1].emit('unavailable', { feed: 'home', detail: 'redis down' });
+  grace.f();
+  assert.deepEqual(outage(inbox.a), ['unavailable:redis down'], 'said again: no available, no second unavailable');
+  // The store came back while the stream was down: the next stream does not say it.
+  newTimer(() => sources[1].error(0)).f();
+  const grace2 = newTimer(() => sources[2].open());
+  sources[2].emit('batch', batch('home', 4), id('home', 4));
+  assert.deepEqual(outage(inbox.a), ['unavailable:redis down']);
+  grace2.f();
+  assert.deepEqual(outage(inbox.a), ['unavailable:redis down', 'available:']);
+});
+
+test('a tab that was told of an outage by another hub hears its end from the new one', () => {
+  const { inbox, client, sources, timers } = setup();
+  client('a')({ ...sub('home', 1, 3), stale: true });
+  sources[0].open();
+  assert.deepEqual(outage(inbox.a), [], 'not told twice');
+  timers.find((t) => t.ms === OUTAGE_GRACE_MS).f();
+  assert.deepEqual(outage(inbox.a), ['available:']);
+});
+
+test('a deleted feed ends its outage without an available', () => {
+  const { inbox, client, sources } = setup();
+  client('a')(sub('home'));
+  sources[0].open();
+  sources[0].emit('snapshot', snapshot('home', 3), id('home', 3));
+  sources[0].emit('unavailable', { feed: 'home', detail: 'x' });
+  sources[0].emit('deleted', { feed: 'home' });
+  assert.deepEqual(seen(inbox.a), ['snapshot:3', 'unavailable:', 'deleted:']);
 });
