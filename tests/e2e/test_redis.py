@@ -66,16 +66,26 @@ def audit(instance, feed, history, first_document, writers, final_version):
     assert not lost, f"acknowledged writes of {feed} missing from (or different in) its history at versions {lost[:10]}"
 
 
-def converge(followers, instance, feed):
-    """Waits until every follower of `feed` holds the version `instance` has (after the writes ended)
-    and checks it holds the same content, with no gap recorded."""
+def converge(followers, instance, feed, version):
+    """Waits until every follower of `feed` holds at least `version` (the last acknowledged one), then
+    until each holds what `instance` answers to GET (a write whose answer was lost may have landed
+    too), and checks that each holds that content, with no gap recorded. Returns the GET body."""
+    for follower in followers:
+        follower.wait_version(version, timeout=20)
     final = instance.get(f"/feeds/{feed}")
+    assert final["version"] >= version, f"GET {feed} on :{instance.port} answers version {final['version']} after {version} was acknowledged"
     for follower in followers:
         follower.wait_version(final["version"], timeout=20)
         assert not follower.errors, follower.describe()
         assert follower.version == final["version"], follower.describe()
         assert normalised(follower.document) == normalised(final), f"{follower.name} holds other content than GET at {final['version']}"
     return final
+
+
+def settled(instance, path, version, timeout=10.0):
+    """GET `path` on `instance` once it shows at least `version` (acknowledged on another instance)."""
+    return wait_until(lambda: (lambda body: body if body["version"] >= version else None)(instance.get(path)), timeout=timeout,
+                      message=f"GET {path} on :{instance.port} to show version {version}")
 
 
 def logged(instances, pattern, since=None):
@@ -116,7 +126,7 @@ def test_random_writers_on_three_instances_every_subscriber_converges(cluster):
         mine = [f for f in followers if f.feed == feed]
         assert len({f.history for f in mine}) == 1, f"{feed} has more than one history: {[f.describe() for f in mine]}"
         versions = check_acks_distinct(writers, feed)
-        final = converge(mine, instances[0], feed)
+        final = converge(mine, instances[0], feed, max(versions, default=1))
         assert final["version"] == max(versions, default=1) == 1 + len(versions), f"{feed}: acks {sorted(versions)}, GET {final['version']}"
         for follower in mine:
             assert follower.snapshot_count() == 1, f"a resync nobody asked for: {follower.describe()}"
@@ -138,7 +148,7 @@ def test_concurrent_writers_on_one_feed_every_acknowledged_version_exactly_once(
     assert not writers.refusals and not writers.failures, (writers.refusals[:3], writers.failures[:3])
     versions = check_acks_distinct(writers, "shared")
     assert sorted(versions) == list(range(2, 2 + len(versions))), f"acknowledged versions are not 2…{1 + len(versions)}: {sorted(versions)}"
-    final = converge(followers, instances[2], "shared")
+    final = converge(followers, instances[2], "shared", max(versions))
     last_version, last_sections = max(acked(writers, "shared"))
     assert final["version"] == last_version and normalised(final) == last_sections, "GET is not the last acknowledged write"
     for follower in followers:
@@ -209,10 +219,9 @@ def test_kill_9_an_instance_during_a_write_storm_its_subscribers_resume_elsewher
     at_kill = writers.count()
     writers.wait_acks(at_kill + 30)
     writers.stop()
-    final = converge(on_a + [on_c], b, "storm")
+    final = converge(on_a + [on_c], b, "storm", writers.last_version("storm"))
     for follower in on_a:
         assert follower.snapshot_count() == 1, f"a snapshot after resuming elsewhere: {follower.describe()}"
-        assert follower.kinds(connection=2)[:1] != ["snapshot"]
         missing = [v for v, sections in acked(writers, "storm") if follower.docs.get((history, v)) != sections]
         assert not missing, f"{follower.name}: acknowledged versions missing: {missing[:10]}"
     check_acks_distinct(writers, "storm")
@@ -240,7 +249,7 @@ def test_kill_9_redis_during_a_write_storm_and_restart_it_on_its_aof(cluster):
             for instance in (a, b):
                 try:
                     status = instance.http("GET", "/healthz", timeout=5).status
-                except OSError as error:
+                except Exception as error:  # noqa: BLE001 - any failure to answer is a problem here
                     status = repr(error)
                 if status != 200:
                     health_problems.append((instance.port, status))
@@ -280,7 +289,7 @@ def test_kill_9_redis_during_a_write_storm_and_restart_it_on_its_aof(cluster):
     health_stop.set()
     health.join(10)
     assert not health_problems, f"/healthz was not 200 during the outage: {health_problems[:5]}"
-    final = converge(followers, b, "outage")
+    final = converge(followers, b, "outage", writers.last_version("outage"))
     for follower in followers:
         kinds = follower.kinds(since=marks[followers.index(follower)])
         assert kinds.index("unavailable") < kinds.index("available"), kinds
@@ -342,7 +351,9 @@ def test_flushall_deletes_every_feed_and_a_new_write_starts_a_new_history(cluste
         assert (batch["history"], batch["from"], batch["version"]) == (new_history, version, version + 1)
     b.put("gone", random_document(rng, "after restart"))
     follower.wait_version(version + 2, history=new_history)
-    assert not follower.errors and follower.snapshot_count() == 1, follower.describe()
+    assert not follower.errors, follower.describe()
+    histories = {history for kind, history, _, _ in follower.log if kind in ("snapshot", "batch")}
+    assert histories == {new_history}, f"Redis restarted on its AOF, and the history changed: {follower.describe()}"
     follower.close()
 
 
@@ -369,7 +380,7 @@ def test_client_kill_type_pubsub_while_writing_gaps_are_filled(cluster):
     assert killed[0] >= 1, f"no pub/sub connection to kill: {killed}"
     for feed in feeds:
         mine = [f for f in followers if f.feed == feed]
-        final = converge(mine, instances[1], feed)
+        final = converge(mine, instances[1], feed, writers.last_version(feed))
         for follower in mine:
             assert follower.snapshot_count() == 1, f"a resync where filling the gap was possible: {follower.describe()}"
             missing = [v for v, sections in acked(writers, feed) if follower.docs.get((follower.history, v)) != sections]
@@ -399,7 +410,6 @@ def test_the_week_source_runs_on_one_instance_and_a_stale_holder_is_fenced(clust
     holder.kill()
     followers.pop(id(holder)).close()
     rest = [i for i in instances if i is not holder]
-    marks = [i.mark() for i in instances]
     second = wait_until(lambda: logged(rest, r"lease week: acquired"), timeout=12, message="another instance acquiring the lease")
     assert len(second) == 1, "two instances acquired the lease"
     stale = second[0]
@@ -434,8 +444,8 @@ def test_the_week_source_runs_on_one_instance_and_a_stale_holder_is_fenced(clust
 # 9. Actions exactly once
 
 
-def todo_titles(instance):
-    state = instance.get("/feeds/todo")
+def todo_titles(instance, version=0):
+    state = settled(instance, "/feeds/todo", version)
     return state, [item["model"]["title"] for section in state["sections"] for item in section.get("items") or []]
 
 
@@ -461,7 +471,7 @@ def test_todo_actions_run_once_whichever_instance_and_idempotency_keys(cluster):
     assert all(status == 200 for _, status, _ in answers), [a for a in answers if a[1] != 200][:3]
     versions = [json.loads(body)["version"] for _, _, body in answers]
     assert len(set(versions)) == len(versions), f"two actions answered with one version: {sorted(versions)}"
-    state, titles = todo_titles(instances[1])
+    state, titles = todo_titles(instances[1], max(versions))
     assert sorted(titles) == sorted(title for title, _, _ in answers), "each acknowledged add once, nothing else"
     assert state["version"] == max(versions)
 
@@ -470,7 +480,7 @@ def test_todo_actions_run_once_whichever_instance_and_idempotency_keys(cluster):
     first = add(instances[0], "retried", key)
     again = add(instances[2], "retried", key)
     assert first.status == 200 and (again.status, again.body) == (first.status, first.body), (first, again)
-    state, titles = todo_titles(instances[1])
+    state, titles = todo_titles(instances[1], first.json()["version"])
     assert titles.count("retried") == 1 and state["version"] == first.json()["version"]
     for bad in ["has space", "x" * 129, "tab\there", "é"]:
         reply = instances[1].http("POST", "/feeds/todo/actions/add", json_body={"title": "never"},
@@ -492,7 +502,7 @@ def test_todo_actions_run_once_whichever_instance_and_idempotency_keys(cluster):
     assert retry.status == 200, retry
     if lost.status == 200:
         assert retry.body == lost.body, f"the retry got another answer than the first: {lost.body!r} / {retry.body!r}"
-    _, titles = todo_titles(instances[0])
+    _, titles = todo_titles(instances[0], retry.json()["version"])
     assert titles.count("paused") == 1, f"the paused action is in the state {titles.count('paused')} times"
 
 
@@ -527,7 +537,7 @@ def test_diffstream_redis_environment_works_like_the_flag(cluster):
     by_env = cluster.start("--redis-prefix", cluster.prefix, *PLAIN, env={"DIFFSTREAM_REDIS": cluster.redis.url})
     document = random_document(random.Random(2610), "env")
     assert by_env.put("viaenv", document)["version"] == 1
-    assert normalised(by_flag.get("/feeds/viaenv")) == normalised(document), "the instance configured by the environment is not on that Redis"
+    assert normalised(settled(by_flag, "/feeds/viaenv", 1)) == normalised(document), "the instance configured by the environment is not on that Redis"
     keys = cluster.redis.command("KEYS", f"{cluster.prefix}:v1:*")
     assert keys, f"no key under {cluster.prefix}:v1:"
 
