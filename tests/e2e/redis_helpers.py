@@ -208,6 +208,7 @@ class Follower:
         self.notices = []  # (kind, data, connection) of events other than snapshot and batch
         self.docs = {}  # (history, version) -> normalised sections, with keep=True
         self.connection = 0
+        self.connected_at = None  # the connection of the last snapshot or batch
         self.client = None
         self.thread = None
         self.open = False
@@ -284,12 +285,17 @@ class Follower:
             if "id" in block:
                 self.last_id = block["id"]
             if kind == "snapshot":
+                if self.connected_at == connection and data["history"] == self.history and data["version"] < self.version:
+                    self.errors.append(f"connection {connection}: a snapshot of version {data['version']} after version {self.version} "
+                                       f"on the same stream: it went back (batch {self.version} is sent again after it)")
+                self.connected_at = connection
                 self.history, self.version = data["history"], data["version"]
                 self.document = {"sections": data["sections"]}
                 self._check_id(block, connection)
                 if self.keep:
                     self.docs[(self.history, self.version)] = normalised(self.document)
             elif kind == "batch":
+                self.connected_at = connection
                 problem = None
                 if self.history is None:
                     problem = "a batch before any snapshot"
@@ -365,6 +371,21 @@ class Follower:
 
     def snapshot_count(self, connection=None):
         return self.kinds(connection=connection).count("snapshot")
+
+    def resyncs(self):
+        """Each snapshot after the first of a connection, as "held H, got a snapshot of S" with the
+        events around it (kind, version). A snapshot older than the version held is also an error."""
+        with self.changed:
+            found, held, first = [], None, set()
+            for index, (kind, _, version, connection) in enumerate(self.log):
+                if kind == "snapshot":
+                    if connection in first:
+                        around = [(k, v) for k, _, v, _ in self.log[max(0, index - 3):index + 4]]
+                        found.append(f"held {held}, got a snapshot of {version}: {around}")
+                    first.add(connection)
+                if kind in ("snapshot", "batch"):
+                    held = version
+            return found
 
 
 # ----------------------------------------------------------------------------------------------------
