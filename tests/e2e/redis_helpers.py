@@ -166,6 +166,18 @@ class Cluster:
         self.redis = redis
         self.prefix = new_prefix()
         self.instances = []
+        self.followers = []
+
+    def follow(self, feed, instance, last_id=None, **options):
+        """A Follower of `feed` connected to `instance`, closed when the test ends (so the instances
+        stop without waiting for open streams)."""
+        follower = Follower(feed, **options)
+        self.followers.append(follower)
+        return follower.connect(instance, last_id)
+
+    def close_followers(self):
+        for follower in self.followers:
+            follower.close()
 
     def flags(self):
         return ["--redis", self.redis.url, "--redis-prefix", self.prefix]
@@ -182,7 +194,9 @@ class Cluster:
 @pytest.fixture
 def cluster(redis, start):
     """Set up after `redis` and torn down before it: the instances stop while their Redis still runs."""
-    return Cluster(start, redis)
+    instances = Cluster(start, redis)
+    yield instances
+    instances.close_followers()
 
 
 # ----------------------------------------------------------------------------------------------------

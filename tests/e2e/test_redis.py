@@ -115,7 +115,7 @@ def test_random_writers_on_three_instances_every_subscriber_converges(cluster):
     feeds = ["r0", "r1", "r2"]
     for n, feed in enumerate(feeds):
         create(instances[n], feed, rng)
-    followers = [Follower(feed, name=f"{feed} on instance {n}").connect(instance)
+    followers = [cluster.follow(feed, instance, name=f"{feed} on instance {n}")
                  for feed in feeds for n, instance in enumerate(instances)]
     for follower in followers:
         follower.wait_version(1)
@@ -140,7 +140,7 @@ def test_concurrent_writers_on_one_feed_every_acknowledged_version_exactly_once(
     instances = cluster.launch(3, *PLAIN)
     rng = random.Random(2602)
     create(instances[1], "shared", rng)
-    followers = [Follower("shared", name=f"shared on instance {n}", keep=True).connect(i) for n, i in enumerate(instances)]
+    followers = [cluster.follow("shared", i, name=f"shared on instance {n}", keep=True) for n, i in enumerate(instances)]
     for follower in followers:
         follower.wait_version(1)
     writers = Writers(instances, ["shared"], threads=6, per_thread=20, seed=2)
@@ -203,8 +203,8 @@ def test_kill_9_an_instance_during_a_write_storm_its_subscribers_resume_elsewher
     a, b, c = cluster.launch(3, *PLAIN)
     rng = random.Random(2604)
     first = create(b, "storm", rng)
-    on_a = [Follower("storm", name=f"storm subscriber {n} of A", keep=True).connect(a) for n in range(3)]
-    on_c = Follower("storm", name="storm subscriber of C", keep=True).connect(c)
+    on_a = [cluster.follow("storm", a, name=f"storm subscriber {n} of A", keep=True) for n in range(3)]
+    on_c = cluster.follow("storm", c, name="storm subscriber of C", keep=True)
     for follower in on_a + [on_c]:
         follower.wait_version(1)
     history = on_c.history
@@ -238,7 +238,7 @@ def test_kill_9_redis_during_a_write_storm_and_restart_it_on_its_aof(cluster):
     a, b = cluster.launch(2, *PLAIN)
     rng = random.Random(2605)
     first = create(a, "outage", rng)
-    followers = [Follower("outage", name=f"outage on {name}").connect(i) for name, i in (("A", a), ("B", b))]
+    followers = [cluster.follow("outage", i, name=f"outage on {name}") for name, i in (("A", a), ("B", b))]
     for follower in followers:
         follower.wait_version(1)
     history = followers[0].history
@@ -309,7 +309,7 @@ def test_flushall_deletes_every_feed_and_a_new_write_starts_a_new_history(cluste
     rng = random.Random(2606)
     create(a, "gone", rng)
     b.put("gone", random_document(rng, 2))
-    followers = [Follower("gone", name=f"gone on {name}").connect(i) for name, i in (("A", a), ("B", b))]
+    followers = [cluster.follow("gone", i, name=f"gone on {name}") for name, i in (("A", a), ("B", b))]
     for follower in followers:
         follower.wait_version(2)
     old_history, old_id = followers[0].history, followers[0].last_id
@@ -336,7 +336,7 @@ def test_flushall_deletes_every_feed_and_a_new_write_starts_a_new_history(cluste
     new_history = new_histories.pop()
 
     # Redis restarted on an intact AOF: the history and its ids stay.
-    follower = Follower("gone", name="gone on A after the flush").connect(a)
+    follower = cluster.follow("gone", a, name="gone on A after the flush")
     follower.wait_version(1)
     version = follower.version
     position = follower.last_id
@@ -366,7 +366,7 @@ def test_client_kill_type_pubsub_while_writing_gaps_are_filled(cluster):
     rng = random.Random(2607)
     feeds = ["p0", "p1"]
     firsts = {feed: create(instances[0], feed, rng) for feed in feeds}
-    followers = [Follower(feed, name=f"{feed} on instance {n}", keep=True).connect(i)
+    followers = [cluster.follow(feed, i, name=f"{feed} on instance {n}", keep=True)
                  for feed in feeds for n, i in enumerate(instances)]
     for follower in followers:
         follower.wait_version(1)
@@ -397,7 +397,7 @@ def test_client_kill_type_pubsub_while_writing_gaps_are_filled(cluster):
 
 def test_the_week_source_runs_on_one_instance_and_a_stale_holder_is_fenced(cluster):
     instances = cluster.launch(3, "--examples", "week", "--demo")
-    followers = {id(i): Follower("week", name=f"week on :{i.port}", keep=True).connect(i) for i in instances}
+    followers = {id(i): cluster.follow("week", i, name=f"week on :{i.port}", keep=True) for i in instances}
     first = wait_until(lambda: logged(instances, r"lease week: acquired"), timeout=10, message="'lease week: acquired' on an instance")
     for follower in followers.values():
         follower.wait_version(1)
@@ -497,6 +497,14 @@ def test_todo_actions_run_once_whichever_instance_and_idempotency_keys(cluster):
     finally:
         cluster.redis.command("CLIENT", "UNPAUSE")
     assert lost.status in (200, 503), f"an action whose commit timed out -> {lost} after {time.monotonic() - started:.1f} s"
+    if lost.status == 503:
+        # A write after the pause (a barrier), then the state: a 503 saying the write was not made must be true.
+        barrier = add(instances[1], "barrier", uuid.uuid4().hex)
+        assert barrier.status == 200, f"a write after the pause -> {barrier}"
+        _, titles = todo_titles(instances[1], barrier.json()["version"])
+        assert titles.count("paused") <= 1, f"the paused action is in the state {titles.count('paused')} times"
+        if "not made" in lost.json().get("detail", ""):
+            assert titles.count("paused") == 0, f"answered {lost.body!r}, yet the action is in the state"
     retry = wait_until(lambda: (lambda r: r if r.status != 503 else None)(add(instances[2], "paused", key)), timeout=15,
                        message="the retry with the same Idempotency-Key to be answered (not 503)")
     assert retry.status == 200, retry
