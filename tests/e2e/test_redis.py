@@ -272,6 +272,18 @@ def test_kill_9_redis_during_a_write_storm_and_restart_it_on_its_aof(cluster):
                                    message="/readyz 503 while Redis is down")
         assert ready.get("status") == "unavailable" and ready.get("redis") not in (None, "ok"), ready
         assert instance.http("GET", "/healthz").status == 200
+    # New subscribers during the outage: a feed the instance holds is served from it, then marked.
+    with SSEClient(a.port, "/feeds/outage/events") as late:
+        late.expect_event("snapshot")
+        _, data = late.expect_event("unavailable")
+        assert data["feed"] == "outage" and data.get("detail"), data
+    reply = a.http("GET", "/feeds/nosuch/events", timeout=10)
+    assert reply.status == 503, f"a stream of a feed the instance does not hold, during the outage -> {reply}"
+    with SSEClient(a.port, "/events?feed=outage&feed=nosuch") as late:
+        events = [late.next_event(timeout=5) for _ in range(3)]
+        summary = [(e.get("event"), json.loads(e["data"])["feed"]) for e in events if e]
+        assert summary == [("snapshot", "outage"), ("unavailable", "outage"), ("unavailable", "nosuch")] or \
+            summary == [("snapshot", "outage"), ("unavailable", "nosuch"), ("unavailable", "outage")], summary
     writers.wait_refusals(2)
     with writers.changed:
         wrong = [(s, body) for s, body in writers.refusals if s != 503 or "redis" not in body.lower()]
@@ -515,6 +527,43 @@ def test_todo_actions_run_once_whichever_instance_and_idempotency_keys(cluster):
 
 
 # ----------------------------------------------------------------------------------------------------
+# Checks at start: settings kept in Redis, an evicting maxmemory-policy, a weak appendfsync
+
+
+def exits(*args, timeout=15, env=None):
+    """Runs diffstream expecting it to exit by itself; a failure (not a hang) if it is still serving."""
+    try:
+        return run_binary(*args, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"diffstream {' '.join(map(str, args))}: still running after {timeout} s (expected it to exit 2)")
+
+
+def test_start_checks_settings_eviction_and_appendfsync(cluster):
+    cluster.add(*PLAIN, "--replay", "100")
+    other = exits("--port", "0", *PLAIN, *cluster.flags(), "--replay", "200")
+    assert other.returncode == 2 and "100" in other.stderr and "200" in other.stderr and "replay" in other.stderr, \
+        f"an instance with another --replay on the same Redis: exit {other.returncode}, {other.stderr!r}"
+    same = cluster.add(*PLAIN, "--replay", "100")  # the same values: it starts
+    assert same.alive()
+
+    assert cluster.redis.command("CONFIG", "SET", "maxmemory-policy", "allkeys-lru") == "OK"
+    try:
+        evicting = exits("--port", "0", *PLAIN, "--redis", cluster.redis.url, "--redis-prefix", new_prefix())
+    finally:
+        cluster.redis.command("CONFIG", "SET", "maxmemory-policy", "noeviction")
+    assert evicting.returncode == 2 and "maxmemory-policy" in evicting.stderr, \
+        f"an evicting maxmemory-policy: exit {evicting.returncode}, {evicting.stderr!r}"
+
+    assert cluster.redis.command("CONFIG", "SET", "appendfsync", "everysec") == "OK"
+    try:
+        weak = cluster.start(*PLAIN, "--redis", cluster.redis.url, "--redis-prefix", new_prefix())
+        line = weak.wait_log(r"appendfsync", timeout=5)
+        assert "warning" in line.string, line.string
+    finally:
+        cluster.redis.command("CONFIG", "SET", "appendfsync", "always")
+
+
+# ----------------------------------------------------------------------------------------------------
 # 10. The URL, the environment, a Redis that is not there yet
 
 
@@ -530,10 +579,7 @@ def test_todo_actions_run_once_whichever_instance_and_idempotency_keys(cluster):
 def test_a_malformed_redis_url_exits_2_saying_what_is_wrong(url, words):
     for how, args, env in (("--redis", ("--port", "0", "--redis", url), None),
                            ("DIFFSTREAM_REDIS", ("--port", "0"), {"DIFFSTREAM_REDIS": url})):
-        try:
-            result = run_binary(*args, env=env, timeout=10)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"{how} {url!r}: still running after 10 s (expected exit 2)")
+        result = exits(*args, env=env, timeout=10)
         assert result.returncode == 2, f"{how} {url!r}: exit {result.returncode}, stderr {result.stderr!r}"
         message = result.stderr.lower()
         assert "redis" in message and any(word in message for word in words), \
