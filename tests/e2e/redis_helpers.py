@@ -121,6 +121,19 @@ class RedisServer:
     def command(self, *args, timeout=5.0):
         return redis_command(self.port, *args, timeout=timeout)
 
+    def send(self, *args, timeout=30.0):
+        """Sends a command (it is on its way when this returns) and returns a function that waits for its reply."""
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        sock.sendall(_encode(args))
+
+        def reply():
+            try:
+                with sock.makefile("rb") as stream:
+                    return _read_reply(stream)
+            finally:
+                sock.close()
+        return reply
+
     def alive(self):
         return self.process is not None and self.process.poll() is None
 

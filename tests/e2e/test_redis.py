@@ -526,6 +526,82 @@ def test_todo_actions_run_once_whichever_instance_and_idempotency_keys(cluster):
     assert titles.count("paused") == 1, f"the paused action is in the state {titles.count('paused')} times"
 
 
+def test_idempotency_keys_on_put_and_delete_and_a_redis_that_hangs(cluster):
+    """Each part records its problem and goes on, so one run shows every broken part."""
+    a, b, c = cluster.launch(3, *PLAIN)
+    rng = random.Random(2611)
+    problems = []
+    create(a, "keyed", rng)
+    x, y = random_document(rng, "x"), random_document(rng, "y")
+
+    # A retry with a write in between: the first answer, and the PUT does not run again.
+    key = uuid.uuid4().hex
+    first = a.http("PUT", "/feeds/keyed", json_body=x, headers={"Idempotency-Key": key})
+    assert first.status == 200 and first.json()["version"] == 2, first
+    assert b.put("keyed", y)["version"] == 3
+    again = c.http("PUT", "/feeds/keyed", json_body=x, headers={"Idempotency-Key": key})
+    if (again.status, again.body) != (first.status, first.body):
+        problems.append(f"PUT retried after another write: first {first.status} {first.body!r}, retry {again.status} {again.body!r}")
+    state = settled(c, "/feeds/keyed", 3)
+    assert state["version"] == 3 and normalised(state) == normalised(y), "the retried PUT ran again"
+
+    # A retry with nothing in between (the feed still holds what the PUT wrote): the first answer too.
+    key = uuid.uuid4().hex
+    first = a.http("PUT", "/feeds/keyed", json_body=x, headers={"Idempotency-Key": key})
+    assert first.status == 200 and first.json()["version"] == 4, first
+    for instance in (b, a):
+        again = instance.http("PUT", "/feeds/keyed", json_body=x, headers={"Idempotency-Key": key})
+        if (again.status, again.body) != (first.status, first.body):
+            problems.append(f"PUT retried at once on :{instance.port}: first {first.status} {first.body!r}, retry {again.status} {again.body!r}")
+
+    # The same key on another feed is another request.
+    other = b.http("PUT", "/feeds/keyed2", json_body=x, headers={"Idempotency-Key": key})
+    assert other.status == 201, f"a key is per feed: {other}"
+
+    # DELETE: a retry after the feed was created again does not delete it again.
+    key = uuid.uuid4().hex
+    deleted = a.http("DELETE", "/feeds/keyed", headers={"Idempotency-Key": key})
+    assert deleted.status == 204, deleted
+    assert b.http("PUT", "/feeds/keyed", json_body=x).status == 201
+    again = c.http("DELETE", "/feeds/keyed", headers={"Idempotency-Key": key})
+    if again.status != 204:
+        problems.append(f"DELETE retried: first 204, retry {again.status} {again.body!r}")
+    assert settled(a, "/feeds/keyed", 1)["version"] == 1, "the retried DELETE deleted the feed again"
+
+    # Redis hangs (DEBUG SLEEP, longer than the instances' timeout) while a PUT is in flight: the PUT is
+    # answered, not left hanging; a retry with its key afterwards agrees with the state.
+    key, z = uuid.uuid4().hex, random_document(rng, "z")
+    before = settled(a, "/feeds/keyed", 1)["version"]
+    asleep = cluster.redis.send("DEBUG", "SLEEP", REDIS_TIMEOUT * 2 + 1, timeout=REDIS_TIMEOUT * 2 + 15)
+    try:
+        started = time.monotonic()
+        hung = b.http("PUT", "/feeds/keyed", json_body=z, headers={"Idempotency-Key": key}, timeout=REDIS_TIMEOUT * 4 + 10)
+        took = time.monotonic() - started
+    finally:
+        assert asleep() == "OK"
+    assert hung.status in (200, 503), f"a PUT while Redis hangs -> {hung} after {took:.1f} s"
+    if hung.status == 503 and "not made" in hung.json().get("detail", ""):
+        assert settled(a, "/feeds/keyed", before)["version"] == before, f"answered {hung.body!r}, yet the write was made"
+    retry = wait_until(lambda: (lambda r: r if r.status != 503 else None)(
+        c.http("PUT", "/feeds/keyed", json_body=z, headers={"Idempotency-Key": key})), timeout=15,
+        message="the retried PUT to be answered (not 503) once Redis is back")
+    assert retry.status == 200, retry
+    if hung.status == 200 and retry.body != hung.body:
+        problems.append(f"PUT answered while Redis hung ({took:.1f} s): {hung.body!r}; its retry: {retry.body!r}")
+    assert retry.json()["version"] == before + 1, f"the PUT made more than one version: {before} -> {retry.json()}"
+    state = settled(a, "/feeds/keyed", before + 1)
+    assert state["version"] == before + 1 and normalised(state) == normalised(z)
+    assert not problems, "retries with an Idempotency-Key did not get the first answer:\n" + "\n".join(problems)
+
+
+def test_readyz_without_redis(start):
+    server = start(*PLAIN)
+    if "--redis" in server.args:  # the suite run in --redis mode (DIFFSTREAM_E2E_REDIS=1)
+        pytest.skip("this server runs with --redis")
+    reply = server.http("GET", "/readyz")
+    assert reply.status == 200 and reply.json() == {"status": "ready"}, reply
+
+
 # ----------------------------------------------------------------------------------------------------
 # Checks at start: settings kept in Redis, an evicting maxmemory-policy, a weak appendfsync
 
