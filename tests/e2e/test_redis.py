@@ -643,6 +643,23 @@ def test_start_checks_settings_eviction_and_appendfsync(cluster):
         cluster.redis.command("CONFIG", "SET", "appendfsync", "always")
 
 
+def test_limits_count_the_shared_data_and_data_directories_are_not_opened(cluster, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    a = cluster.add(*PLAIN, "--max-feeds", "2", "--data", data)
+    b = cluster.add(*PLAIN, "--max-feeds", "2", "--data", data)  # the same directory: no lock is taken
+    assert a.alive() and b.alive()
+    assert list(data.iterdir()) == [], f"--data was opened in --redis mode: {list(data.iterdir())}"
+    rng = random.Random(2612)
+    create(a, "one", rng)
+    create(b, "two", rng)
+    reply = a.http("PUT", "/feeds/three", json_body=random_document(rng, 3))
+    assert reply.status == 507 and reply.json().get("limit") == "max-feeds", \
+        f"a third feed with --max-feeds 2, the other two made on two instances -> {reply}"
+    assert b.http("DELETE", "/feeds/two").status == 204
+    assert a.http("PUT", "/feeds/three", json_body=random_document(rng, 3)).status == 201, "deleting on another instance made no room"
+
+
 # ----------------------------------------------------------------------------------------------------
 # 10. The URL, the environment, a Redis that is not there yet
 
