@@ -24,7 +24,7 @@ import uuid
 import pytest
 
 from e2e_helpers import BINARY, SSEClient, apply_ops, clean_environment, free_port, normalised, run_binary, wait_until
-from redis_helpers import (Cluster, Follower, RedisServer, Writers, cluster, new_prefix, random_document,  # noqa: F401 (fixtures)
+from redis_helpers import (Follower, RedisServer, Writers, cluster, new_prefix, random_document,  # noqa: F401 (fixtures)
                            redis, require_redis)
 
 # The instances' timeout on a Redis call (the lead's default); a CLIENT PAUSE must outlast it.
