@@ -511,3 +511,68 @@ def rsa_key_pair(directory):
                    capture_output=True, check=True)
     subprocess.run(["openssl", "pkey", "-in", str(private), "-pubout", "-out", str(public)], capture_output=True, check=True)
     return private, public
+
+
+# ----------------------------------------------------------------------------------------------------
+# The whole suite in --redis mode (issue 26): DIFFSTREAM_E2E_REDIS=1
+
+import atexit as _atexit  # noqa: E402
+import shutil as _shutil  # noqa: E402
+import tempfile as _tempfile  # noqa: E402
+import uuid as _uuid  # noqa: E402
+
+E2E_REDIS = os.environ.get("DIFFSTREAM_E2E_REDIS", "") not in ("", "0")
+_e2e_redis = {}
+
+
+def _e2e_redis_url():
+    """DIFFSTREAM_E2E_REDIS_URL, or a redis-server started once for the whole run (stopped at exit)."""
+    if "url" not in _e2e_redis:
+        url = os.environ.get("DIFFSTREAM_E2E_REDIS_URL")
+        if not url:
+            executable = _shutil.which("redis-server")
+            assert executable, "DIFFSTREAM_E2E_REDIS=1 needs redis-server (apt-get install -y redis-server) or DIFFSTREAM_E2E_REDIS_URL"
+            directory = _tempfile.mkdtemp(prefix="diffstream-e2e-redis-")
+            port = free_port()
+            process = subprocess.Popen([executable, "--port", str(port), "--bind", "127.0.0.1", "--dir", directory,
+                                        "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
+                                        "--logfile", os.path.join(directory, "redis.log")],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+            def stop():
+                process.terminate()
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                _shutil.rmtree(directory, True)
+            _atexit.register(stop)
+
+            def pong():
+                assert process.poll() is None, f"redis-server exited with {process.returncode}"
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                    sock.sendall(b"PING\r\n")
+                    return sock.recv(64).startswith(b"+PONG")
+            wait_until(pong, timeout=10, interval=0.02, message=f"redis-server on port {port}")
+            url = f"redis://127.0.0.1:{port}"
+        _e2e_redis["url"] = url
+    return _e2e_redis["url"]
+
+
+def e2e_redis_flags(flags, env=None):
+    """With DIFFSTREAM_E2E_REDIS=1: `--redis URL --redis-prefix <fresh>` for a server whose test chose
+    neither Redis nor a --data directory of its own (tests of the local store keep it); every server gets
+    its own prefix, so none sees another's feeds or settings. Otherwise nothing."""
+    if not E2E_REDIS:
+        return []
+    flags = [str(flag) for flag in flags]
+    if any(flag == "--redis" or flag.startswith("--redis=") for flag in flags) or "DIFFSTREAM_REDIS" in (env or {}):
+        return []
+    if "DIFFSTREAM_DATA" in (env or {}):
+        return []
+    for index, flag in enumerate(flags):
+        if flag == "--data" and index + 1 < len(flags) and flags[index + 1] != "none":
+            return []
+        if flag.startswith("--data=") and flag != "--data=none":
+            return []
+    return ["--redis", _e2e_redis_url(), "--redis-prefix", f"e2e-{_uuid.uuid4().hex[:12]}"]
