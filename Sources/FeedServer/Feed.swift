@@ -378,6 +378,17 @@ public actor Feed {
         if let account {
             do { try account.checkSnapshot(bytes: encoded.count) } catch { throw .limit(error) }
         }
+        if let key = options.writeID {
+            // A client's retry: its first answer, before anything is computed (the content may equal
+            // the current one by now, which alone would answer "nothing changed").
+            let previous: (version: Int, answer: [UInt8])?
+            do { previous = try await shared.committedAnswer(name, writeID: key) } catch { throw .store(error) }
+            if let previous {
+                var replayed = FeedWriteResult(answer: previous.answer) ?? FeedWriteResult(created: false, version: previous.version, operations: 0)
+                replayed.replayed = true
+                return replayed
+            }
+        }
         let writeID = options.writeID ?? EventID.newHistory() + EventID.newHistory()
         for _ in 0..<Self.maxSharedAttempts {
             if let basis = options.basis, basis.version != version { throw .conflict }
@@ -529,6 +540,7 @@ public actor Feed {
     /// when the feed is gone. Redis being unreachable leaves the copy as it is (the registry's
     /// position check tries again). The caller holds the write turn.
     private func refreshFromStore(_ shared: any SharedFeedStore) async {
+        let (readFrom, readAt) = (history, version)
         let stored: StoredFeed?
         do { stored = try await shared.read(name) } catch { return }
         guard let stored else {
@@ -539,6 +551,8 @@ public actor Feed {
             viewState = stored.viewState
             return
         }
+        // Commits that arrived during the read moved the copy past what was read: never go back.
+        if stored.history == history, stored.version < version, readFrom == history, stored.version >= readAt { return }
         guard let decoded = try? WireCodec.decodeSnapshot(stored.snapshot) else { return }
         let window = stored.batches.suffix(replayLimit).map { ($0.version, EventPayload($0.bytes)) }
         let continues = version > 0 && stored.history == history && stored.version > version

@@ -213,6 +213,7 @@ public struct FeedAPI: Sendable {
         case .ready:
             return await readiness()
         case .metrics:
+            await registry.refreshUsage()
             guard let body = metrics.render(server: serverMetrics(), feeds: registry.metrics, storage: registry.storage) else {
                 throw APIError(.notFound, "not found", "metrics go to the program's own backend")
             }

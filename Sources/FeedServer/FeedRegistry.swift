@@ -24,6 +24,8 @@ public actor FeedRegistry {
     private var outage: String?
     private var losingData = false
     private var sharing: [Task<Void, Never>] = []
+    /// Sharing was stopped (shutdown): failures of calls still in flight are not outages.
+    private var stopped = false
     /// Where sharing says what happened: outages, lost data, leases taken and lost.
     public nonisolated let sharingLogger: Logger
 
@@ -196,6 +198,14 @@ public actor FeedRegistry {
     public func stopSharing() {
         for task in sharing { task.cancel() }
         sharing = []
+        stopped = true
+    }
+
+    /// Brings ``storage`` (`/metrics`' feeds and bytes) to what the shared store counted over every
+    /// instance; nothing without one, or when it cannot be reached.
+    public func refreshUsage() async {
+        guard let shared, let usage = try? await shared.usage() else { return }
+        storage.setUsage(feeds: usage.feeds, bytes: usage.bytes)
     }
 
     private func take(_ event: SharedStoreEvent) async {
@@ -254,6 +264,7 @@ public actor FeedRegistry {
     }
 
     private func setOutage(_ detail: String?) async {
+        guard !stopped else { return }
         let changes = (detail == nil) != (outage == nil)
         outage = detail
         guard changes else { return }

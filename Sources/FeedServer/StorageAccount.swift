@@ -23,6 +23,14 @@ public final class StorageAccount: Sendable {
     public var usage: (feeds: Int, bytes: Int) { state.withLock { ($0.feeds, $0.bytes) } }
 
     /// Checks a snapshot's size against ``StorageLimits/maxFeedBytes``; changes nothing.
+    /// Sets the counts to what a shared store counted over every instance (Redis's `usage`).
+    public func setUsage(feeds: Int, bytes: Int) {
+        state.withLock {
+            $0.feeds = feeds
+            $0.bytes = bytes
+        }
+    }
+
     public func checkSnapshot(bytes: Int) throws(StorageLimitExceeded) {
         guard bytes > limits.maxFeedBytes else { return }
         throw refuse(StorageLimitExceeded(limit: .maxFeedBytes, value: limits.maxFeedBytes, needed: bytes))

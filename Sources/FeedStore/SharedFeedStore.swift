@@ -30,6 +30,11 @@ public protocol SharedFeedStore: FeedStore {
     /// Where each feed is (a name without a feed is absent), and whether the store still holds this
     /// instance's data.
     func positions(_ names: [String]) async throws(StoreError) -> StorePositions
+    /// The answer kept for `writeID` on `name` when that write was committed (its version and answer),
+    /// else nil: a retry with a client's `Idempotency-Key` is answered from it before anything runs.
+    func committedAnswer(_ name: String, writeID: String) async throws(StoreError) -> (version: Int, answer: [UInt8])?
+    /// The feeds counted against the most feeds, and the bytes of every feed, over every instance.
+    func usage() async throws(StoreError) -> (feeds: Int, bytes: Int)
     /// The names of every feed the store holds (of every instance), sorted.
     func names() async throws(StoreError) -> [String]
     /// Follows a feed's commits (``events``); idempotent.

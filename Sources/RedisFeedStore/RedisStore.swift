@@ -260,6 +260,25 @@ public final class RedisStore: SharedFeedStore {
         }
     }
 
+    public func committedAnswer(_ name: String, writeID: String) async throws(StoreError) -> (version: Int, answer: [UInt8])? {
+        do throws(RedisError) {
+            let reply = try await client.command([Array("GET".utf8), Array(keys.write(name, id: writeID).utf8)])
+            return reply.bytes.flatMap(RedisFeedCommitter.parseDone)
+        } catch {
+            throw storeError(error)
+        }
+    }
+
+    public func usage() async throws(StoreError) -> (feeds: Int, bytes: Int) {
+        do throws(RedisError) {
+            let reply = try await client.command("HMGET", keys.usage, "feeds", "bytes")
+            let fields = reply.array ?? []
+            return (fields.first?.integer ?? 0, fields.dropFirst().first?.integer ?? 0)
+        } catch {
+            throw storeError(error)
+        }
+    }
+
     /// `SCAN` of the feed keys.
     public func names() async throws(StoreError) -> [String] {
         let pattern = keys.feed("*"), prefix = keys.feed("").count

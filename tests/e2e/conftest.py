@@ -22,7 +22,7 @@ import time
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from e2e_helpers import BINARY, ROOT, clean_environment, parse_metrics  # noqa: E402
+from e2e_helpers import BINARY, ROOT, clean_environment, e2e_redis_flags, parse_metrics  # noqa: E402
 
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
 TEST_TIME_LIMIT = float(os.environ.get("E2E_TEST_TIME_LIMIT", "90"))
@@ -60,7 +60,7 @@ class Server:
 
     def __init__(self, flags, env=None, public=None, preexec_fn=None, port=0, log_path=None, host="127.0.0.1"):
         self.host = host
-        self.args = [str(BINARY), "--host", host, "--port", str(port), "--public", str(public), *data_flags(flags, env), *map(str, flags)]
+        self.args = [str(BINARY), "--host", host, "--port", str(port), "--public", str(public), *data_flags(flags, env), *e2e_redis_flags(flags, env), *map(str, flags)]
         if E2E_LOOPS and "--loops" not in self.args:  # run the whole suite with another number of event loops
             self.args += ["--loops", E2E_LOOPS]
         self.lines = []
