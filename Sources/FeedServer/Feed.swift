@@ -52,6 +52,8 @@ public actor Feed {
     private var outage: String?
     /// A refresh from the shared store is queued (one at a time is enough).
     private var refreshQueued = false
+    /// A refresh reads the store again after restarting the feed's history (once).
+    private var rereading = false
     /// Called when the shared store lost its data (a commit found another epoch): the registry
     /// adopts the new epoch and drops every cached feed.
     private let lostData: (@Sendable () async -> Void)?
@@ -553,6 +555,17 @@ public actor Feed {
         }
         // Commits that arrived during the read moved the copy past what was read: never go back.
         if stored.history == history, stored.version < version, readFrom == history, stored.version >= readAt { return }
+        // Redis holds an older version than this instance served (an old backup, a lagging replica):
+        // the feed gets a new history there, so no version is numbered twice; every copy resyncs.
+        if stored.history == history, stored.version < readAt, readFrom == history {
+            _ = try? await shared.restartHistory(name, from: stored.history, at: stored.version, to: EventID.newHistory())
+            if !rereading {
+                rereading = true
+                await refreshFromStore(shared)
+                rereading = false
+            }
+            return
+        }
         guard let decoded = try? WireCodec.decodeSnapshot(stored.snapshot) else { return }
         let window = stored.batches.suffix(replayLimit).map { ($0.version, EventPayload($0.bytes)) }
         let continues = version > 0 && stored.history == history && stored.version > version

@@ -35,6 +35,10 @@ public protocol SharedFeedStore: FeedStore {
     func committedAnswer(_ name: String, writeID: String) async throws(StoreError) -> (version: Int, answer: [UInt8])?
     /// The feeds counted against the most feeds, and the bytes of every feed, over every instance.
     func usage() async throws(StoreError) -> (feeds: Int, bytes: Int)
+    /// Gives the feed found at `version` of `history` a new history `fresh` at the next version (same
+    /// content): the store holds an older version than this instance served, so the versions after it
+    /// must not be numbered again in the old history. False when the feed was not there (moved meanwhile).
+    func restartHistory(_ name: String, from history: String, at version: Int, to fresh: String) async throws(StoreError) -> Bool
     /// The names of every feed the store holds (of every instance), sorted.
     func names() async throws(StoreError) -> [String]
     /// Follows a feed's commits (``events``); idempotent.

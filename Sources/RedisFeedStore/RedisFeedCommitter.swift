@@ -136,6 +136,14 @@ public struct RedisFeedCommitter: Sendable {
         }
     }
 
+    /// Gives a feed found at `version` of `history` a new history (``RedisScripts/newHistory``). Safe
+    /// to repeat: a second run finds another history and answers `conflict`.
+    public func newHistory(feed: String, epoch: String, from history: String, at version: Int, to fresh: String) async throws(RedisError) -> RedisCommitOutcome {
+        let keys = [self.keys.feed(feed), self.keys.batches(feed), self.keys.epoch, self.keys.usage].map { Array($0.utf8) }
+        let arguments = [epoch, history, String(version), fresh, self.keys.channel(feed)].map { Array($0.utf8) }
+        return try Self.outcome(try await evaluate(RedisScripts.newHistory, name: "newHistory", keys: keys, arguments: arguments), first: true)
+    }
+
     /// Runs the commit script for `attempt` and decodes its answer (no settling).
     public func run(_ write: RedisFeedWrite, attempt: String) async throws(RedisError) -> RedisCommitOutcome {
         let keys = scriptKeys(write.feed, writeID: write.writeID, attempt: attempt)

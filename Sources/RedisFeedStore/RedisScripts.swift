@@ -153,4 +153,28 @@ public enum RedisScripts {
         redis.call('PUBLISH', ARGV[7], stored[2] .. ' ' .. current .. ' 0 -1 ' .. #ARGV[3] .. '\\n' .. ARGV[3])
         return {'ok', current}
         """
+
+    /// Gives a feed a new history at the next version, keeping its snapshot and state: Redis holds an
+    /// older version than an instance served (an old backup restored, a lagging replica promoted), so
+    /// the versions after it would be numbered again with other content. Clients then get a snapshot.
+    ///
+    /// KEYS: 1 `feed:<name>`, 2 `batches:<name>`, 3 `epoch`, 4 `usage`. ARGV: 1 epoch, 2 the history
+    /// and 3 the version Redis was found at, 4 the new history, 5 channel.
+    /// Returns `{"ok", version}`, `{"epoch", current or ""}`, or `{"conflict", version, history}` when
+    /// the feed moved meanwhile (someone else already did it, or a write came).
+    public static let newHistory = """
+        local epoch = redis.call('GET', KEYS[3])
+        if epoch ~= ARGV[1] then return {'epoch', epoch or ''} end
+        local stored = redis.call('HMGET', KEYS[1], 'version', 'history', 'snapshot', 'state', 'wbytes')
+        local current = tonumber(stored[1] or '0')
+        if current ~= tonumber(ARGV[3]) or stored[2] ~= ARGV[2] then return {'conflict', current, stored[2] or ''} end
+        local version = current + 1
+        redis.call('DEL', KEYS[2])
+        redis.call('HSET', KEYS[1], 'history', ARGV[4], 'version', version, 'bytes', #stored[3], 'wbytes', 0)
+        redis.call('HINCRBY', KEYS[4], 'bytes', -tonumber(stored[5] or '0'))
+        local state = stored[4] or ''
+        local stateLength = stored[4] and #state or -1
+        redis.call('PUBLISH', ARGV[5], ARGV[4] .. ' ' .. version .. ' 0 ' .. #stored[3] .. ' ' .. stateLength .. '\\n' .. stored[3] .. state)
+        return {'ok', version}
+        """
 }

@@ -279,6 +279,15 @@ public final class RedisStore: SharedFeedStore {
         }
     }
 
+    public func restartHistory(_ name: String, from history: String, at version: Int, to fresh: String) async throws(StoreError) -> Bool {
+        do throws(RedisError) {
+            if case .committed = try await committer.newHistory(feed: name, epoch: epoch, from: history, at: version, to: fresh) { return true }
+            return false
+        } catch {
+            throw storeError(error)
+        }
+    }
+
     /// `SCAN` of the feed keys.
     public func names() async throws(StoreError) -> [String] {
         let pattern = keys.feed("*"), prefix = keys.feed("").count

@@ -238,4 +238,38 @@ struct RedisFeedCommitterTests {
             #expect(two.committer.keys.write("news", id: "k:1") == "two:v1:write:news:k:1")
         }
     }
+
+    /// A view model's change carries the state it was computed from: another state is a conflict.
+    @Test func aChangeComputedFromAnotherStateIsAConflict() async throws {
+        try await RedisTestServer.with { server in
+            let fixture = try await Fixture(server: server)
+            defer { fixture.client.stop() }
+            _ = try await fixture.committer.commit(fixture.write(base: 0))  // state "state 1"
+            var stale = fixture.write(base: 1)
+            stale.expectedState = Array("state 0".utf8)
+            #expect(try await fixture.committer.commit(stale) == .conflict(version: 1, history: "h1"))
+            var current = fixture.write(base: 1)
+            current.expectedState = Array("state 1".utf8)
+            #expect(try await fixture.committer.commit(current) == .committed(version: 2, answer: [], first: true))
+        }
+    }
+
+    /// The bytes of every feed are counted in `usage`, whichever connection wrote them.
+    @Test func theMostBytesAreCountedOverEveryFeed() async throws {
+        try await RedisTestServer.with { server in
+            let fixture = try await Fixture(server: server)
+            defer { fixture.client.stop() }
+            var first = fixture.write("one", base: 0)
+            first.maxBytes = 30
+            #expect(try await fixture.committer.commit(first) == .committed(version: 1, answer: [], first: true))  // 10 bytes
+            var second = fixture.write("two", base: 0)
+            second.maxBytes = 30
+            #expect(try await fixture.committer.commit(second) == .committed(version: 1, answer: [], first: true))  // 20
+            var third = fixture.write("three", base: 0)
+            third.maxBytes = 25
+            #expect(try await fixture.committer.commit(third) == .limit(kind: "bytes", used: 20, most: 25))
+            _ = try await fixture.committer.delete(feed: "one", epoch: fixture.epoch, writeID: "d")
+            #expect(try await fixture.committer.commit(third) == .committed(version: 1, answer: [], first: true))
+        }
+    }
 }

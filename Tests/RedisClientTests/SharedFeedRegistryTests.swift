@@ -178,4 +178,28 @@ struct SharedFeedRegistryTests {
             #expect(other == ["replay: this instance has 512, the instances sharing 'settings:v1:' have 1024"])
         }
     }
+
+    @Test func aRedisBehindWhatWasServedGivesTheFeedANewHistory() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server)
+            for n in 1...3 { _ = try await a.registry.put("news", snapshot: Self.snapshot(Array(1...n))) }
+            let feed = try #require(try await a.registry.lookup("news"))
+            let old = await feed.history
+            let sink = MemorySink()
+            await feed.subscribe(sink, lastEventID: nil)
+            #expect(await sink.next()?.id == "ds1.\(old).3")
+            // An older backup: Redis holds version 2 again (same history), which A served before 3.
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            _ = try admin.command(["HSET", RedisKeys().feed("news"), "version", "2", "snapshot", String(decoding: WireCodec.encode(try Self.snapshot([1, 2])), as: UTF8.self)])
+            await a.registry.checkPositions()
+            let resync = try #require(await sink.next())
+            #expect(resync.type == "snapshot")
+            let fresh = await feed.history
+            #expect(fresh != old && resync.id == "ds1.\(fresh).3")
+            // Writes go on in the new history; the old one's version 3 is never continued.
+            #expect(try await a.registry.put("news", snapshot: Self.snapshot([9])).version == 4)
+            #expect(await sink.next()?.id == "ds1.\(fresh).4")
+            await a.close()
+        }
+    }
 }
