@@ -325,13 +325,8 @@ public actor Feed {
         defer { releaseWrite() }
         if let shared {
             // Whatever this copy holds, the store decides (another instance may have created it).
-            let answer: SharedCommitResult
-            do {
-                answer = try await shared.commit(.delete(name: name), base: 0, writeID: writeID ?? EventID.newHistory() + EventID.newHistory(),
+            let answer = try await shared.commit(.delete(name: name), base: 0, writeID: writeID ?? Self.drawWriteID(),
                                                  fence: nil, answer: [], expectedState: nil, counted: !isHosted)
-            } catch {
-                throw error
-            }
             switch answer {
             case .committed(let existed, _, _):
                 if version > 0 { endEverySubscription() }
@@ -371,6 +366,9 @@ public actor Feed {
 
     // MARK: A cache of a shared store (Redis)
 
+    /// A write's id when the client gave none: 128 random bits as hex.
+    static func drawWriteID() -> String { EventID.newHistory() + EventID.newHistory() }
+
     /// The most attempts of one write that lose a race to another instance before it is refused.
     static let maxSharedAttempts = 16
 
@@ -391,7 +389,7 @@ public actor Feed {
                 return replayed
             }
         }
-        let writeID = options.writeID ?? EventID.newHistory() + EventID.newHistory()
+        let writeID = options.writeID ?? Self.drawWriteID()
         for _ in 0..<Self.maxSharedAttempts {
             if let basis = options.basis, basis.version != version { throw .conflict }
             let base = version
@@ -450,7 +448,8 @@ public actor Feed {
             case .fenced:
                 throw .fenced
             case .limit(let feeds, _, let most):
-                throw .limit(StorageLimitExceeded(limit: feeds ? .maxFeeds : .maxStoreBytes, value: most, needed: feeds ? most + 1 : encoded.count))
+                let exceeded = StorageLimitExceeded(limit: feeds ? .maxFeeds : .maxStoreBytes, value: most, needed: feeds ? most + 1 : encoded.count)
+                throw .limit(account?.refuse(exceeded) ?? exceeded)
             }
         }
         throw .conflict

@@ -97,7 +97,9 @@ public final class StorageAccount: Sendable {
         }
     }
 
-    private func refuse(_ error: StorageLimitExceeded) -> StorageLimitExceeded {
+    /// Counts a refusal made elsewhere (a shared store counted the limit), and returns it.
+    @discardableResult
+    func refuse(_ error: StorageLimitExceeded) -> StorageLimitExceeded {
         state.withLock { $0.refusals[error.limit, default: 0] += 1 }
         return error
     }
