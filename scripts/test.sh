@@ -7,6 +7,8 @@
 #  4. end-to-end tests against the built binary over real sockets (tests/e2e), twice: with the default
 #     number of event loops and feeds in memory, then with --loops 1 and a durable --data directory; the
 #     first pass also builds and drives the example package Examples/Scoreboard (tests/e2e/test_embedding.py)
+#     (tests/e2e/test_redis.py starts three instances on a redis-server of its own); then the API, stream,
+#     limit and view-model tests again with every server on --redis (DIFFSTREAM_E2E_REDIS=1)
 #  5. browser tests in headless Chromium (tests/browser)
 #  6. the Dockerfile: hadolint, and the release binary in a minimal Debian root (scripts/check-docker-runtime.sh)
 #  7. every libFuzzer target of Fuzz/ for 10 seconds, all at once (scripts/fuzz.sh 10; debug build, its
@@ -36,6 +38,10 @@ python3 -m pytest tests/e2e -q -p no:cacheprovider
 
 step "end-to-end tests again with --loops 1 and every server on a fresh --data directory"
 E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider
+
+step "end-to-end tests of the API, streams, limits and view models again, each server on --redis (one redis-server for the run)"
+DIFFSTREAM_E2E_REDIS=1 python3 -m pytest tests/e2e/test_api.py tests/e2e/test_sse.py tests/e2e/test_multifeed.py tests/e2e/test_limits.py \
+    tests/e2e/test_viewmodels.py tests/e2e/test_todo.py -q -p no:cacheprovider
 
 step "browser tests"
 python3 -m pytest tests/browser -q -p no:cacheprovider --deselect tests/browser/test_stream_hub.py  # the node tests ran above
