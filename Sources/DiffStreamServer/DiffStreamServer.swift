@@ -194,7 +194,7 @@ public final class DiffStreamServer: Service, Sendable {
                     throw StartError(.redis, "Redis at \(url) refused the start: \(error.description)")
                 }
                 logger.warning("Redis at \(url) is not reachable (\(error.description)); retrying every 2 s")
-                if await stop.wait(upTo: .seconds(2)) { throw StartError(.redis, "stopped while waiting for Redis at \(url)") }
+                if await stop.wait(upTo: .seconds(2)) { throw StartError(.stopped, "stopped while waiting for Redis at \(url)") }
                 continue
             }
             switch outcome {

@@ -18,9 +18,11 @@ extension DiffStreamServer {
             case listen
             /// A view model (an example) cannot be hosted.
             case hosting
-            /// Redis cannot be used: a malformed URL, an evicting `maxmemory-policy`, settings that
-            /// differ from the other instances', or a stop while waiting for it.
+            /// Redis cannot be used: a malformed URL, an evicting `maxmemory-policy`, or settings that
+            /// differ from the other instances'.
             case redis
+            /// A stop (SIGINT, SIGTERM) came while the start waited for Redis: not a failure.
+            case stopped
         }
 
         /// What failed.

@@ -9,6 +9,9 @@ extension DiffStreamCommand {
         do {
             server = try await DiffStreamServer(configuration: settings.server)
             try await server.start()
+        } catch where error.kind == .stopped {
+            settings.server.logger.info("\(error.message)")
+            Foundation.exit(0)
         } catch {
             throw ConfigurationError(message: Self.message(for: error))
         }

@@ -741,3 +741,25 @@ def test_a_redis_not_reachable_at_start_is_retried_until_it_is(tmp_path, public_
             process.wait()
         if redis_server:
             redis_server.stop()
+
+
+def test_a_stop_while_waiting_for_redis_exits_0(public_dir):
+    """An orchestrator that stops an instance still waiting for Redis gets a clean exit, not a failure."""
+    require_redis()
+    port = free_port()
+    process = subprocess.Popen([str(BINARY), "--host", "127.0.0.1", "--port", "0", "--public", str(public_dir), "--data", "none",
+                                *PLAIN, "--redis", f"redis://127.0.0.1:{port}", "--redis-prefix", new_prefix()],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=clean_environment())
+    try:
+        for raw in process.stderr:
+            if b"retrying every" in raw:
+                break
+        else:
+            pytest.fail("the instance never said it retries")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(10) == 0
+        assert b"stopped while waiting for Redis" in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
