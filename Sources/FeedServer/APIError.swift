@@ -65,7 +65,7 @@ public struct APIError: Error, Sendable, Equatable {
     init(storeError: StoreError) {
         switch storeError {
         case .full: self.init(.serviceUnavailable, "storage full", "\(storeError.description); the write was not stored, retry once space is freed")
-        case .unreachable: self.init(.serviceUnavailable, "redis unavailable", "\(storeError.description); the write was not made, retry later")
+        case .unreachable: self.init(.serviceUnavailable, "redis unavailable", "\(storeError.description); the write was not acknowledged (if Redis stopped answering mid-way it may have been made): retry it with the same Idempotency-Key, which runs it at most once")
         default: self.init(.serviceUnavailable, "storage error", "\(storeError.description); the write was not stored, retry later")
         }
     }
