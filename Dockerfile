@@ -4,7 +4,7 @@
 
 FROM swift:6.3.1-bookworm AS build
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl-dev zlib1g-dev libsqlite3-dev libcurl4-openssl-dev pkg-config \
+    && apt-get install -y --no-install-recommends libssl-dev zlib1g-dev libsqlite3-dev libcurl4-openssl-dev libhiredis-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -19,9 +19,10 @@ RUN swift build -c release --static-swift-stdlib --product diffstream \
 FROM debian:bookworm-slim
 # The libraries `ldd` lists for the binary (libssl3: libssl and libcrypto; zlib1g; libsqlite3-0; libstdc++6 and
 # libgcc-s1 for the statically linked Swift runtime; libcurl4 for FoundationNetworking, which `diffstream watch`
-# links through DiffStreamClient), and CA certificates.
+# links through DiffStreamClient; libhiredis0.14 for `--redis`, through the CHiredis system-library target), and
+# CA certificates. scripts/check-docker-runtime.sh installs exactly the line after '# runtime-packages'.
 # runtime-packages
-RUN apt-get update && apt-get install -y --no-install-recommends libssl3 zlib1g libsqlite3-0 libstdc++6 libgcc-s1 libcurl4 ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends libssl3 zlib1g libsqlite3-0 libstdc++6 libgcc-s1 libcurl4 libhiredis0.14 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin diffstream \
     && mkdir -p /data && chown diffstream /data

@@ -75,6 +75,7 @@ let package = Package(
         // Feeds, the HTTP API and hosting view models: joins the diff engine and HTTP through the
         // transport seam of HTTPCore; never the epoll runtime.
         .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPCore", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"),
+                                                  .product(name: "Logging", package: "swift-log"),
                                                   .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.
         .target(name: "Examples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
@@ -82,7 +83,7 @@ let package = Package(
         .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         // The library a program hosts its view models with: the store, the registry, the API and the
         // server wired together, with a graceful shutdown (a swift-service-lifecycle `Service`).
-        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStore", "HTTPServer", "Examples",
+        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStore", "HTTPServer", "Examples", "RedisClient", "RedisFeedStore",
                                                         .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
         // The Swift client: follows feeds (typed decoding, resume, gaps, heartbeats, offline cache), runs actions
@@ -100,15 +101,16 @@ let package = Package(
             swiftSettings: strict
         ),
         // Helpers shared by the test targets (a seeded generator for property-based tests).
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["DiffStreamJSON", "HTTPCore"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "DiffStreamTests", dependencies: ["DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamJSONTests", dependencies: ["DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", "HTTPServer", "LogLines", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", "HTTPServer", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
-        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisFeedStore", "FeedStore", "FeedServer", "DiffStreamJSON"], swiftSettings: strict),
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisFeedStore", "FeedStore", "FeedServer", "DiffStreamJSON", "TestSupport",
+                                                         .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamTestingTests", dependencies: ["DiffStreamTesting", "DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer", "DiffStreamTesting"], swiftSettings: strict),

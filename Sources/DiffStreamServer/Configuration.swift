@@ -62,10 +62,18 @@ extension DiffStreamServer {
         /// The largest snapshot one feed may hold, in encoded bytes (`--max-feed-bytes`).
         public var maxFeedBytes = 8 << 20
         /// Encoded bytes of all snapshots and replay windows together; nil: a quarter of the memory, at
-        /// least 64 MiB, and no more than the data directory's disk has free (`--max-store-bytes`).
+        /// least 64 MiB, and no more than the data directory's disk has free; with ``redisURL``, 1 GiB
+        /// counted over every instance (`--max-store-bytes`).
         public var maxStoreBytes: Int?
         /// The durable feed store's directory, opened and locked at start; nil keeps feeds in memory (`--data`).
         public var dataDirectory: String?
+        /// Redis, `redis://[user:password@]host[:port][/db]`, holding every feed that several instances
+        /// share; ``dataDirectory`` is then not used (`--redis`, `DIFFSTREAM_REDIS`).
+        public var redisURL: String?
+        /// The prefix of every Redis key, so several deployments share one Redis (`--redis-prefix`).
+        public var redisPrefix = "diffstream"
+        /// Seconds every Redis call may take before it counts as failed.
+        public var redisTimeout: Double = 2
         /// Start even if the data is damaged: set damaged feeds aside and keep the rest (`--set-aside-damaged`).
         public var setAsideDamaged = false
         /// The built-in example view models to host: home, week, blackjack, forecast, todo (`--examples`).

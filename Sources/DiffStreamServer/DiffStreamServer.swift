@@ -3,6 +3,8 @@ import FeedStore
 import Foundation
 import HTTPServer
 import Logging
+import RedisClient
+import RedisFeedStore
 import ServiceLifecycle
 import Synchronization
 
@@ -42,6 +44,8 @@ public final class DiffStreamServer: Service, Sendable {
 
     private let http: HTTPServer
     private let store: LogFeedStore?
+    /// Redis, when it holds the feeds (``Configuration/redisURL``).
+    private let redis: RedisStore?
     private let logger: Logger
     private let stop = StopRequest()
     private let state: Mutex<LifeState>
@@ -109,12 +113,15 @@ public final class DiffStreamServer: Service, Sendable {
             do { files = try StaticFiles(root: directory) } catch { throw StartError(.publicDirectory, "the public directory '\(directory)' cannot be served: \(error)") }
         }
 
-        let opened = try Self.openStore(configuration, logger: logger)
+        let redis = try await Self.openRedis(configuration, logger: logger, stop: stop)
+        self.redis = redis
+        let opened = redis == nil ? try Self.openStore(configuration, logger: logger) : nil
         store = opened?.store
         let storage = StorageLimits(
             maxFeeds: configuration.maxFeeds, maxFeedBytes: configuration.maxFeedBytes,
-            maxStoreBytes: configuration.maxStoreBytes ?? StorageLimits.defaultMaxStoreBytes(dataDirectory: configuration.dataDirectory))
-        registry = FeedRegistry(replayLimit: configuration.replay, transport: http, store: opened?.store, storage: StorageAccount(limits: storage))
+            maxStoreBytes: configuration.maxStoreBytes ?? (redis != nil ? Self.redisMaxStoreBytes : StorageLimits.defaultMaxStoreBytes(dataDirectory: configuration.dataDirectory)))
+        registry = FeedRegistry(replayLimit: configuration.replay, transport: http, store: redis ?? opened?.store, storage: StorageAccount(limits: storage), logger: logger)
+        await registry.startSharing()
         if let (store, contents) = opened {
             let restoring = Date()
             let skipped = await registry.restore(contents.feeds)
@@ -133,6 +140,8 @@ public final class DiffStreamServer: Service, Sendable {
             demo = try await Examples.host(configuration.examples, on: hosted, demo: configuration.demo)
         } catch {
             opened?.store.close()
+            await registry.stopSharing()
+            redis?.close()
             throw StartError(.hosting, "\(error)")
         }
         state = Mutex(LifeState(port: nil, demo: demo, shutdown: nil))
@@ -141,6 +150,62 @@ public final class DiffStreamServer: Service, Sendable {
     }
 
     private let api: FeedAPI
+
+    /// `--max-store-bytes` with Redis when none is given: counted over every instance, so it cannot
+    /// follow one machine's memory or disk; set it to fit Redis's `maxmemory`.
+    static let redisMaxStoreBytes = 1 << 30
+
+    /// Connects to Redis when ``Configuration/redisURL`` is set (nil when not): a malformed URL, an
+    /// evicting `maxmemory-policy` or settings unlike the other instances' stop the start; a Redis
+    /// that cannot be reached is tried again every 2 seconds, said in the log, until it answers or
+    /// the server is stopped (an orchestrator starts both at once).
+    private static func openRedis(_ configuration: Configuration, logger: Logger, stop: StopRequest) async throws(StartError) -> RedisStore? {
+        guard let text = configuration.redisURL else { return nil }
+        let url: RedisURL
+        do { url = try RedisURL(parsing: text) } catch { throw StartError(.redis, "--redis: \(error.description)") }
+        guard !configuration.redisPrefix.isEmpty, !configuration.redisPrefix.contains(where: { $0 == ":" || $0.isWhitespace }) else {
+            throw StartError(.redis, "--redis-prefix must be a non-empty name without ':' or spaces, not '\(configuration.redisPrefix)'")
+        }
+        let keys = RedisKeys(prefix: configuration.redisPrefix)
+        let maxStoreBytes = configuration.maxStoreBytes ?? redisMaxStoreBytes
+        let settings = [("replay", String(configuration.replay)), ("max-feeds", String(configuration.maxFeeds)),
+                        ("max-feed-bytes", String(configuration.maxFeedBytes)), ("max-store-bytes", String(maxStoreBytes))]
+        if configuration.dataDirectory != nil { logger.info("feeds are kept in Redis at \(url) under '\(keys.base)'; the data directory is not used") }
+        /// One try: the store, or why the start must stop (nil when it may be tried again).
+        func connect() async throws(RedisError) -> Result<RedisStore, StartError> {
+            let client = RedisClient(url: url, timeout: configuration.redisTimeout, name: "redis-check")
+            defer { client.stop() }
+            let check = try await RedisServerCheck.run(client)
+            for warning in check.warnings { logger.warning("\(warning)") }
+            if !check.errors.isEmpty { return .failure(StartError(.redis, check.errors.joined(separator: "; "))) }
+            let differing = try RedisStore.agree(on: settings, url: url, keys: keys, timeout: configuration.redisTimeout)
+            if !differing.isEmpty {
+                return .failure(StartError(.redis, "settings differ from the other instances' (every instance sharing Redis needs the same): \(differing.joined(separator: "; "))"))
+            }
+            return .success(try RedisStore.open(url: url, keys: keys, replay: configuration.replay, maxFeeds: configuration.maxFeeds, maxBytes: maxStoreBytes,
+                                                timeout: configuration.redisTimeout))
+        }
+        while true {
+            let outcome: Result<RedisStore, StartError>
+            do throws(RedisError) {
+                outcome = try await connect()
+            } catch {
+                if case .server(_, let message) = error, !message.hasPrefix("LOADING") {
+                    throw StartError(.redis, "Redis at \(url) refused the start: \(error.description)")
+                }
+                logger.warning("Redis at \(url) is not reachable (\(error.description)); retrying every 2 s")
+                if await stop.wait(upTo: .seconds(2)) { throw StartError(.redis, "stopped while waiting for Redis at \(url)") }
+                continue
+            }
+            switch outcome {
+            case .success(let store):
+                logger.info("feeds are kept in Redis at \(url) under '\(keys.base)' (epoch \(store.epoch))")
+                return store
+            case .failure(let error):
+                throw error
+            }
+        }
+    }
 
     /// Opens, locks and loads the data directory (nil without one); any problem names the path.
     private static func openStore(_ configuration: Configuration, logger: Logger) throws(StartError) -> (store: LogFeedStore, contents: StoreContents)? {
@@ -234,7 +299,7 @@ public final class DiffStreamServer: Service, Sendable {
             if let task = state.shutdown { return task }
             let started = state.port != nil
             let demo = state.demo
-            let task = Task { [http, store, logger] in
+            let task = Task { [http, store, redis, registry, logger] in
                 for source in demo { source.cancel() }
                 if started {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -245,6 +310,8 @@ public final class DiffStreamServer: Service, Sendable {
                     }
                 }
                 store?.close()  // writes in flight are finished; the lock is released
+                await registry.stopSharing()
+                redis?.close()
             }
             state.shutdown = task
             return task
@@ -274,6 +341,15 @@ final class StopRequest: Sendable {
             return state.waiters
         }
         for waiter in waiters { waiter.resume(returning: reason) }
+    }
+
+    /// Whether a stop is requested within `duration` (false: the time passed first).
+    func wait(upTo duration: Duration) async -> Bool {
+        let waited = Task { try await Task.sleep(for: duration) }
+        let stopping = Task { _ = await self.wait(); waited.cancel() }
+        _ = await waited.result
+        stopping.cancel()
+        return state.withLock { $0.reason != nil }
     }
 
     /// The first request's reason, at once if it has come.

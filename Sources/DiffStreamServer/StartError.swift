@@ -18,6 +18,9 @@ extension DiffStreamServer {
             case listen
             /// A view model (an example) cannot be hosted.
             case hosting
+            /// Redis cannot be used: a malformed URL, an evicting `maxmemory-policy`, settings that
+            /// differ from the other instances', or a stop while waiting for it.
+            case redis
         }
 
         /// What failed.

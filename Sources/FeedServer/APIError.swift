@@ -56,6 +56,8 @@ public struct APIError: Error, Sendable, Equatable {
         switch writeError {
         case .limit(let exceeded): self = .storageLimit(exceeded)
         case .store(let error): self.init(storeError: error)
+        case .conflict: self.init(.serviceUnavailable, "conflict", "other writes to this feed won every attempt; nothing was written, retry")
+        case .fenced: self.init(.serviceUnavailable, "fenced", "another instance holds this feed's lease; nothing was written")
         }
     }
 
@@ -63,6 +65,7 @@ public struct APIError: Error, Sendable, Equatable {
     init(storeError: StoreError) {
         switch storeError {
         case .full: self.init(.serviceUnavailable, "storage full", "\(storeError.description); the write was not stored, retry once space is freed")
+        case .unreachable: self.init(.serviceUnavailable, "redis unavailable", "\(storeError.description); the write was not made, retry later")
         default: self.init(.serviceUnavailable, "storage error", "\(storeError.description); the write was not stored, retry later")
         }
     }

@@ -45,10 +45,23 @@ public actor Feed {
     private var taggedSnapshotPayload: (history: String, version: Int, payload: EventPayload)?
     /// Whether the server hosts this feed (a view model): it does not count against `--max-feeds`.
     private(set) var isHosted = false
+    /// The store when several instances share it (Redis): it is the authority, and this feed a cache
+    /// of it (docs/decisions/0003-redis.md). Nil: this feed is the authority.
+    private let shared: (any SharedFeedStore)?
+    /// Why the shared store cannot be reached, while it cannot (subscribers were told).
+    private var outage: String?
+    /// A refresh from the shared store is queued (one at a time is enough).
+    private var refreshQueued = false
+    /// Called when the shared store lost its data (a commit found another epoch): the registry
+    /// adopts the new epoch and drops every cached feed.
+    private let lostData: (@Sendable () async -> Void)?
 
     /// A feed that does not exist yet; the first ``publish(_:viewState:)`` creates it.
-    init(name: String, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil) {
+    init(name: String, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil,
+         lostData: (@Sendable () async -> Void)? = nil) {
         self.name = name
+        self.shared = store as? any SharedFeedStore
+        self.lostData = lostData
         self.account = account
         self.history = EventID.newHistory()
         self.snapshot = WireSnapshot()
@@ -61,8 +74,11 @@ public actor Feed {
 
     /// A feed as it was stored: same history, version, snapshot and replay window.
     /// It is charged to `account` as it is, even past a limit (writes are then refused until there is room).
-    init(restoring stored: StoredFeed, snapshot: WireSnapshot, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil) {
+    init(restoring stored: StoredFeed, snapshot: WireSnapshot, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil,
+         lostData: (@Sendable () async -> Void)? = nil) {
         self.name = stored.name
+        self.shared = store as? any SharedFeedStore
+        self.lostData = lostData
         self.account = account
         self.history = stored.history
         self.snapshot = snapshot
@@ -74,7 +90,7 @@ public actor Feed {
         }
         self.snapshotBytes = stored.snapshot.count
         self.replayBytes = replay.reduce(0) { $0 + $1.payload.bytes.count }
-        account?.restoreFeed(bytes: snapshotBytes + replayBytes)
+        if shared == nil { account?.restoreFeed(bytes: snapshotBytes + replayBytes) }
         self.viewState = stored.viewState
         self.transport = transport
         self.metrics = metrics
@@ -112,8 +128,21 @@ public actor Feed {
     /// - Throws: the store's error or the limit passed; nothing changed then.
     @discardableResult
     public func publish(_ new: WireSnapshot, viewState: [UInt8]? = nil) async throws(FeedWriteError) -> (created: Bool, version: Int, operations: Int) {
+        let result = try await write(new, viewState: viewState, options: FeedWriteOptions())
+        return (result.created, result.version, result.operations)
+    }
+
+    /// ``publish(_:viewState:)`` with a write id, a lease's fencing token or the basis a view model's
+    /// change was computed from (``FeedWriteOptions``); those matter with a shared store.
+    ///
+    /// With a shared store (Redis), the batch is computed against this instance's copy and committed
+    /// with that version as its base; a lost race (another instance wrote first) brings the copy up
+    /// to date, sends subscribers what they missed, and computes again (bounded). A write id already
+    /// committed gets its first answer back (``FeedWriteResult/replayed``) and writes nothing.
+    public func write(_ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions) async throws(FeedWriteError) -> FeedWriteResult {
         await acquireWrite()
         defer { releaseWrite() }
+        if let shared { return try await writeShared(shared, new, viewState: viewState, options: options) }
         let encoded = store != nil || account != nil ? WireCodec.encode(new) : []
         if let account {
             do { try account.checkSnapshot(bytes: encoded.count) } catch { throw .limit(error) }
@@ -139,7 +168,7 @@ public actor Feed {
             replay = []
             if let viewState { self.viewState = viewState }
             metrics.setSubscribers(name, subscriberCount)
-            return (true, 1, new.numberOfSections + new.numberOfItems)
+            return FeedWriteResult(created: true, version: 1, operations: new.numberOfSections + new.numberOfItems)
         }
         let started = MonotonicClock.now()
         let batch = WireSnapshot.diff(from: snapshot, to: new)
@@ -149,7 +178,7 @@ public actor Feed {
                 do { try await store?.commit(.viewState(name: name, bytes: viewState)) } catch { throw .store(error) }
                 self.viewState = viewState
             }
-            return (false, version, 0)
+            return FeedWriteResult(created: false, version: version, operations: 0)
         }
         let next = version + 1
         let event = FeedEvents.batchEvent(feed: name, id: EventID(history: history, version: next), batch: batch)
@@ -199,7 +228,7 @@ public actor Feed {
         if !taggedSubscribers.isEmpty {
             transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(event, feed: name)), to: Array(taggedSubscribers.values))
         }
-        return (false, version, batch.operations.count)
+        return FeedWriteResult(created: false, version: version, operations: batch.operations.count)
     }
 
     private func acquireWrite() async {
@@ -217,7 +246,14 @@ public actor Feed {
     ///
     /// - Parameter tagged: the subscriber is one feed of a multi-feed stream: its events' ids are
     ///   `NAME@ds1.<history>.<version>`, and `lastEventID` is the part after the `@`.
-    public func subscribe(_ stream: any EventSink, lastEventID: String?, tagged: Bool = false) {
+    public func subscribe(_ stream: any EventSink, lastEventID: String?, tagged: Bool = false) async {
+        // A client that saw a later version on another instance than this copy holds (the store's
+        // events are on their way): bring the copy up to date first, so it resumes with batches.
+        if let shared, let text = lastEventID, let id = EventID(text), id.history == history, id.version > version {
+            await acquireWrite()
+            await refreshFromStore(shared)
+            releaseWrite()
+        }
         guard version > 0 else {
             stream.send(EventPayload(FeedEvents.deletedEvent(feed: name)))
             stream.close()
@@ -232,6 +268,7 @@ public actor Feed {
             stream.send(currentSnapshotPayload(tagged: tagged))
         }
         if tagged { taggedSubscribers[stream.id] = stream } else { subscribers[stream.id] = stream }
+        if let outage { stream.send(EventPayload(FeedEvents.unavailableEvent(feed: name, detail: outage))) }
         metrics.setSubscribers(name, subscriberCount)
         let id = stream.id
         stream.onTermination { [weak self] in
@@ -281,12 +318,38 @@ public actor Feed {
 
     /// Deletes the feed once the store has (durably) forgotten it, then ends every subscription with
     /// `event: deleted`. False if it did not exist.
-    func delete() async throws(StoreError) -> Bool {
+    func delete(writeID: String? = nil) async throws(StoreError) -> Bool {
         await acquireWrite()
         defer { releaseWrite() }
+        if let shared {
+            // Whatever this copy holds, the store decides (another instance may have created it).
+            let answer: SharedCommitResult
+            do {
+                answer = try await shared.commit(.delete(name: name), base: 0, writeID: writeID ?? EventID.newHistory() + EventID.newHistory(),
+                                                 fence: nil, answer: [], expectedState: nil, counted: !isHosted)
+            } catch {
+                throw error
+            }
+            switch answer {
+            case .committed(let existed, _, _):
+                if version > 0 { endEverySubscription() }
+                return existed == 1
+            case .lostData:
+                await lostData?()
+                return false
+            default:
+                return false
+            }
+        }
         guard version > 0 else { return false }
         try await store?.commit(.delete(name: name))
         account?.releaseFeed(bytes: storedBytes, counted: !isHosted)
+        endEverySubscription()
+        return true
+    }
+
+    /// The feed is gone: every subscription ends with `event: deleted`, and the copy is emptied.
+    private func endEverySubscription() {
         version = 0
         snapshotPayload = nil
         taggedSnapshotPayload = nil
@@ -302,7 +365,286 @@ public actor Feed {
         subscribers.removeAll()
         taggedSubscribers.removeAll()
         metrics.removeFeed(name)
+    }
+
+    // MARK: A cache of a shared store (Redis)
+
+    /// The most attempts of one write that lose a race to another instance before it is refused.
+    static let maxSharedAttempts = 16
+
+    /// ``write(_:viewState:options:)`` against a shared store; the caller holds the write turn.
+    private func writeShared(_ shared: any SharedFeedStore, _ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions) async throws(FeedWriteError) -> FeedWriteResult {
+        let encoded = WireCodec.encode(new)
+        if let account {
+            do { try account.checkSnapshot(bytes: encoded.count) } catch { throw .limit(error) }
+        }
+        let writeID = options.writeID ?? EventID.newHistory() + EventID.newHistory()
+        for _ in 0..<Self.maxSharedAttempts {
+            if let basis = options.basis, basis.version != version { throw .conflict }
+            let base = version
+            let write: FeedWrite
+            var event: [UInt8] = []
+            var result: FeedWriteResult
+            if base == 0 {
+                let fresh = EventID.newHistory()
+                write = .put(name: name, history: fresh, version: 1, snapshot: encoded, batch: nil, keepFrom: 2, viewState: viewState)
+                result = FeedWriteResult(created: true, version: 1, operations: new.numberOfSections + new.numberOfItems)
+            } else {
+                let started = MonotonicClock.now()
+                let batch = WireSnapshot.diff(from: snapshot, to: new)
+                metrics.recordDiff(seconds: MonotonicClock.now() - started)
+                if batch.isEmpty {
+                    guard let viewState, viewState != self.viewState else { return FeedWriteResult(created: false, version: version, operations: 0) }
+                    write = .viewState(name: name, bytes: viewState)
+                    result = FeedWriteResult(created: false, version: base, operations: 0)
+                } else {
+                    event = FeedEvents.batchEvent(feed: name, id: EventID(history: history, version: base + 1), batch: batch)
+                    write = .put(name: name, history: history, version: base + 1, snapshot: encoded,
+                                 batch: replayLimit > 0 ? StoredBatch(version: base + 1, bytes: event) : nil, keepFrom: 0, viewState: viewState)
+                    result = FeedWriteResult(created: false, version: base + 1, operations: batch.operations.count)
+                }
+            }
+            let outcome: SharedCommitResult
+            do {
+                outcome = try await shared.commit(write, base: base, writeID: writeID, fence: options.fence, answer: result.answer,
+                                                  expectedState: options.basis.map { $0.state ?? [] }, counted: !isHosted)
+            } catch {
+                throw .store(error)
+            }
+            switch outcome {
+            case .committed(let version, let answer, let first):
+                guard first else {
+                    var replayed = FeedWriteResult(answer: answer) ?? FeedWriteResult(created: false, version: version, operations: 0)
+                    replayed.replayed = true
+                    if version > self.version { await refreshFromStore(shared) }
+                    return replayed
+                }
+                if case .viewState = write {
+                    if version == self.version { self.viewState = viewState }
+                } else {
+                    let history: String = if case .put(_, let history, _, _, _, _, _) = write { history } else { self.history }
+                    _ = applyCommit(history: history, version: version, snapshot: new, encodedBytes: encoded.count, event: event, state: viewState)
+                }
+                return result
+            case .conflict:
+                await refreshFromStore(shared)
+                if options.basis != nil { throw .conflict }
+            case .notCommitted:
+                continue
+            case .lostData:
+                await lostData?()
+                if options.basis != nil { throw .conflict }
+            case .fenced:
+                throw .fenced
+            case .limit(let feeds, _, let most):
+                throw .limit(StorageLimitExceeded(limit: feeds ? .maxFeeds : .maxStoreBytes, value: most, needed: feeds ? most + 1 : encoded.count))
+            }
+        }
+        throw .conflict
+    }
+
+    /// Takes a commit into the copy and sends its batch to the subscribers: when it is the next version
+    /// of this history, or it creates the feed. A version already here is ignored (a commit arrives
+    /// twice: as this instance's answer and through the store's events).
+    /// - Returns: false when it does not follow (a gap, or another history): the copy must be refreshed.
+    private func applyCommit(history: String, version: Int, snapshot new: WireSnapshot, encodedBytes: Int, event: [UInt8], state: [UInt8]?) -> Bool {
+        if self.version > 0, history == self.history, version <= self.version { return true }
+        let creates = self.version == 0 && version == 1
+        guard creates || (history == self.history && version == self.version + 1) else { return false }
+        self.history = history
+        self.version = version
+        snapshot = new
+        snapshotBytes = encodedBytes
+        if let state { viewState = state }
+        if creates {
+            replay = []
+            replayBytes = 0
+            metrics.setSubscribers(name, subscriberCount)
+            return true
+        }
+        guard !event.isEmpty else { return true }
+        let payload = EventPayload(event)
+        if replayLimit > 0 {
+            replay.append((version, payload))
+            replayBytes += event.count
+            if replay.count > replayLimit + replayLimit / 4 {
+                let dropped = replay.count - replayLimit
+                replayBytes -= replay.prefix(dropped).reduce(0) { $0 + $1.payload.bytes.count }
+                replay.removeFirst(dropped)
+            }
+        }
+        metrics.recordBatch(name)
+        let broadcastAt = ContinuousClock.now
+        transport?.broadcast(payload, to: Array(subscribers.values)) {
+            MetricHandles.shared.timer(MetricName.publishToLastWrite).record(duration: ContinuousClock.now - broadcastAt)
+        }
+        if !taggedSubscribers.isEmpty {
+            transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(event, feed: name)), to: Array(taggedSubscribers.values))
+        }
         return true
     }
 
+    /// A commit of this feed by any instance, from the shared store's events. One that follows is
+    /// taken at once (no suspension, so events are taken in the order they come); a gap or another
+    /// history queues a refresh from the store. Never skipped.
+    func remoteCommit(history: String, version: Int, batch: [UInt8], snapshot encoded: [UInt8]?, state: [UInt8]?) {
+        guard let encoded else {  // the view-model state alone changed
+            if history == self.history, version == self.version, let state { viewState = state }
+            return
+        }
+        if self.version > 0, history == self.history, version <= self.version { return }
+        guard let decoded = try? WireCodec.decodeSnapshot(encoded),
+              applyCommit(history: history, version: version, snapshot: decoded, encodedBytes: encoded.count, event: batch, state: state) else {
+            queueRefresh()
+            return
+        }
+    }
+
+    /// Another instance deleted the feed (of `history`): its subscriptions end as for a delete here.
+    func remoteDelete(history: String) {
+        guard version > 0, history == self.history else { return }
+        endEverySubscription()
+    }
+
+    /// This copy's place, for the registry's position checks.
+    var position: FeedPosition? { version > 0 ? FeedPosition(history: history, version: version) : nil }
+
+    /// Refreshes from the store in turn with the writes, unless one is queued already.
+    func queueRefresh() {
+        guard shared != nil, !refreshQueued else { return }
+        refreshQueued = true
+        Task { await self.refreshInTurn() }
+    }
+
+    private func refreshInTurn() async {
+        await acquireWrite()
+        defer { releaseWrite() }
+        refreshQueued = false
+        if let shared { await refreshFromStore(shared) }
+    }
+
+    /// Reads the feed from the shared store and brings the copy and its subscribers to it: the
+    /// batches they missed when the store's window still holds them, else a snapshot of the store's
+    /// state (another history: a feed deleted and created again, or data lost), or `event: deleted`
+    /// when the feed is gone. Redis being unreachable leaves the copy as it is (the registry's
+    /// position check tries again). The caller holds the write turn.
+    private func refreshFromStore(_ shared: any SharedFeedStore) async {
+        let stored: StoredFeed?
+        do { stored = try await shared.read(name) } catch { return }
+        guard let stored else {
+            if version > 0 { endEverySubscription() }
+            return
+        }
+        if stored.history == history, stored.version == version {
+            viewState = stored.viewState
+            return
+        }
+        guard let decoded = try? WireCodec.decodeSnapshot(stored.snapshot) else { return }
+        let window = stored.batches.suffix(replayLimit).map { ($0.version, EventPayload($0.bytes)) }
+        let continues = version > 0 && stored.history == history && stored.version > version
+            && (stored.batches.first.map { $0.version <= version + 1 } ?? false)
+        let missed = continues ? stored.batches.filter { $0.version > version }.flatMap(\.bytes) : []
+        let wasEmpty = version == 0
+        history = stored.history
+        version = stored.version
+        snapshot = decoded
+        snapshotBytes = stored.snapshot.count
+        viewState = stored.viewState
+        replay = window
+        replayBytes = window.reduce(0) { $0 + $1.1.bytes.count }
+        if wasEmpty { return }
+        if continues {
+            transport?.broadcast(EventPayload(missed), to: Array(subscribers.values))
+            if !taggedSubscribers.isEmpty {
+                transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(missed, feed: name)), to: Array(taggedSubscribers.values))
+            }
+        } else {
+            metrics.recordResync()
+            if !subscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: false), to: Array(subscribers.values)) }
+            if !taggedSubscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: true), to: Array(taggedSubscribers.values)) }
+        }
+    }
+
+    /// The shared store lost its data: every subscription ends with `event: deleted` and the copy is
+    /// emptied; what the store holds next (nothing, or an old backup) is read on the next refresh.
+    func dropForLostData() {
+        if version > 0 { endEverySubscription() }
+        history = EventID.newHistory()
+    }
+
+    /// The shared store cannot be reached (`detail`), or can again (nil): subscribers are told once
+    /// per outage (`event: unavailable` / `event: available`); after it is back, the copy is refreshed.
+    func setOutage(_ detail: String?) {
+        let changes = (detail == nil) != (outage == nil)
+        outage = detail
+        guard changes else { return }
+        let event = detail.map { FeedEvents.unavailableEvent(feed: name, detail: $0) } ?? FeedEvents.availableEvent(feed: name)
+        let streams = Array(subscribers.values) + Array(taggedSubscribers.values)
+        if !streams.isEmpty { transport?.broadcast(EventPayload(event), to: streams) }
+        if detail == nil { queueRefresh() }
+    }
+
+    /// The version and view-model state this copy holds: what a hosted view model computes its next
+    /// change from (``FeedWriteOptions/basis``).
+    var basis: FeedBasis { FeedBasis(version: version, state: viewState) }
+}
+
+/// What a write carries beyond its content, for a shared store (Redis).
+public struct FeedWriteOptions: Sendable, Equatable {
+    /// The write's id: a client's `Idempotency-Key`. A shared store commits one id once; a retry gets
+    /// the first answer. Nil: one is drawn.
+    public var writeID: String?
+    /// A lease's fencing token (a hosted view model's source, run on one instance at a time): the
+    /// store refuses the write once another instance holds the lease.
+    public var fence: String?
+    /// The version and view-model state the change was computed from: the store must still hold
+    /// them, else ``FeedWriteError/conflict`` (compute again). Nil: the write is a whole snapshot,
+    /// which the feed diffs again against whatever version won.
+    public var basis: FeedBasis?
+
+    public init(writeID: String? = nil, fence: String? = nil, basis: FeedBasis? = nil) {
+        self.writeID = writeID
+        self.fence = fence
+        self.basis = basis
+    }
+}
+
+/// A feed's version and view-model state (nil: none stored).
+public struct FeedBasis: Sendable, Equatable {
+    public var version: Int
+    public var state: [UInt8]?
+    public init(version: Int, state: [UInt8]?) {
+        self.version = version
+        self.state = state
+    }
+}
+
+/// What a write did.
+public struct FeedWriteResult: Sendable, Equatable {
+    /// The write created the feed.
+    public var created: Bool
+    /// The version the feed is at after it.
+    public var version: Int
+    /// The operations of its batch (0: the snapshot did not change, no new version).
+    public var operations: Int
+    /// A shared store had committed this write id before: this is that write's answer, and nothing
+    /// was written now.
+    public var replayed = false
+
+    public init(created: Bool, version: Int, operations: Int, replayed: Bool = false) {
+        self.created = created
+        self.version = version
+        self.operations = operations
+        self.replayed = replayed
+    }
+
+    /// As a shared store keeps it with the write id: `<created 0|1> <version> <operations>`.
+    var answer: [UInt8] { Array("\(created ? 1 : 0) \(version) \(operations)".utf8) }
+
+    /// The answer a shared store kept; nil when it is not one.
+    init?(answer: [UInt8]) {
+        let parts = String(decoding: answer, as: UTF8.self).split(separator: " ")
+        guard parts.count == 3, let created = Int(parts[0]), let version = Int(parts[1]), let operations = Int(parts[2]) else { return nil }
+        self.init(created: created == 1, version: version, operations: operations)
+    }
 }

@@ -9,7 +9,7 @@ import Metrics
 ///
 /// | route                                   | methods            |
 /// |-----------------------------------------|--------------------|
-/// | `/healthz`, `/metrics`                  | GET                |
+/// | `/healthz`, `/readyz`, `/metrics`       | GET                |
 /// | `/feeds`                                | GET                |
 /// | `/feeds/{feed}`                         | GET, PUT, DELETE; GET, PATCH for a hosted view model |
 /// | `/feeds/{feed}/events`                  | GET (SSE)          |
@@ -90,6 +90,7 @@ public struct FeedAPI: Sendable {
     /// transport drops the body); `OPTIONS` by ``preflight()``.
     public static let routes: [Route] = [
         Route("GET", RoutePattern("/healthz"), .health),
+        Route("GET", RoutePattern("/readyz"), .ready),
         Route("GET", RoutePattern("/metrics"), .metrics),
         Route("GET", RoutePattern("/feeds"), .listFeeds),
         Route("GET", feedPattern, .getFeed),
@@ -209,6 +210,8 @@ public struct FeedAPI: Sendable {
         switch handler {
         case .health:
             return .json(Array("{\"status\":\"ok\"}\n".utf8))
+        case .ready:
+            return await readiness()
         case .metrics:
             guard let body = metrics.render(server: serverMetrics(), feeds: registry.metrics, storage: registry.storage) else {
                 throw APIError(.notFound, "not found", "metrics go to the program's own backend")
@@ -218,7 +221,9 @@ public struct FeedAPI: Sendable {
             return Self.json(await listFeeds(as: try await authorize(.list, request)))
         case .getFeed:
             try await authorize(.read(name), request)
-            guard let feed = await registry.feed(name) else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
+            let found: Feed?
+            do { found = try await registry.lookup(name) } catch { throw APIError(storeError: error) }
+            guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
             return .json(await feed.document().json + [0x0A])
         case .putFeed:
             try await authorize(.write(name), request)
@@ -229,13 +234,15 @@ public struct FeedAPI: Sendable {
                 if case .malformed = error { throw APIError(.badRequest, "malformed json", error.description) }
                 throw APIError(.unprocessableContent, "invalid snapshot", error.description)
             }
-            let result: (created: Bool, version: Int, operations: Int)
-            do { result = try await registry.put(name, snapshot: snapshot) } catch { throw APIError(writeError: error) }
+            let writeID = try Self.idempotencyKey(request)
+            let result: FeedWriteResult
+            do { result = try await registry.write(name, snapshot: snapshot, options: FeedWriteOptions(writeID: writeID)) } catch { throw APIError(writeError: error) }
             return Self.acknowledgement(feed: name, version: result.version, ops: result.operations, status: result.created ? .created : .ok)
         case .deleteFeed:
             try await authorize(.write(name), request)
+            let writeID = try Self.idempotencyKey(request)
             let deleted: Bool
-            do { deleted = try await registry.delete(name) } catch { throw APIError(storeError: error) }
+            do { deleted = try await registry.delete(name, writeID: writeID) } catch { throw APIError(storeError: error) }
             guard deleted else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
             return HTTPResponse(status: .noContent)
         case .refuseViewModelWrite:
@@ -247,9 +254,10 @@ public struct FeedAPI: Sendable {
         case .patchFeed:
             guard let host = hosted?.hosted(name) else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
             try await authorize(.write(name), request)
-            let result: ChangeResult
-            do { result = try await host.patch(body: request.body) } catch { throw APIError(error) }
-            return Self.acknowledgement(feed: name, result)
+            let writeID = try Self.idempotencyKey(request)
+            let result: FeedWriteResult
+            do { result = try await host.patch(body: request.body, writeID: writeID) } catch { throw APIError(error) }
+            return Self.acknowledgement(feed: name, version: result.version, ops: result.operations, status: .ok)
         case .subscribe:
             return try await subscribe(request, name: name)
         case .subscribeMany:
@@ -290,7 +298,7 @@ public struct FeedAPI: Sendable {
         HTTPResponse(status: .noContent, headers: [
             "Allow": Self.allMethods,
             "Access-Control-Allow-Methods": Self.allMethods,
-            "Access-Control-Allow-Headers": "Authorization, Content-Type, Last-Event-ID",
+            "Access-Control-Allow-Headers": "Authorization, Content-Type, Last-Event-ID, Idempotency-Key",
             "Access-Control-Max-Age": "600",
         ])
     }
@@ -318,7 +326,9 @@ public struct FeedAPI: Sendable {
 
     private func subscribe(_ request: HTTPRequest, name: String) async throws(APIError) -> HTTPResponse {
         let principal = try await authorize(.subscribe(name), request)
-        guard let feed = await registry.feed(name) else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
+        let found: Feed?
+        do { found = try await registry.lookup(name) } catch { throw APIError(storeError: error) }
+        guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
         // A stream opened with a signed token ends when the token does (issue 13).
         let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }
         let now = options.now
@@ -358,7 +368,11 @@ public struct FeedAPI: Sendable {
         for (entry, decision) in zip(listed.entries, decisions) {
             switch decision {
             case .allow:
-                if let feed = await registry.feed(entry.feed) { opened.append((entry, .open(feed))) } else { opened.append((entry, .notFound)) }
+                do {
+                    if let feed = try await registry.lookup(entry.feed) { opened.append((entry, .open(feed))) } else { opened.append((entry, .notFound)) }
+                } catch {
+                    opened.append((entry, .unavailable(error.description)))
+                }
             case .unauthorized(let detail, _): opened.append((entry, .unauthorized(detail)))
             case .forbidden(let detail): opened.append((entry, .forbidden(detail)))
             }
@@ -386,6 +400,8 @@ public struct FeedAPI: Sendable {
                         multiplexer.send(EventPayload(FeedEvents.refusalEvent("forbidden", feed: entry.feed, error: "forbidden", detail: detail)))
                     case .unauthorized(let detail):
                         multiplexer.send(EventPayload(FeedEvents.refusalEvent("unauthorized", feed: entry.feed, error: "token required", detail: detail)))
+                    case .unavailable(let detail):
+                        multiplexer.send(EventPayload(FeedEvents.unavailableEvent(feed: entry.feed, detail: detail)))
                     }
                 }
                 multiplexer.finishOpening()
@@ -399,6 +415,8 @@ public struct FeedAPI: Sendable {
     /// What happens to one listed feed of a multi-feed stream.
     private enum MultiFeedOutcome: Sendable {
         case open(Feed), notFound, forbidden(String), unauthorized(String)
+        /// The shared store (Redis) cannot be reached to load the feed.
+        case unavailable(String)
     }
 
     /// The plain status of a multi-feed request whose every feed is refused.
@@ -409,6 +427,10 @@ public struct FeedAPI: Sendable {
         let unauthorized = feeds { if case .unauthorized = $0 { true } else { false } }
         if !unauthorized.isEmpty {
             return APIError(.unauthorized, "unauthorized", "these feeds are private: send a token ('Authorization: Bearer <token>', the \(Authorizer.cookieName) cookie or ?\(Authorizer.queryName)=); no token for \(unauthorized)")
+        }
+        let unavailable = outcomes.compactMap { if case .unavailable(let detail) = $0.outcome { detail } else { nil } }
+        if let detail = unavailable.first {
+            return APIError(.serviceUnavailable, "redis unavailable", detail)
         }
         let forbidden = feeds { if case .forbidden = $0 { true } else { false } }
         if !forbidden.isEmpty {
@@ -445,9 +467,32 @@ public struct FeedAPI: Sendable {
         }
         let access: Access = hosted?.isPublic(action: action, feed: feed) == true ? .publicAction(feed) : .write(feed)
         try await authorize(access, request)
-        let result: ChangeResult
-        do { result = try await host.perform(action, body: request.body) } catch { throw APIError(error) }
-        return Self.acknowledgement(feed: feed, result)
+        let writeID = try Self.idempotencyKey(request)
+        let result: FeedWriteResult
+        do { result = try await host.perform(action, body: request.body, writeID: writeID) } catch { throw APIError(error) }
+        return Self.acknowledgement(feed: feed, version: result.version, ops: result.operations, status: .ok)
+    }
+
+    /// The request's `Idempotency-Key` (1 to 128 visible ASCII characters): with a shared store, the
+    /// write's id, so a retry of the same write gets the first answer and runs once. Nil without one.
+    static func idempotencyKey(_ request: HTTPRequest) throws(APIError) -> String? {
+        guard let key = request.headers["Idempotency-Key"] else { return nil }
+        guard (1...128).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw APIError(.badRequest, "bad idempotency key", "Idempotency-Key must be 1 to 128 visible ASCII characters (no spaces)")
+        }
+        return key
+    }
+
+    /// `GET /readyz`: whether this instance can serve writes and fresh reads now (with Redis: whether
+    /// it answers, checked now), for load balancers. `/healthz` stays liveness.
+    private func readiness() async -> HTTPResponse {
+        guard registry.shared != nil else { return .json(Array("{\"status\":\"ready\"}\n".utf8)) }
+        guard let problem = await registry.readiness() else { return .json(Array("{\"status\":\"ready\",\"redis\":\"ok\"}\n".utf8)) }
+        var writer = JSONWriter()
+        writer.raw("{\"status\":\"unavailable\",\"redis\":")
+        writer.write(problem)
+        writer.raw("}\n")
+        return HTTPResponse(status: .serviceUnavailable, headers: ["Content-Type": "application/json"], body: writer.bytes)
     }
 
     /// The answer to a change a hosted view model took (a `PATCH` or an action): `200` with

@@ -120,4 +120,25 @@ enum FeedEvents {
         writer.byte(UInt8(ascii: "}"))
         return ServerSentEvent.encode(event: "deleted", id: nil, data: writer.bytes)
     }
+
+    /// The shared store (Redis) cannot be reached: the feed shows the last state this instance holds
+    /// until `available`. `{"feed":…,"detail":…}`, no `id:` (the position does not move).
+    static func unavailableEvent(feed: String, detail: String) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.raw("{\"feed\":")
+        writer.write(feed)
+        writer.raw(",\"detail\":")
+        writer.write(detail)
+        writer.byte(UInt8(ascii: "}"))
+        return ServerSentEvent.encode(event: "unavailable", id: nil, data: writer.bytes)
+    }
+
+    /// The shared store is reachable again; what the feed missed follows. `{"feed":…}`, no `id:`.
+    static func availableEvent(feed: String) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.raw("{\"feed\":")
+        writer.write(feed)
+        writer.byte(UInt8(ascii: "}"))
+        return ServerSentEvent.encode(event: "available", id: nil, data: writer.bytes)
+    }
 }

@@ -1,6 +1,7 @@
 import DiffStreamJSON
 import FeedStore
 import HTTPCore
+import Logging
 
 /// All feeds by name. Every write to a name goes through that name's one ``Feed`` (which serialises
 /// them), so creating, replacing and deleting a name are atomic with respect to each other, in memory
@@ -14,14 +15,28 @@ public actor FeedRegistry {
     public nonisolated let metrics: FeedMetrics
     /// The feeds and bytes held, against the ``StorageLimits``.
     public nonisolated let storage: StorageAccount
+    /// The store when several instances share it (Redis): feeds are loaded from it on first use and
+    /// followed from then on, and ``startSharing(checkInterval:)`` keeps them up to date.
+    public nonisolated let shared: (any SharedFeedStore)?
+    /// Feeds being loaded from the shared store (one load per name).
+    private var loading: [String: Task<Feed, any Error>] = [:]
+    /// Why the shared store cannot be reached, while it cannot.
+    private var outage: String?
+    private var losingData = false
+    private var sharing: [Task<Void, Never>] = []
+    /// Where sharing says what happened: outages, lost data, leases taken and lost.
+    public nonisolated let sharingLogger: Logger
 
     /// - Parameter store: where feeds are made durable; nil keeps them in memory only (`--data none`).
-    public init(replayLimit: Int = 1024, transport: (any EventBroadcaster)? = nil, metrics: FeedMetrics = FeedMetrics(), store: (any FeedStore)? = nil, storage: StorageAccount = StorageAccount()) {
+    public init(replayLimit: Int = 1024, transport: (any EventBroadcaster)? = nil, metrics: FeedMetrics = FeedMetrics(), store: (any FeedStore)? = nil, storage: StorageAccount = StorageAccount(),
+                logger: Logger = Logger(label: "diffstream")) {
+        self.sharingLogger = logger
         self.replayLimit = replayLimit
         self.transport = transport
         self.store = store
         self.metrics = metrics
         self.storage = storage
+        self.shared = store as? any SharedFeedStore
         metrics.store = store
     }
 
@@ -59,14 +74,62 @@ public actor FeedRegistry {
         return skipped
     }
 
-    /// The feed, if it exists.
+    /// The feed, if it exists (nil too when a shared store cannot be reached to load it).
     public func feed(_ name: String) async -> Feed? {
-        guard let feed = feeds[name], await feed.exists else { return nil }
-        return feed
+        try? await lookup(name)
     }
 
-    /// Names and versions, sorted by name.
+    /// The feed, if it exists. With a shared store, a feed this instance does not hold yet is
+    /// followed, then loaded (in that order, so no commit falls between).
+    /// - Throws: the shared store's error when it cannot be reached to load the feed.
+    public func lookup(_ name: String) async throws(StoreError) -> Feed? {
+        let feed = try await cached(name)
+        return await feed.exists ? feed : nil
+    }
+
+    /// The one `Feed` of a name, loaded from the shared store on first use.
+    private func cached(_ name: String) async throws(StoreError) -> Feed {
+        if let feed = feeds[name] { return feed }
+        guard let shared else { return entry(name) }
+        let task: Task<Feed, any Error>
+        if let loading = loading[name] {
+            task = loading
+        } else {
+            task = Task { [replayLimit, transport, metrics, storage] in
+                shared.follow(name)
+                let lostData: @Sendable () async -> Void = { [weak self] in await self?.storeLostData() }
+                guard let stored = try await shared.read(name) else {
+                    return Feed(name: name, replayLimit: replayLimit, transport: transport, metrics: metrics, store: shared, account: storage, lostData: lostData)
+                }
+                let snapshot = try WireCodec.decodeSnapshot(stored.snapshot)
+                return Feed(restoring: stored, snapshot: snapshot, replayLimit: replayLimit, transport: transport, metrics: metrics, store: shared, account: storage, lostData: lostData)
+            }
+            loading[name] = task
+        }
+        let result = await task.result
+        loading[name] = nil
+        switch result {
+        case .success(let feed):
+            if let existing = feeds[name] { return existing }
+            feeds[name] = feed
+            if let outage { await feed.setOutage(outage) }
+            return feed
+        case .failure(let error as StoreError):
+            shared.unfollow(name)
+            throw error
+        case .failure(let error):
+            shared.unfollow(name)
+            throw .damaged(path: name, reason: "its stored snapshot does not decode: \(error)")
+        }
+    }
+
+    /// Names and versions, sorted by name (with a shared store: every instance's feeds; none when it
+    /// cannot be reached).
     public func list() async -> [(name: String, version: Int)] {
+        if let shared {
+            guard let names = try? await shared.names(), let positions = try? await shared.positions(names) else { return [] }
+            return names.compactMap { name in positions.feeds[name].map { (name, $0.version) } }
+        }
         var result: [(String, Int)] = []
         for (name, feed) in feeds.sorted(by: { $0.key < $1.key }) {
             let version = await feed.version
@@ -81,15 +144,138 @@ public actor FeedRegistry {
     /// - Parameter hosted: the server hosts this feed (a view model); it does not count against
     ///   `--max-feeds` (its bytes still count).
     public func put(_ name: String, snapshot: WireSnapshot, viewState: [UInt8]? = nil, hosted: Bool = false) async throws(FeedWriteError) -> (created: Bool, version: Int, operations: Int) {
-        let feed = entry(name)
+        let result = try await write(name, snapshot: snapshot, viewState: viewState, hosted: hosted, options: FeedWriteOptions())
+        return (result.created, result.version, result.operations)
+    }
+
+    /// ``put(_:snapshot:viewState:hosted:)`` with a write id, a fencing token or a basis (``FeedWriteOptions``).
+    public func write(_ name: String, snapshot: WireSnapshot, viewState: [UInt8]? = nil, hosted: Bool = false, options: FeedWriteOptions) async throws(FeedWriteError) -> FeedWriteResult {
+        let feed: Feed
+        do { feed = try await cached(name) } catch { throw .store(error) }
         if hosted { await feed.markHosted() }
-        return try await feed.publish(snapshot, viewState: viewState)
+        return try await feed.write(snapshot, viewState: viewState, options: options)
+    }
+
+    /// The version and view-model state held for `name` (version 0: no feed): what a hosted view
+    /// model's next change is computed from.
+    public func basis(_ name: String) async throws(StoreError) -> FeedBasis {
+        await (try cached(name)).basis
     }
 
     /// Removes a feed once the store has; its subscribers get `event: deleted`. False if there was none.
-    public func delete(_ name: String) async throws(StoreError) -> Bool {
+    /// - Parameter writeID: a client's `Idempotency-Key` (with a shared store, a retry gets the first answer).
+    public func delete(_ name: String, writeID: String? = nil) async throws(StoreError) -> Bool {
+        if shared != nil { return try await cached(name).delete(writeID: writeID) }
         guard let feed = feeds[name] else { return false }
         return try await feed.delete()
+    }
+
+    // MARK: Sharing feeds with other instances
+
+    /// Starts following the shared store: commits of other instances reach the feeds held here, the
+    /// position of every feed held is checked every `checkInterval` seconds (and after the store's
+    /// events were interrupted), and outages are told to subscribers. Without a shared store, nothing.
+    public func startSharing(checkInterval: Double = 2) {
+        guard let shared, sharing.isEmpty else { return }
+        sharing.append(Task { [weak self] in
+            for await event in shared.events {
+                guard let self else { return }
+                await self.take(event)
+            }
+        })
+        sharing.append(Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(checkInterval))
+                guard let self else { return }
+                await self.checkPositions()
+            }
+        })
+    }
+
+    /// Stops following the shared store (at shutdown).
+    public func stopSharing() {
+        for task in sharing { task.cancel() }
+        sharing = []
+    }
+
+    private func take(_ event: SharedStoreEvent) async {
+        switch event {
+        case .committed(let name, let history, let version, let batch, let snapshot, let state):
+            await feeds[name]?.remoteCommit(history: history, version: version, batch: batch, snapshot: snapshot, state: state)
+        case .deleted(let name, let history):
+            await feeds[name]?.remoteDelete(history: history)
+        case .following(let name):
+            await setOutage(nil)
+            await feeds[name]?.queueRefresh()
+        case .interrupted(let reason):
+            await setOutage(reason)
+        }
+    }
+
+    /// The check the timer runs (call it to check now). One pipeline of every held feed's position: a feed that is not where its copy is gets
+    /// refreshed; an epoch that is not ours means Redis lost its data; a failure is an outage.
+    public func checkPositions() async {
+        guard let shared else { return }
+        let names = Array(feeds.keys)
+        let positions: StorePositions
+        do {
+            positions = try await shared.positions(names)
+        } catch {
+            await setOutage(error.description)
+            return
+        }
+        await setOutage(nil)
+        guard positions.intact else {
+            await storeLostData()
+            return
+        }
+        for name in names {
+            guard let feed = feeds[name] else { continue }
+            if await feed.position != positions.feeds[name] { await feed.queueRefresh() }
+        }
+    }
+
+    /// Whether the shared store can be reached and holds this instance's data (nil: ready), checked
+    /// now: `GET /readyz`. Always ready without a shared store.
+    public func readiness() async -> String? {
+        guard let shared else { return nil }
+        do {
+            let positions = try await shared.positions([])
+            if !positions.intact {
+                await storeLostData()
+                return nil
+            }
+            await setOutage(nil)
+            return nil
+        } catch {
+            await setOutage(error.description)
+            return error.description
+        }
+    }
+
+    private func setOutage(_ detail: String?) async {
+        let changes = (detail == nil) != (outage == nil)
+        outage = detail
+        guard changes else { return }
+        if let detail { sharingLogger.warning("Redis unavailable: \(detail)") } else { sharingLogger.info("Redis available again") }
+        for feed in feeds.values { await feed.setOutage(detail) }
+    }
+
+    /// The shared store lost its data (a flushed database, an AOF gone): adopt its new epoch, end
+    /// every subscription with `event: deleted`, and read each feed again (an old backup may hold it).
+    func storeLostData() async {
+        guard let shared, !losingData else { return }
+        losingData = true
+        defer { losingData = false }
+        sharingLogger.error("Redis lost its data (its epoch is gone or another): every feed starts a new history")
+        do { try await shared.adoptNewEpoch() } catch {
+            await setOutage(error.description)
+            return
+        }
+        for feed in feeds.values {
+            await feed.dropForLostData()
+            await feed.queueRefresh()
+        }
     }
 
     private func entry(_ name: String) -> Feed {

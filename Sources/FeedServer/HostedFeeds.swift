@@ -37,6 +37,19 @@ public final class HostedFeeds: @unchecked Sendable {
             return false
         }
         guard !taken else { throw HostingError(description: "a view model is already hosted as '\(name)'") }
+        if registry.shared != nil {
+            // Several instances host it: start from the state the store holds (unless `state` is
+            // given), committed only if no other instance changed it meanwhile.
+            let host = ViewModelHost(name: name, model: model, state: state ?? model.initialState, registry: registry)
+            do {
+                _ = try await host.update(options: FeedWriteOptions()) { current in if let state { current = state } }
+            } catch {
+                lock.withLock { _ = reserved.remove(name) }
+                throw HostingError(description: "'\(name)': \(error.description)")
+            }
+            lock.withLock { hosts[name] = host }
+            return host
+        }
         var start = state ?? model.initialState
         if state == nil, let bytes = await registry.feed(name)?.viewState,
            let stored = try? JSONDecoder().decode(Model.State.self, from: Data(bytes)) {

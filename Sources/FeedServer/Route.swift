@@ -92,7 +92,7 @@ public struct Route: Sendable {
 
     /// The handlers of the table.
     enum Handler: Sendable {
-        case health, metrics, listFeeds
+        case health, ready, metrics, listFeeds
         case getFeed, putFeed, deleteFeed, patchFeed
         /// `PUT` or `DELETE` of a view model's feed: `409`, it is changed through the view model.
         case refuseViewModelWrite

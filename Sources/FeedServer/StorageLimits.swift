@@ -117,4 +117,9 @@ public enum FeedWriteError: Error, Sendable, Equatable {
     case store(StoreError)
     /// It would pass a storage limit (`507`).
     case limit(StorageLimitExceeded)
+    /// A shared store holds another version or view-model state than the write was computed from
+    /// (``FeedWriteOptions/basis``): compute it again. Also after too many lost races in a row.
+    case conflict
+    /// The feed's lease is held by another instance (``FeedWriteOptions/fence``): stop the source.
+    case fenced
 }

@@ -42,6 +42,10 @@ public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible 
             exceeded.description
         case .notPublished(.store(let error)):
             "\(error.description); the change was not stored"
+        case .notPublished(.conflict):
+            "other instances changed the state first at every attempt; the change was not stored"
+        case .notPublished(.fenced):
+            "another instance runs this view model's source; the change was not stored"
         }
     }
 }

@@ -32,6 +32,10 @@ public actor ViewModelHost<Model: HostedViewModel> {
     public private(set) var lastSourceError: ViewModelError?
     /// One change at a time, across the suspension of publishing (an actor alone would interleave).
     private var turn = FIFOTurn()
+    /// With a shared store (several instances host this view model), the version and stored state
+    /// ``state`` was decoded from; a change is committed only if the store still holds them, else
+    /// it runs again on the state the store holds. Nil: not known yet (read it first).
+    private var basis: FeedBasis?
 
     init(name: String, model: Model, state: Model.State, registry: FeedRegistry) {
         self.name = name
@@ -62,13 +66,30 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// Renders `next`, publishes the difference with `next` as the stored state, and keeps `next`.
     /// This is the one place a hosted view model's state changes (the caller holds the turn). If the
     /// render throws or the store refuses, nothing is published and the previous state stays.
-    private func commit(_ next: Model.State) async throws(ViewModelError) -> ChangeResult {
+    private func commit(_ next: Model.State, options: FeedWriteOptions) async throws(ViewModelError) -> FeedWriteResult {
         let snapshot = try Self.wire(model, next)
         let bytes = try Self.storedBytes(next)
-        let published: (created: Bool, version: Int, operations: Int)
-        do { published = try await registry.put(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw .notPublished(error) }
-        state = next
-        return ChangeResult(version: published.version, operations: published.operations)
+        let published: FeedWriteResult
+        do { published = try await registry.write(name, snapshot: snapshot, viewState: bytes, hosted: true, options: options) } catch { throw .notPublished(error) }
+        if published.replayed {
+            basis = nil  // the first attempt's answer: nothing was written now; read the state again next time
+        } else {
+            state = next
+            if registry.shared != nil { basis = FeedBasis(version: published.version, state: bytes) }
+        }
+        return published
+    }
+
+    /// With a shared store: makes ``state`` the one the store holds, when another instance changed it.
+    private func catchUp() async throws(ViewModelError) -> FeedBasis? {
+        guard registry.shared != nil else { return nil }
+        let current: FeedBasis
+        do { current = try await registry.basis(name) } catch { throw .notPublished(.store(error)) }
+        if current != basis {
+            if let bytes = current.state, let decoded = try? JSONDecoder().decode(Model.State.self, from: Data(bytes)) { state = decoded }
+            basis = current
+        }
+        return current
     }
 
     private func takeTurn() async {
@@ -85,41 +106,71 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// - Throws: ``ViewModelError``; nothing changed then.
     @discardableResult
     public func update(_ body: (inout Model.State) throws -> Void) async throws(ViewModelError) -> ChangeResult {
+        let result = try await update(options: FeedWriteOptions(), body)
+        return ChangeResult(version: result.version, operations: result.operations)
+    }
+
+    /// ``update(_:)`` with a write id (a client's `Idempotency-Key`) or a lease's fencing token. With
+    /// a shared store the change runs on the state the store holds and commits only if no other
+    /// instance changed it meanwhile; else it runs again on the new state (bounded).
+    func update(options: FeedWriteOptions, _ body: (inout Model.State) throws -> Void) async throws(ViewModelError) -> FeedWriteResult {
         await takeTurn()
         defer { passTurn() }
-        var next = state
-        do {
-            try body(&next)
-        } catch let error as ViewModelError {
-            throw error
-        } catch let error as InvalidInput {
-            throw .invalidField(field: error.field, reason: error.reason)
-        } catch {
-            throw .changeRefused("\(error)")
+        for _ in 0..<Feed.maxSharedAttempts {
+            var options = options
+            options.basis = try await catchUp()
+            var next = state
+            do {
+                try body(&next)
+            } catch let error as ViewModelError {
+                throw error
+            } catch let error as InvalidInput {
+                throw .invalidField(field: error.field, reason: error.reason)
+            } catch {
+                throw .changeRefused("\(error)")
+            }
+            do {
+                return try await commit(next, options: options)
+            } catch .notPublished(.conflict) where options.basis != nil {
+                continue  // another instance changed the state first: run again on its state
+            }
         }
-        return try await commit(next)
+        throw .notPublished(.conflict)
     }
 
     /// Runs an action by name with the request body as its input.
     /// - Throws: ``ViewModelError/unknownAction(feed:action:)`` for a name the view model does not
     ///   declare, or what ``update(_:)`` throws; nothing changed then.
     public func perform(_ actionName: String, body: [UInt8]) async throws(ViewModelError) -> ChangeResult {
+        let result = try await perform(actionName, body: body, writeID: nil)
+        return ChangeResult(version: result.version, operations: result.operations)
+    }
+
+    /// ``perform(_:body:)`` with a client's `Idempotency-Key`: with a shared store, a retry gets the
+    /// first answer (``FeedWriteResult/replayed``) and changes nothing.
+    public func perform(_ actionName: String, body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult {
         guard let action = model.actions.first(where: { $0.name == actionName }) else {
             throw .unknownAction(feed: name, action: actionName)
         }
-        return try await update { state in try action.perform(&state, body) }
+        return try await update(options: FeedWriteOptions(writeID: writeID)) { state in try action.perform(&state, body) }
     }
 
     /// Merges a partial state (RFC 7396) into the current one, then validates and commits it.
     /// - Throws: ``ViewModelError``; nothing changed then.
     public func patch(body: [UInt8]) async throws(ViewModelError) -> ChangeResult {
+        let result = try await patch(body: body, writeID: nil)
+        return ChangeResult(version: result.version, operations: result.operations)
+    }
+
+    /// ``patch(body:)`` with a client's `Idempotency-Key` (as ``perform(_:body:writeID:)``).
+    public func patch(body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult {
         let patch: JSONValue
         do { patch = try JSONParser.parse(body) } catch { throw .malformedJSON(error.description) }
         guard case .object = patch else {
             throw .invalidBody("the body must be a JSON object holding part of the state")
         }
         let model = model
-        return try await update { state in
+        return try await update(options: FeedWriteOptions(writeID: writeID)) { state in
             let merged = ActionInput.merge(patch, into: try ActionInput.encode(state))
             let next = try ActionInput.decode(Model.State.self, from: merged)
             if let field = ActionInput.unknownField(in: patch, decoded: try ActionInput.encode(next)) {
@@ -130,26 +181,48 @@ public actor ViewModelHost<Model: HostedViewModel> {
         }
     }
 
-    /// Applies one element of a source to the state and commits it.
-    func apply<Element>(_ element: Element, _ change: @Sendable (inout Model.State, Element) throws -> Void) async {
+    /// Applies one element of a source to the state and commits it (with the lease's fencing token,
+    /// when the source runs under one).
+    /// - Returns: false when the lease was lost (another instance holds it): stop the source.
+    func apply<Element>(_ element: Element, fence: String? = nil, _ change: @Sendable (inout Model.State, Element) throws -> Void) async -> Bool {
         do {
-            try await update { state in try change(&state, element) }
+            _ = try await update(options: FeedWriteOptions(fence: fence)) { state in try change(&state, element) }
             lastSourceError = nil
+        } catch .notPublished(.fenced) {
+            return false
         } catch {
             lastSourceError = error
         }
+        return true
     }
 
     /// Drives the view model from an asynchronous sequence, for example a service that emits readings:
     /// each element updates the state, which re-renders and publishes one batch if the snapshot changed.
     /// An element whose update or render throws changes nothing. Cancel the task to stop following.
+    ///
+    /// With a shared store (several instances host this view model), the source runs on one instance
+    /// at a time: the one holding the feed's lease (``SharedLease``), renewed while it runs. Every
+    /// other instance waits to take it over, within about ``SharedLease/milliseconds`` of the
+    /// holder's end; a holder that lost it (a pause past the lease) stops, and its commits are
+    /// refused by their fencing token.
     @discardableResult
     public nonisolated func follow<Source: AsyncSequence & Sendable>(
         _ source: Source, update: @escaping @Sendable (inout Model.State, Source.Element) throws -> Void
     ) -> Task<Void, any Error> where Source.Element: Sendable {
-        Task {
-            for try await element in source {
-                await self.apply(element, update)
+        guard let shared = registry.shared else {
+            return Task {
+                for try await element in source {
+                    _ = await self.apply(element, update)
+                }
+            }
+        }
+        let lease = SharedLease(name: name, store: shared, logger: registry.sharingLogger)
+        return Task {
+            try await lease.whileHeld { token in
+                for try await element in source {
+                    guard await self.apply(element, fence: token, update) else { return false }
+                }
+                return true
             }
         }
     }
@@ -160,8 +233,8 @@ protocol HostedFeed: Sendable {
     var name: String { get }
     var actionList: [ActionDescription] { get }
     var acceptsPatch: Bool { get }
-    func perform(_ actionName: String, body: [UInt8]) async throws(ViewModelError) -> ChangeResult
-    func patch(body: [UInt8]) async throws(ViewModelError) -> ChangeResult
+    func perform(_ actionName: String, body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult
+    func patch(body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult
 }
 
 /// An action as `GET /feeds` lists it.

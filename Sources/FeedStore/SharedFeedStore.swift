@@ -23,17 +23,38 @@ public protocol SharedFeedStore: FeedStore {
     /// computed against (the write's version is `base + 1`; 0 creates); for `.viewState`, the version
     /// the state belongs to; for `.delete` it is not checked. `writeID` is the client's
     /// `Idempotency-Key` or one drawn; `fence` a lease's token for a hosted source; `answer` is kept
-    /// with the write id, so a retry gets the same.
-    func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8]) async throws(StoreError) -> SharedCommitResult
+    /// with the write id, so a retry gets the same. `expectedState`, when given, is the view-model
+    /// state the stored one must be (a change computed from it), else `conflict`. `counted`: a created
+    /// feed counts against the store's most feeds (hosted view models do not).
+    func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult
     /// Where each feed is (a name without a feed is absent), and whether the store still holds this
     /// instance's data.
     func positions(_ names: [String]) async throws(StoreError) -> StorePositions
+    /// The names of every feed the store holds (of every instance), sorted.
+    func names() async throws(StoreError) -> [String]
     /// Follows a feed's commits (``events``); idempotent.
     func follow(_ name: String)
     /// Stops following a feed.
     func unfollow(_ name: String)
     /// Commits of the feeds followed, by any instance, and the state of the connection that brings them.
     var events: AsyncStream<SharedStoreEvent> { get }
+    /// After ``SharedCommitResult/lostData``: takes the store's new epoch (making one if there is
+    /// none), so this instance writes again, as new histories.
+    func adoptNewEpoch() async throws(StoreError)
+    /// Takes the lease `name` (a hosted feed's source runs on one instance at a time) for
+    /// `milliseconds` if no one holds it. Returns its fencing token, or nil when another holds it.
+    func acquireLease(_ name: String, milliseconds: Int) async throws(StoreError) -> String?
+    /// Extends a lease `token` still holds. False: it was lost; stop at once.
+    func renewLease(_ name: String, token: String, milliseconds: Int) async throws(StoreError) -> Bool
+    /// Gives a lease up (at shutdown), if `token` still holds it.
+    func releaseLease(_ name: String, token: String) async throws(StoreError)
+}
+
+extension SharedFeedStore {
+    /// A commit with no expected state, counted against the most feeds.
+    public func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8]) async throws(StoreError) -> SharedCommitResult {
+        try await commit(write, base: base, writeID: writeID, fence: fence, answer: answer, expectedState: nil, counted: true)
+    }
 }
 
 /// What became of a ``SharedFeedStore`` commit.
@@ -49,6 +70,9 @@ public enum SharedCommitResult: Sendable, Equatable {
     case fenced
     /// The answer was lost and the attempt given up before it ran: nothing was written; compute again.
     case notCommitted
+    /// A limit counted over every instance's feeds would be passed: the most feeds (`feeds`) or the
+    /// most bytes; nothing was written.
+    case limit(feeds: Bool, used: Int, most: Int)
 }
 
 /// A feed's place in its history.
@@ -77,9 +101,10 @@ public struct StorePositions: Sendable, Equatable {
 public enum SharedStoreEvent: Sendable, Equatable {
     /// The feed is followed from now on: nothing committed later is missed. Check its position.
     case following(String)
-    /// A commit, by any instance: the feed is at `version` of `history`, and `batch` (the SSE event, empty
-    /// at version 1) led there.
-    case committed(name: String, history: String, version: Int, batch: [UInt8])
+    /// A commit, by any instance: the feed is at `version` of `history`, `batch` (the SSE event, empty
+    /// at version 1) led there, and `snapshot` (encoded) is where it led; a change of the view-model
+    /// state alone has no batch and no snapshot (nil). `state`: the view-model state, when it changed.
+    case committed(name: String, history: String, version: Int, batch: [UInt8], snapshot: [UInt8]?, state: [UInt8]?)
     /// The feed was deleted, by any instance.
     case deleted(name: String, history: String)
     /// The connection that brings events was lost (it is made again, then every feed is `following`).

@@ -10,6 +10,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case full(path: String)
     /// Any other I/O or engine error during a write.
     case io(path: String, reason: String)
+    /// A store on the network (Redis at `url`) cannot be reached, or did not answer in time.
+    case unreachable(url: String, reason: String)
 
     public var description: String {
         switch self {
@@ -18,6 +20,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .damaged(let path, let reason): "the data in '\(path)' cannot be trusted: \(reason)"
         case .full(let path): "no space left on the device holding '\(path)'"
         case .io(let path, let reason): "a write to '\(path)' failed: \(reason)"
+        case .unreachable(let url, let reason): "Redis at \(url) cannot be reached: \(reason)"
         }
     }
 }

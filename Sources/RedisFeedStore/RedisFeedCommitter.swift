@@ -23,9 +23,17 @@ public struct RedisFeedWrite: Sendable, Equatable {
     public var fence: String?
     /// What the client is answered, kept with the write id so a retry gets the same answer.
     public var answer: [UInt8]
+    /// The state the stored one must be (a view model's change computed from it); nil: not checked.
+    public var expectedState: [UInt8]?
+    /// The most feeds counted over every instance (nil: no limit), and whether this feed counts.
+    public var maxFeeds: Int?
+    public var counted: Bool
+    /// The most bytes of every feed's snapshot and window together (nil: no limit).
+    public var maxBytes: Int?
 
     public init(feed: String, epoch: String, baseVersion: Int, history: String, snapshot: [UInt8], viewState: [UInt8]? = nil,
-                batch: [UInt8], window: Int, writeID: String, fence: String? = nil, answer: [UInt8] = []) {
+                batch: [UInt8], window: Int, writeID: String, fence: String? = nil, answer: [UInt8] = [],
+                expectedState: [UInt8]? = nil, maxFeeds: Int? = nil, counted: Bool = true, maxBytes: Int? = nil) {
         self.feed = feed
         self.epoch = epoch
         self.baseVersion = baseVersion
@@ -37,6 +45,10 @@ public struct RedisFeedWrite: Sendable, Equatable {
         self.writeID = writeID
         self.fence = fence
         self.answer = answer
+        self.expectedState = expectedState
+        self.maxFeeds = maxFeeds
+        self.counted = counted
+        self.maxBytes = maxBytes
     }
 }
 
@@ -54,6 +66,8 @@ public enum RedisCommitOutcome: Sendable, Equatable {
     case fenced(holder: String?)
     /// The answer was lost and the attempt was given up before it ran: nothing was written. Compute again.
     case notCommitted
+    /// A limit counted over every instance would be passed (`feeds` or `bytes`): nothing was written.
+    case limit(kind: String, used: Int, most: Int)
 }
 
 /// Commits feed writes with ``RedisScripts/commit``, and settles lost answers by reading them back.
@@ -95,8 +109,7 @@ public struct RedisFeedCommitter: Sendable {
     public func delete(feed: String, epoch: String, writeID: String, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
         let attempt = Self.nonce()
         do {
-            let keys = [self.keys.feed(feed), self.keys.batches(feed), self.keys.write(feed, id: writeID), self.keys.epoch,
-                        self.keys.lease(feed), self.keys.attempt(feed, nonce: attempt)].map { Array($0.utf8) }
+            let keys = scriptKeys(feed, writeID: writeID, attempt: attempt)
             let arguments = [Array(epoch.utf8), Array(String(writeTTL).utf8), Array(self.keys.channel(feed).utf8), answer]
             let outcome = try Self.outcome(try await evaluate(RedisScripts.delete, name: "delete", keys: keys, arguments: arguments), first: true)
             if case .committed(let existed, _, true) = outcome { return .committed(version: existed, answer: answer, first: true) }
@@ -107,13 +120,17 @@ public struct RedisFeedCommitter: Sendable {
     }
 
     /// Replaces a feed's view-model state at `version` (``RedisScripts/viewState``), settling a lost answer.
-    public func setViewState(feed: String, epoch: String, version: Int, state: [UInt8], writeID: String) async throws(RedisError) -> RedisCommitOutcome {
+    /// - Parameter expectedState: the state the stored one must be (nil: not checked).
+    public func setViewState(feed: String, epoch: String, version: Int, state: [UInt8], writeID: String,
+                             expectedState: [UInt8]? = nil, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
         let attempt = Self.nonce()
         do {
-            let keys = [self.keys.feed(feed), self.keys.batches(feed), self.keys.write(feed, id: writeID), self.keys.epoch,
-                        self.keys.lease(feed), self.keys.attempt(feed, nonce: attempt)].map { Array($0.utf8) }
-            let arguments = [Array(epoch.utf8), Array(String(version).utf8), state, Array(String(writeTTL).utf8)]
-            return try Self.outcome(try await evaluate(RedisScripts.viewState, name: "viewState", keys: keys, arguments: arguments), first: true)
+            let keys = scriptKeys(feed, writeID: writeID, attempt: attempt)
+            let arguments = [Array(epoch.utf8), Array(String(version).utf8), state, Array(String(writeTTL).utf8),
+                             Array((expectedState == nil ? "0" : "1").utf8), expectedState ?? [], Array(self.keys.channel(feed).utf8), answer]
+            let outcome = try Self.outcome(try await evaluate(RedisScripts.viewState, name: "viewState", keys: keys, arguments: arguments), first: true)
+            if case .committed(let version, _, true) = outcome { return .committed(version: version, answer: answer, first: true) }
+            return outcome
         } catch where error.outcomeUnknown {
             return try await resolve(feed: feed, writeID: writeID, attempt: attempt)
         }
@@ -121,17 +138,24 @@ public struct RedisFeedCommitter: Sendable {
 
     /// Runs the commit script for `attempt` and decodes its answer (no settling).
     public func run(_ write: RedisFeedWrite, attempt: String) async throws(RedisError) -> RedisCommitOutcome {
-        let keys = [self.keys.feed(write.feed), self.keys.batches(write.feed), self.keys.write(write.feed, id: write.writeID),
-                    self.keys.epoch, self.keys.lease(write.feed), self.keys.attempt(write.feed, nonce: attempt)].map { Array($0.utf8) }
+        let keys = scriptKeys(write.feed, writeID: write.writeID, attempt: attempt)
         let arguments: [[UInt8]] = [
             Array(write.epoch.utf8), Array(String(write.baseVersion).utf8), Array(write.history.utf8), write.snapshot,
             Array((write.viewState == nil ? "0" : "1").utf8), write.viewState ?? [], write.batch, Array(String(max(0, write.window)).utf8),
             Array(String(writeTTL).utf8), Array(self.keys.channel(write.feed).utf8), Array((write.fence ?? "").utf8), write.answer,
+            Array((write.expectedState == nil ? "0" : "1").utf8), write.expectedState ?? [],
+            Array(String(write.maxFeeds ?? -1).utf8), Array(String(write.maxBytes ?? -1).utf8), Array((write.counted ? "1" : "0").utf8),
         ]
         let reply = try await evaluate(RedisScripts.commit, name: "commit", keys: keys, arguments: arguments)
         let outcome = try Self.outcome(reply, first: true)
         if case .committed(let version, _, true) = outcome { return .committed(version: version, answer: write.answer, first: true) }
         return outcome
+    }
+
+    /// The scripts' keys, in the order ``RedisScripts/commit`` names them.
+    private func scriptKeys(_ feed: String, writeID: String, attempt: String) -> [[UInt8]] {
+        [keys.feed(feed), keys.batches(feed), keys.write(feed, id: writeID), keys.epoch, keys.lease(feed),
+         keys.attempt(feed, nonce: attempt), keys.usage].map { Array($0.utf8) }
     }
 
     /// Settles an attempt whose answer was lost (``RedisScripts/resolve``).
@@ -195,6 +219,9 @@ public struct RedisFeedCommitter: Sendable {
             return .fenced(holder: holder.isEmpty ? nil : holder)
         case "aborted":
             return .notCommitted
+        case "limit":
+            guard parts.count == 4, let kind = parts[1].string, let used = parts[2].integer, let most = parts[3].integer ?? parts[3].string.flatMap({ Int($0) }) else { break }
+            return .limit(kind: kind, used: used, most: most)
         default: break
         }
         throw .unexpectedReply(command: "EVALSHA", reply: reply.description)

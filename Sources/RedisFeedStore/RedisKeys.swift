@@ -34,4 +34,8 @@ public struct RedisKeys: Sendable, Equatable {
     public func attempt(_ name: String, nonce: String) -> String { base + "attempt:" + name + ":" + nonce }
     public func lease(_ name: String) -> String { base + "lease:" + name }
     public func channel(_ name: String) -> String { base + "publish:" + name }
+    /// The feeds counted against `--max-feeds` and the bytes of every feed, kept by the scripts.
+    public var usage: String { base + "usage" }
+    /// The settings every instance must agree on (`--replay`, the limits), written by the first.
+    public var settings: String { base + "settings" }
 }

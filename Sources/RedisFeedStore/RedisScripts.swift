@@ -4,19 +4,24 @@ public enum RedisScripts {
     /// Commits one write of one feed.
     ///
     /// KEYS: 1 `feed:<name>`, 2 `batches:<name>`, 3 `write:<name>:<id>`, 4 `epoch`, 5 `lease:<name>`,
-    /// 6 `attempt:<name>:<nonce>`.
+    /// 6 `attempt:<name>:<nonce>`, 7 `usage`.
     /// ARGV: 1 epoch, 2 base version (0: create), 3 history, 4 snapshot, 5 `1` when a state is given,
     /// 6 state, 7 batch event (empty: none), 8 replay window (the stream's cap; 0 keeps none),
-    /// 9 seconds the write id is kept, 10 channel, 11 fencing token (empty: none), 12 answer.
+    /// 9 seconds the write id is kept, 10 channel, 11 fencing token (empty: none), 12 answer,
+    /// 13 `1` when the stored state must be ARGV 14 (a view model's change computed from it),
+    /// 14 that state, 15 the most feeds (`-1`: no limit), 16 the most bytes of all feeds (`-1`: no
+    /// limit), 17 `1` when the feed counts against the most feeds (hosted view models do not).
     ///
     /// In order: the epoch must be the one the instance holds (else `{"epoch", current or ""}`: Redis
     /// lost data); a write id already done returns its first answer (`{"done", "done <v> <answer>"}`);
     /// an attempt given up by ``resolve`` does nothing (`{"aborted"}`); the lease must hold the fencing
-    /// token (`{"fenced", holder or ""}`); the stored version and history must be the base (else
-    /// `{"conflict", version, history}`). Then the snapshot, state, history and version are stored, the
-    /// batch is appended to the stream with the id `<version>-0` and the stream capped at the window,
-    /// the answer is kept under the write id for its TTL, the batch is published, and `{"ok", version}`
-    /// returned.
+    /// token (`{"fenced", holder or ""}`); the stored version and history must be the base, and the
+    /// state the expected one (else `{"conflict", version, history}`); the limits, counted over every
+    /// instance's feeds in `usage` (else `{"limit", "feeds" or "bytes", used, most}`). Then the
+    /// snapshot, state, history and version are stored, the batch is appended to the stream with the id
+    /// `<version>-0` and the stream capped at the window, `usage` is brought up to date, the answer is
+    /// kept under the write id for its TTL, the commit is published (``RedisStore/message(_:)``'s
+    /// format), and `{"ok", version}` returned.
     public static let commit = """
         local epoch = redis.call('GET', KEYS[4])
         if epoch ~= ARGV[1] then return {'epoch', epoch or ''} end
@@ -27,24 +32,61 @@ public enum RedisScripts {
           local holder = redis.call('GET', KEYS[5])
           if holder ~= ARGV[11] then return {'fenced', holder or ''} end
         end
-        local stored = redis.call('HMGET', KEYS[1], 'version', 'history')
+        local stored = redis.call('HMGET', KEYS[1], 'version', 'history', 'state', 'bytes', 'wbytes', 'counted')
         local current = tonumber(stored[1] or '0')
         local base = tonumber(ARGV[2])
         if current ~= base or (base > 0 and stored[2] ~= ARGV[3]) then
           return {'conflict', current, stored[2] or ''}
         end
+        if ARGV[13] == '1' and (stored[3] or '') ~= ARGV[14] then
+          return {'conflict', current, stored[2] or ''}
+        end
+        local window = tonumber(ARGV[8])
+        local oldBytes = tonumber(stored[4] or '0')
+        local wbytes = tonumber(stored[5] or '0')
+        local trim = 0
+        if base > 0 and window > 0 and ARGV[7] ~= '' then
+          local length = redis.call('XLEN', KEYS[2])
+          if length >= window then
+            for _, entry in ipairs(redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', length - window + 1)) do
+              trim = trim + #entry[2][2]
+            end
+          end
+          wbytes = wbytes + #ARGV[7] - trim
+        else
+          wbytes = 0
+        end
+        local newBytes = #ARGV[4] + wbytes
+        local usage = redis.call('HMGET', KEYS[7], 'feeds', 'bytes')
+        local feeds = tonumber(usage[1] or '0')
+        local bytes = tonumber(usage[2] or '0')
+        local counted = base == 0 and ARGV[17] == '1'
+        if counted and tonumber(ARGV[15]) >= 0 and feeds + 1 > tonumber(ARGV[15]) then
+          return {'limit', 'feeds', feeds, ARGV[15]}
+        end
+        if newBytes > oldBytes and tonumber(ARGV[16]) >= 0 and bytes - oldBytes + newBytes > tonumber(ARGV[16]) then
+          return {'limit', 'bytes', bytes, ARGV[16]}
+        end
         local version = base + 1
         if base == 0 then redis.call('DEL', KEYS[1], KEYS[2]) end
-        redis.call('HSET', KEYS[1], 'history', ARGV[3], 'version', version, 'snapshot', ARGV[4])
-        if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'state', ARGV[6]) end
-        local window = tonumber(ARGV[8])
+        redis.call('HSET', KEYS[1], 'history', ARGV[3], 'version', version, 'snapshot', ARGV[4], 'bytes', newBytes, 'wbytes', wbytes)
+        if base == 0 then redis.call('HSET', KEYS[1], 'counted', counted and '1' or '0') end
+        if counted then redis.call('HINCRBY', KEYS[7], 'feeds', 1) end
+        redis.call('HINCRBY', KEYS[7], 'bytes', newBytes - oldBytes)
+        local state = ''
+        local stateLength = -1
+        if ARGV[5] == '1' then
+          redis.call('HSET', KEYS[1], 'state', ARGV[6])
+          state = ARGV[6]
+          stateLength = #state
+        end
         if window > 0 and ARGV[7] ~= '' then
           redis.call('XADD', KEYS[2], 'MAXLEN', window, version .. '-0', 'e', ARGV[7])
         elseif window == 0 then
           redis.call('DEL', KEYS[2])
         end
         redis.call('SET', KEYS[3], 'done ' .. version .. ' ' .. ARGV[12], 'EX', ARGV[9])
-        redis.call('PUBLISH', ARGV[10], ARGV[3] .. ' ' .. version .. '\\n' .. ARGV[7])
+        redis.call('PUBLISH', ARGV[10], ARGV[3] .. ' ' .. version .. ' ' .. #ARGV[7] .. ' ' .. #ARGV[4] .. ' ' .. stateLength .. '\\n' .. ARGV[7] .. ARGV[4] .. state)
         return {'ok', version}
         """
 
@@ -62,12 +104,12 @@ public enum RedisScripts {
 
     /// Deletes one feed: its hash and its history stream.
     ///
-    /// KEYS: 1 `feed:<name>`, 2 `batches:<name>`, 3 `write:<name>:<id>`, 4 `epoch`, 6 `attempt:<name>:<nonce>`
-    /// (5 is unused, so the keys line up with ``commit``'s). ARGV: 1 epoch, 2 seconds the write id is
+    /// KEYS: 1 `feed:<name>`, 2 `batches:<name>`, 3 `write:<name>:<id>`, 4 `epoch`, 6 `attempt:<name>:<nonce>`,
+    /// 7 `usage` (5 is unused, so the keys line up with ``commit``'s). ARGV: 1 epoch, 2 seconds the write id is
     /// kept, 3 channel, 4 answer.
     ///
     /// The epoch, a done write id and a given-up attempt as in ``commit``; then, if the feed exists, both
-    /// keys are removed and `<history> 0\n` published (version 0: deleted). Answers `{"ok", 1}`, or
+    /// keys are removed, `usage` brought down, and `<history> 0\n` published (version 0: deleted). Answers `{"ok", 1}`, or
     /// `{"ok", 0}` when there was no feed; the write id keeps `done <1 or 0> <answer>`.
     public static let delete = """
         local epoch = redis.call('GET', KEYS[4])
@@ -75,10 +117,13 @@ public enum RedisScripts {
         local written = redis.call('GET', KEYS[3])
         if written then return {'done', written} end
         if redis.call('EXISTS', KEYS[6]) == 1 then return {'aborted'} end
-        local history = redis.call('HGET', KEYS[1], 'history')
+        local stored = redis.call('HMGET', KEYS[1], 'history', 'bytes', 'counted')
+        local history = stored[1]
         local existed = 0
         if history then
           existed = 1
+          if stored[3] == '1' then redis.call('HINCRBY', KEYS[7], 'feeds', -1) end
+          redis.call('HINCRBY', KEYS[7], 'bytes', -tonumber(stored[2] or '0'))
           redis.call('DEL', KEYS[1], KEYS[2])
           redis.call('PUBLISH', ARGV[3], history .. ' 0\\n')
         end
@@ -89,19 +134,23 @@ public enum RedisScripts {
     /// Replaces a feed's view-model state without a new version (its rendering did not change).
     ///
     /// KEYS as ``commit``'s. ARGV: 1 epoch, 2 the version the state belongs to, 3 state, 4 seconds the
-    /// write id is kept. The epoch, a done write id and a given-up attempt as in ``commit``; the feed
-    /// must be at that version (else `{"conflict", version, history}`). Answers `{"ok", version}`.
+    /// write id is kept, 5 `1` when the stored state must be ARGV 6, 6 that state, 7 channel, 8 answer.
+    /// The epoch, a done write id and a given-up attempt as in ``commit``; the feed must be at that
+    /// version with the expected state (else `{"conflict", version, history}`). Publishes the state
+    /// (no snapshot, no batch) so other instances' caches hold it. Answers `{"ok", version}`.
     public static let viewState = """
         local epoch = redis.call('GET', KEYS[4])
         if epoch ~= ARGV[1] then return {'epoch', epoch or ''} end
         local written = redis.call('GET', KEYS[3])
         if written then return {'done', written} end
         if redis.call('EXISTS', KEYS[6]) == 1 then return {'aborted'} end
-        local stored = redis.call('HMGET', KEYS[1], 'version', 'history')
+        local stored = redis.call('HMGET', KEYS[1], 'version', 'history', 'state')
         local current = tonumber(stored[1] or '0')
         if current == 0 or current ~= tonumber(ARGV[2]) then return {'conflict', current, stored[2] or ''} end
+        if ARGV[5] == '1' and (stored[3] or '') ~= ARGV[6] then return {'conflict', current, stored[2] or ''} end
         redis.call('HSET', KEYS[1], 'state', ARGV[3])
-        redis.call('SET', KEYS[3], 'done ' .. current .. ' ', 'EX', ARGV[4])
+        redis.call('SET', KEYS[3], 'done ' .. current .. ' ' .. ARGV[8], 'EX', ARGV[4])
+        redis.call('PUBLISH', ARGV[7], stored[2] .. ' ' .. current .. ' 0 -1 ' .. #ARGV[3] .. '\\n' .. ARGV[3])
         return {'ok', current}
         """
 }

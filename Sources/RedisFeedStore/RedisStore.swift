@@ -14,26 +14,34 @@ import Synchronization
 public final class RedisStore: SharedFeedStore {
     public let url: RedisURL
     public let keys: RedisKeys
-    /// The epoch read at `open`.
-    public let epoch: String
+    /// The epoch read at `open`, or adopted after Redis lost its data (``adoptNewEpoch()``).
+    public var epoch: String { currentEpoch.withLock { $0 } }
+    private let currentEpoch: Mutex<String>
+    /// `--max-feeds` and `--max-store-bytes`, counted over every instance's feeds (nil: none).
+    public let maxFeeds: Int?
+    public let maxBytes: Int?
     /// `--replay`: the history stream's cap.
     public let replay: Int
     public let events: AsyncStream<SharedStoreEvent>
     private let client: RedisClient
     private let committer: RedisFeedCommitter
     private let reader: RedisFeedReader
+    private let lease: RedisLease
     private let subscriber: RedisSubscriber
     private let eventSink: AsyncStream<SharedStoreEvent>.Continuation
     private let counters = Mutex(StoreMetrics())
 
-    private init(url: RedisURL, keys: RedisKeys, epoch: String, replay: Int, timeout: Double, pingInterval: Double) {
+    private init(url: RedisURL, keys: RedisKeys, epoch: String, replay: Int, maxFeeds: Int?, maxBytes: Int?, timeout: Double, pingInterval: Double) {
         self.url = url
         self.keys = keys
-        self.epoch = epoch
+        self.currentEpoch = Mutex(epoch)
+        self.maxFeeds = maxFeeds
+        self.maxBytes = maxBytes
         self.replay = replay
         self.client = RedisClient(url: url, timeout: timeout, name: "redis-store")
         self.committer = RedisFeedCommitter(client: client, keys: keys)
         self.reader = RedisFeedReader(client: client, keys: keys)
+        self.lease = RedisLease(client: client, keys: keys)
         let (events, sink) = AsyncStream.makeStream(of: SharedStoreEvent.self)
         self.events = events
         self.eventSink = sink
@@ -53,25 +61,64 @@ public final class RedisStore: SharedFeedStore {
             guard channel.hasPrefix(channelPrefix) else { return nil }
             return .following(String(channel.dropFirst(channelPrefix.count)))
         case .message(let channel, let payload):
-            // `<history> <version>\n<batch event>`
-            guard channel.hasPrefix(channelPrefix), let newline = payload.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
-            let name = String(channel.dropFirst(channelPrefix.count))
-            let head = payload[..<newline].split(separator: UInt8(ascii: " "))
-            guard head.count == 2, let version = Int(String(decoding: head[1], as: UTF8.self)) else { return nil }
-            let history = String(decoding: head[0], as: UTF8.self)
-            if version == 0 { return .deleted(name: name, history: history) }
-            return .committed(name: name, history: history, version: version, batch: Array(payload[(newline + 1)...]))
+            guard channel.hasPrefix(channelPrefix) else { return nil }
+            return message(payload, feed: String(channel.dropFirst(channelPrefix.count)))
         }
+    }
+
+    /// A published commit as the seam says it. The scripts publish
+    /// `<history> <version> <batch length> <snapshot length> <state length>\n<batch><snapshot><state>`
+    /// (a length of -1: not included; a state-only change has no snapshot), and `<history> 0\n` after a
+    /// delete. Nil for anything else.
+    static func message(_ payload: [UInt8], feed name: String) -> SharedStoreEvent? {
+        guard let newline = payload.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
+        let head = payload[..<newline].split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
+        guard head.count >= 2, let version = Int(head[1]) else { return nil }
+        let history = head[0]
+        if version == 0, head.count == 2 { return .deleted(name: name, history: history) }
+        guard head.count == 5, let batchLength = Int(head[2]), let snapshotLength = Int(head[3]), let stateLength = Int(head[4]),
+              batchLength >= 0, snapshotLength >= -1, stateLength >= -1,
+              payload.count - newline - 1 == batchLength + max(0, snapshotLength) + max(0, stateLength) else { return nil }
+        var at = newline + 1
+        func take(_ length: Int) -> [UInt8]? {
+            guard length >= 0 else { return nil }
+            defer { at += length }
+            return Array(payload[at..<(at + length)])
+        }
+        let batch = take(batchLength) ?? []
+        let snapshot = take(snapshotLength)
+        let state = take(stateLength)
+        return .committed(name: name, history: history, version: version, batch: batch, snapshot: snapshot, state: state)
     }
 
     /// Connects, and makes or reads the epoch.
     /// - Parameter pingInterval: seconds of pub/sub silence after which its connection is checked.
-    public static func open(url: RedisURL, keys: RedisKeys, replay: Int, timeout: Double = 2, pingInterval: Double = 1) throws(RedisError) -> RedisStore {
+    /// - Parameter maxFeeds: `--max-feeds`, counted over every instance's feeds (nil: no limit).
+    /// - Parameter maxBytes: `--max-store-bytes`, the same (nil: no limit).
+    public static func open(url: RedisURL, keys: RedisKeys, replay: Int, maxFeeds: Int? = nil, maxBytes: Int? = nil,
+                            timeout: Double = 2, pingInterval: Double = 1) throws(RedisError) -> RedisStore {
         let connection = try RedisConnection(url: url, timeout: timeout)
         defer { connection.close() }
         let replies = try connection.pipeline([["SET", keys.epoch, RedisFeedCommitter.nonce(), "NX"], ["GET", keys.epoch]].map { $0.map { Array($0.utf8) } })
         guard let epoch = replies[1].string else { throw .unexpectedReply(command: "GET \(keys.epoch)", reply: replies[1].description) }
-        return RedisStore(url: url, keys: keys, epoch: epoch, replay: replay, timeout: timeout, pingInterval: pingInterval)
+        return RedisStore(url: url, keys: keys, epoch: epoch, replay: replay, maxFeeds: maxFeeds, maxBytes: maxBytes, timeout: timeout, pingInterval: pingInterval)
+    }
+
+    /// The settings every instance must agree on (`--replay`, the limits): the first instance stores
+    /// them (`HSETNX`), every later one compares.
+    /// - Returns: one line per setting whose value differs: the name, this instance's value and the stored one.
+    public static func agree(on settings: [(name: String, value: String)], url: RedisURL, keys: RedisKeys, timeout: Double = 2) throws(RedisError) -> [String] {
+        let connection = try RedisConnection(url: url, timeout: timeout)
+        defer { connection.close() }
+        let commands = settings.map { ["HSETNX", keys.settings, $0.name, $0.value] } + [["HMGET", keys.settings] + settings.map(\.name)]
+        let replies = try connection.pipeline(commands.map { $0.map { Array($0.utf8) } })
+        guard let stored = replies.last?.array, stored.count == settings.count else {
+            throw .unexpectedReply(command: "HMGET \(keys.settings)", reply: replies.last?.description ?? "nothing")
+        }
+        return zip(settings, stored).compactMap { setting, value in
+            let kept = value.string ?? ""
+            return kept == setting.value ? nil : "\(setting.name): this instance has \(setting.value), the instances sharing '\(keys.base)' have \(kept)"
+        }
     }
 
     /// Stops the client's and the subscriber's threads and ends ``events``; later calls fail.
@@ -104,7 +151,7 @@ public final class RedisStore: SharedFeedStore {
             }
             return StoreContents(feeds: feeds, notes: ["Redis at \(url): \(feeds.count) feeds under '\(keys.base)', epoch \(epoch)"])
         } catch {
-            throw .io(path: url.description, reason: error.description)
+            throw storeError(error)
         }
     }
 
@@ -118,7 +165,7 @@ public final class RedisStore: SharedFeedStore {
             do throws(RedisError) {
                 base = try await client.command("HGET", keys.feed(name), "version").integer ?? 0
             } catch {
-                throw .io(path: url.description, reason: error.description)
+                throw storeError(error)
             }
         case .delete: base = 0
         }
@@ -128,11 +175,13 @@ public final class RedisStore: SharedFeedStore {
         case .lostData: "Redis lost its data (epoch \(epoch) is gone); restart to start new histories"
         case .fenced: "the feed's lease is held by another instance"
         case .notCommitted: "the write's answer was lost and it was not committed"
+        case .limit(let feeds, let used, let most): feeds ? "\(used) feeds of at most \(most)" : "\(used) bytes stored of at most \(most)"
         }
         if let refusal { throw .io(path: url.description, reason: refusal) }
     }
 
-    public func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8]) async throws(StoreError) -> SharedCommitResult {
+    public func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult {
+        let epoch = self.epoch
         let started = ContinuousClock.now
         let result: Result<RedisCommitOutcome, RedisError>
         do throws(RedisError) {
@@ -140,9 +189,11 @@ public final class RedisStore: SharedFeedStore {
             switch write {
             case .put(let name, let history, _, let snapshot, let batch, _, let viewState):
                 outcome = try await committer.commit(RedisFeedWrite(feed: name, epoch: epoch, baseVersion: base, history: history, snapshot: snapshot, viewState: viewState,
-                                                                    batch: batch?.bytes ?? [], window: replay, writeID: writeID, fence: fence, answer: answer))
+                                                                    batch: batch?.bytes ?? [], window: replay, writeID: writeID, fence: fence, answer: answer,
+                                                                    expectedState: expectedState, maxFeeds: maxFeeds, counted: counted, maxBytes: maxBytes))
             case .viewState(let name, let bytes):
-                outcome = try await committer.setViewState(feed: name, epoch: epoch, version: base, state: bytes, writeID: writeID)
+                outcome = try await committer.setViewState(feed: name, epoch: epoch, version: base, state: bytes, writeID: writeID,
+                                                           expectedState: expectedState, answer: answer)
             case .delete(let name):
                 outcome = try await committer.delete(feed: name, epoch: epoch, writeID: writeID, answer: answer)
             }
@@ -158,6 +209,7 @@ public final class RedisStore: SharedFeedStore {
         case .success(.epochChanged): .lostData
         case .success(.fenced): .fenced
         case .success(.notCommitted): .notCommitted
+        case .success(.limit(let kind, let used, let most)): .limit(feeds: kind == "feeds", used: used, most: most)
         case .failure: nil
         }
         counters.withLock {
@@ -169,7 +221,7 @@ public final class RedisStore: SharedFeedStore {
         }
         switch (outcome, result) {
         case (let outcome?, _): return outcome
-        case (nil, .failure(let error)): throw .io(path: url.description, reason: error.description)
+        case (nil, .failure(let error)): throw storeError(error)
         case (nil, .success(let other)): throw .io(path: url.description, reason: "unexpected outcome \(other)")
         }
     }
@@ -180,7 +232,7 @@ public final class RedisStore: SharedFeedStore {
             return StoredFeed(name: name, history: feed.history, version: feed.version, snapshot: feed.snapshot,
                               batches: feed.batches.map { StoredBatch(version: $0.version, bytes: $0.event) }, viewState: feed.viewState)
         } catch {
-            throw .io(path: url.description, reason: error.description)
+            throw storeError(error)
         }
     }
 
@@ -188,7 +240,7 @@ public final class RedisStore: SharedFeedStore {
         do throws(RedisError) {
             return try await reader.batches(name, history: history, after: version)?.map { StoredBatch(version: $0.version, bytes: $0.event) }
         } catch {
-            throw .io(path: url.description, reason: error.description)
+            throw storeError(error)
         }
     }
 
@@ -202,9 +254,30 @@ public final class RedisStore: SharedFeedStore {
                 guard let fields = reply.array, fields.count == 2 else { throw .unexpectedReply(command: "HMGET", reply: reply.description) }
                 if let history = fields[0].string, let version = fields[1].integer { feeds[name] = FeedPosition(history: history, version: version) }
             }
-            return StorePositions(intact: replies.first?.string == epoch, feeds: feeds)
+            return StorePositions(intact: replies.first?.string == self.epoch, feeds: feeds)
         } catch {
-            throw .io(path: url.description, reason: error.description)
+            throw storeError(error)
+        }
+    }
+
+    /// `SCAN` of the feed keys.
+    public func names() async throws(StoreError) -> [String] {
+        let pattern = keys.feed("*"), prefix = keys.feed("").count
+        do throws(RedisError) {
+            return try await client.run { connection throws(RedisError) in
+                var names = Set<String>(), cursor = "0"
+                repeat {
+                    let reply = try connection.command(["SCAN", cursor, "MATCH", pattern, "COUNT", "1000"])
+                    guard let parts = reply.array, parts.count == 2, let next = parts[0].string, let found = parts[1].array else {
+                        throw .unexpectedReply(command: "SCAN", reply: reply.description)
+                    }
+                    cursor = next
+                    for key in found { if let key = key.string { names.insert(String(key.dropFirst(prefix))) } }
+                } while cursor != "0"
+                return names.sorted()
+            }
+        } catch {
+            throw storeError(error)
         }
     }
 
@@ -213,4 +286,34 @@ public final class RedisStore: SharedFeedStore {
     public func unfollow(_ name: String) { subscriber.unsubscribe(keys.channel(name)) }
 
     public func metrics() -> StoreMetrics { counters.withLock { $0 } }
+
+    /// A Redis error as the seam says it: the connection's failures are `unreachable` (503 "redis
+    /// unavailable"), the server's refusals `io`; both name the URL (its password hidden).
+    func storeError(_ error: RedisError) -> StoreError {
+        error.breaksConnection ? .unreachable(url: url.description, reason: error.description) : .io(path: url.description, reason: error.description)
+    }
+
+    public func adoptNewEpoch() async throws(StoreError) {
+        do throws(RedisError) {
+            let replies = try await client.run { connection throws(RedisError) in
+                try connection.pipeline([["SET", self.keys.epoch, RedisFeedCommitter.nonce(), "NX"], ["GET", self.keys.epoch]].map { $0.map { Array($0.utf8) } })
+            }
+            guard let epoch = replies[1].string else { throw .unexpectedReply(command: "GET \(keys.epoch)", reply: replies[1].description) }
+            currentEpoch.withLock { $0 = epoch }
+        } catch {
+            throw storeError(error)
+        }
+    }
+
+    public func acquireLease(_ name: String, milliseconds: Int) async throws(StoreError) -> String? {
+        do throws(RedisError) { return try await lease.acquire(name, milliseconds: milliseconds) } catch { throw storeError(error) }
+    }
+
+    public func renewLease(_ name: String, token: String, milliseconds: Int) async throws(StoreError) -> Bool {
+        do throws(RedisError) { return try await lease.renew(name, token: token, milliseconds: milliseconds) } catch { throw storeError(error) }
+    }
+
+    public func releaseLease(_ name: String, token: String) async throws(StoreError) {
+        do throws(RedisError) { try await lease.release(name, token: token) } catch { throw storeError(error) }
+    }
 }

@@ -46,6 +46,8 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Option(help: "Comma-separated feeds anyone may read under --private. [env: DIFFSTREAM_PUBLIC_FEEDS]") var publicFeeds: String?
     @Flag(help: "Allow writes without a credential even on a public address. [env: DIFFSTREAM_OPEN_WRITES=1]") var openWrites = false
     @Option(help: "Directory of the durable feed store; 'none' keeps feeds in memory only. [env: DIFFSTREAM_DATA] (default: ./data)") var data: String?
+    @Option(help: "Redis holding the feeds several instances share, redis://[user:password@]host[:port][/db]; --data is then not used. [env: DIFFSTREAM_REDIS]") var redis: String?
+    @Option(name: .customLong("redis-prefix"), help: "Prefix of every Redis key, so deployments can share one Redis. [env: DIFFSTREAM_REDIS_PREFIX] (default: diffstream)") var redisPrefix: String?
     @Flag(help: "Start even if the data is damaged: set the damaged feeds (or file) aside and keep the rest. [env: DIFFSTREAM_SET_ASIDE_DAMAGED=1]") var setAsideDamaged = false
     @Option(help: "Example view models to host: all, none, or a comma-separated list of home, week, blackjack, forecast, todo. [env: DIFFSTREAM_EXAMPLES] (default: all)") var examples: String?
     @Flag(help: "Run the live demo: the home feed changes every 2 s, the week feed every 3 s. [env: DIFFSTREAM_DEMO=1]") var demo = false

@@ -143,6 +143,8 @@ extension DiffStreamCommand {
         let dataText = value(data, "data")?.text ?? "data"
         configuration.dataDirectory = dataText == "none" ? nil : dataText
         configuration.setAsideDamaged = enabled(setAsideDamaged, "DIFFSTREAM_SET_ASIDE_DAMAGED")
+        configuration.redisURL = value(redis, "redis")?.text
+        configuration.redisPrefix = value(redisPrefix, "redis-prefix")?.text ?? "diffstream"
         configuration.replay = try integer(replay, "replay", 0...1_000_000, default: 1024)
         configuration.maxStreamFeeds = try integer(maxStreamFeeds, "max-stream-feeds", 1...10_000, default: 100)
 
@@ -150,7 +152,8 @@ extension DiffStreamCommand {
         configuration.maxFeeds = try integer(maxFeeds, "max-feeds", 1...10_000_000, default: 10_000)
         configuration.maxFeedBytes = try integer(maxFeedBytes, "max-feed-bytes", 1024...(1 << 40), default: 8 << 20)
         configuration.maxStoreBytes = try integer(
-            maxStoreBytes, "max-store-bytes", 4096...(1 << 50), default: StorageLimits.defaultMaxStoreBytes(dataDirectory: configuration.dataDirectory))
+            maxStoreBytes, "max-store-bytes", 4096...(1 << 50),
+            default: configuration.redisURL != nil ? 1 << 30 : StorageLimits.defaultMaxStoreBytes(dataDirectory: configuration.dataDirectory))
 
         // Rights (issue 13).
         let secret = try JWTSecret.load(file: jwtSecretFile, environment: environment)

@@ -1,3 +1,4 @@
+import TestSupport
 import DiffStreamJSON
 import FeedServer
 import HTTPCore

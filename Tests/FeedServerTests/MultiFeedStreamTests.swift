@@ -1,3 +1,4 @@
+import TestSupport
 import DiffStreamJSON
 @testable import FeedServer
 import HTTPCore

@@ -29,7 +29,7 @@ struct RoutePatternTests {
     @Test func theTableHasEachRouteOnce() {
         let rows = FeedAPI.routes.map { "\($0.method) \($0.pattern)" }
         #expect(Set(FeedAPI.routes.map(\.pattern.description)) == [
-            "/healthz", "/metrics", "/feeds", "/feeds/{feed}", "/feeds/{feed}/events", "/feeds/{feed}/actions/{action}", "/events", "/{path...}",
+            "/healthz", "/readyz", "/metrics", "/feeds", "/feeds/{feed}", "/feeds/{feed}/events", "/feeds/{feed}/actions/{action}", "/events", "/{path...}",
         ])
         // PUT and DELETE of /feeds/{feed} have two rows: a feed of snapshots, and a view model's (409).
         #expect(rows.filter { $0 == "PUT /feeds/{feed}" || $0 == "DELETE /feeds/{feed}" }.count == 4)

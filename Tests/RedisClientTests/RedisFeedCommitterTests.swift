@@ -50,7 +50,8 @@ struct RedisFeedCommitterTests {
             #expect(stored.version == 2 && stored.history == "h1" && stored.snapshot == "snapshot 2" && stored.state == "state 2")
             #expect(try await fixture.streamVersions() == [2])
             let messages = try (0..<2).map { _ in try listener.readReply() }
-            #expect(messages.map { $0.array?[2].string } == ["h1 1\n", "h1 2\nbatch 2"])
+            // `<history> <version> <batch, snapshot and state lengths>\n` then the three, for the other instances' caches.
+            #expect(messages.map { $0.array?[2].string } == ["h1 1 0 10 7\nsnapshot 1state 1", "h1 2 7 10 7\nbatch 2snapshot 2state 2"])
         }
     }
 

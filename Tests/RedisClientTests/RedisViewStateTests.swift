@@ -8,7 +8,7 @@ import RedisClient
 struct RedisViewStateTests {
     typealias Fixture = RedisFeedCommitterTests.Fixture
 
-    @Test func theStateIsReplacedWithoutANewVersionABatchOrAMessage() async throws {
+    @Test func theStateIsReplacedWithoutANewVersionOrABatch() async throws {
         try await RedisTestServer.with { server in
             let fixture = try await Fixture(server: server)
             defer { fixture.client.stop() }
@@ -21,9 +21,10 @@ struct RedisViewStateTests {
             let stored = try await fixture.stored()
             #expect(stored.version == 2 && stored.state == "new" && stored.snapshot == "snapshot 2" && stored.history == "h1")
             #expect(try await fixture.streamVersions() == [2])
-            // Nothing was published: the next message is the next commit's.
+            // The state alone is published (no batch, no snapshot: length -1), so other instances' copies hold it.
+            #expect(try listener.readReply().array?[2].string == "h1 2 0 -1 3\nnew")
             _ = try await fixture.committer.commit(fixture.write(base: 2))
-            #expect(try listener.readReply().array?[2].string == "h1 3\nbatch 3")
+            #expect(try listener.readReply().array?[2].string == "h1 3 7 10 7\nbatch 3snapshot 3state 3")
         }
     }
 

@@ -4,14 +4,14 @@ import Synchronization
 
 /// The transport seam in memory: a subscriber's stream is a list of events a test awaits one by one.
 /// No sockets: the feed layer and hosted view models are tested through this (`FeedStreamTests`).
-final class MemorySink: EventSink {
+public final class MemorySink: EventSink {
     /// One event as a client reads it (WHATWG HTML §9.2.6): its type, id and data; a `retry:` field
     /// before it is kept apart.
-    struct Event: Sendable, Equatable {
-        var type: String
-        var id: String?
-        var data: String
-        var json: JSONValue? { try? JSONParser.parse(Array(data.utf8)) }
+    public struct Event: Sendable, Equatable {
+        public var type: String
+        public var id: String?
+        public var data: String
+        public var json: JSONValue? { try? JSONParser.parse(Array(data.utf8)) }
     }
 
     private struct State {
@@ -26,17 +26,17 @@ final class MemorySink: EventSink {
         var onResync: (@Sendable (any EventSink) -> Void)?
     }
 
-    let id: Int
+    public let id: Int
     private let state = Mutex(State())
     private static let ids = Atomic<Int>(1)
 
-    init() { id = Self.ids.add(1, ordering: .relaxed).newValue }
+    public init() { id = Self.ids.add(1, ordering: .relaxed).newValue }
 
-    func send(_ payload: EventPayload) {
+    public func send(_ payload: EventPayload) {
         deliver(payload, resuming: false)
     }
 
-    func resume(with payload: EventPayload) {
+    public func resume(with payload: EventPayload) {
         deliver(payload, resuming: true)
     }
 
@@ -55,7 +55,7 @@ final class MemorySink: EventSink {
         if let (waiter, event) = waiter { waiter.resume(returning: event) }
     }
 
-    func close() {
+    public func close() {
         let (actions, waiter) = state.withLock { state -> ([@Sendable () -> Void], CheckedContinuation<Event?, Never>?) in
             guard !state.closed else { return ([], nil) }
             state.closed = true
@@ -66,7 +66,7 @@ final class MemorySink: EventSink {
         for action in actions { action() }
     }
 
-    func onTermination(_ action: @escaping @Sendable () -> Void) {
+    public func onTermination(_ action: @escaping @Sendable () -> Void) {
         let now = state.withLock { state -> Bool in
             if state.closed { return true }
             state.onTermination.append(action)
@@ -75,14 +75,14 @@ final class MemorySink: EventSink {
         if now { action() }
     }
 
-    func onResync(_ action: @escaping @Sendable (any EventSink) -> Void) {
+    public func onResync(_ action: @escaping @Sendable (any EventSink) -> Void) {
         state.withLock { $0.onResync = action }
     }
 
     // MARK: What a test does
 
     /// The next event, waiting for it; nil once the stream has ended and every event was read.
-    func next() async -> Event? {
+    public func next() async -> Event? {
         await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> Event?? in
                 if state.delivered < state.events.count {
@@ -98,25 +98,25 @@ final class MemorySink: EventSink {
     }
 
     /// Every byte queued so far, as text (comments and `retry:` fields included).
-    var text: String { state.withLock { String(decoding: $0.raw, as: UTF8.self) } }
+    public var text: String { state.withLock { String(decoding: $0.raw, as: UTF8.self) } }
 
     /// The client stops reading: events are dropped from now on, as a queue over its budget drops them.
-    func fallBehind() {
+    public func fallBehind() {
         state.withLock { $0.fallenBehind = true }
     }
 
     /// The client has read what was queued: the feed is asked for a fresh state.
-    func drain() {
+    public func drain() {
         guard let action = state.withLock({ $0.onResync }) else { return }
         action(self)
     }
 
     /// The client disconnects.
-    func disconnect() { close() }
+    public func disconnect() { close() }
 
     /// Events as a client reads them: fields per line, an empty line ends an event; comments and
     /// `retry:` lines are not events.
-    static func parse(_ bytes: [UInt8]) -> [Event] {
+    public static func parse(_ bytes: [UInt8]) -> [Event] {
         var events: [Event] = []
         var type = "message", id: String?, data: [String] = []
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
@@ -136,8 +136,9 @@ final class MemorySink: EventSink {
 }
 
 /// Hands each event to each sink: the simplest broadcaster the seam allows.
-struct MemoryBroadcaster: EventBroadcaster {
-    func broadcast(_ payload: EventPayload, to sinks: [any EventSink], written: (@Sendable () -> Void)?) {
+public struct MemoryBroadcaster: EventBroadcaster {
+    public init() {}
+    public func broadcast(_ payload: EventPayload, to sinks: [any EventSink], written: (@Sendable () -> Void)?) {
         for sink in sinks { sink.send(payload) }
         written?()
     }

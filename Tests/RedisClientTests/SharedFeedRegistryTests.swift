@@ -1,0 +1,181 @@
+import DiffStreamJSON
+import FeedServer
+import FeedStore
+import Logging
+import RedisClient
+import Testing
+import TestSupport
+@testable import RedisFeedStore
+
+/// `FeedRegistry` and its feeds as caches of Redis (issue 26): two registries on one `redis-server`
+/// stand for two instances, with subscribers in memory (`MemorySink`).
+@Suite(.enabled(if: RedisTestServer.isInstalled, RedisTestServer.skipReason))
+struct SharedFeedRegistryTests {
+    /// One instance: its store, and a registry on it following the store's events.
+    struct Instance {
+        let store: RedisStore
+        let registry: FeedRegistry
+
+        init(_ server: RedisTestServer, replay: Int = 8, maxFeeds: Int? = nil, prefix: String = "diffstream") async throws {
+            store = try RedisStore.open(url: server.url, keys: RedisKeys(prefix: prefix), replay: replay, maxFeeds: maxFeeds, pingInterval: 0.2)
+            registry = FeedRegistry(replayLimit: replay, transport: MemoryBroadcaster(), store: store, logger: Logger(label: "test"))
+            await registry.startSharing(checkInterval: 3600)  // position checks are called by the tests
+        }
+
+        func close() async {
+            await registry.stopSharing()
+            store.close()
+        }
+    }
+
+    static func snapshot(_ items: [Int]) throws -> WireSnapshot {
+        let list = items.map { #"{"id":"\#($0)","kind":"k","model":null}"# }.joined(separator: ",")
+        return try WireCodec.decodeSnapshot(Array(#"{"sections":[{"id":"a","model":null,"items":[\#(list)]}]}"#.utf8))
+    }
+
+    /// Events until one of `version` (or the end), checking that batch versions are contiguous.
+    static func events(_ sink: MemorySink, upTo version: Int) async -> [MemorySink.Event] {
+        var events: [MemorySink.Event] = []
+        while let event = await sink.next() {
+            events.append(event)
+            if case .number(let seen)? = event.json?["version"], Int(seen) == version { break }
+        }
+        return events
+    }
+
+    static func versions(_ events: [MemorySink.Event]) -> [Int] {
+        events.compactMap { if case .number(let version)? = $0.json?["version"] { Int(version) } else { nil } }
+    }
+
+    @Test func writesOnEitherInstanceReachSubscribersOfBothInOrder() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            let onB = MemorySink(), onA = MemorySink()
+            try await #require(await b.registry.lookup("news")).subscribe(onB, lastEventID: nil)
+            try await #require(await a.registry.lookup("news")).subscribe(onA, lastEventID: nil)
+            for n in 2...12 {
+                let writer = n % 3 == 0 ? a : b
+                #expect(try await writer.registry.put("news", snapshot: Self.snapshot(Array(1...n))).version == n)
+            }
+            for sink in [onA, onB] {
+                let events = await Self.events(sink, upTo: 12)
+                #expect(events.first?.type == "snapshot")
+                #expect(Self.versions(events) == Array(1...12))
+            }
+            let onAJSON = await a.registry.feed("news")?.document().json, onBJSON = await b.registry.feed("news")?.document().json
+            #expect(onAJSON != nil && onAJSON == onBJSON)
+            await a.close(); await b.close()
+        }
+    }
+
+    @Test func racingWritersThroughTwoInstancesGiveContiguousVersions() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            _ = try await a.registry.put("race", snapshot: Self.snapshot([0]))
+            let sink = MemorySink()
+            try await #require(await b.registry.lookup("race")).subscribe(sink, lastEventID: nil)
+            let acknowledged = try await withThrowingTaskGroup(of: Int.self) { group in
+                for n in 1...30 {
+                    group.addTask { try await (n % 2 == 0 ? a : b).registry.put("race", snapshot: Self.snapshot([0, n])).version }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            // Every write was acknowledged once, at its own version, and subscribers saw every version.
+            #expect(acknowledged.sorted() == Array(2...31))
+            #expect(Self.versions(await Self.events(sink, upTo: 31)) == Array(1...31))
+            await a.close(); await b.close()
+        }
+    }
+
+    @Test func anEventIDFromOneInstanceResumesOnAnotherWithOnlyTheMissedBatches() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            let first = MemorySink()
+            try await #require(await a.registry.lookup("news")).subscribe(first, lastEventID: nil)
+            let snapshot = try #require(await first.next())
+            let lastID = try #require(snapshot.id)
+            for n in 2...4 { _ = try await a.registry.put("news", snapshot: Self.snapshot(Array(1...n))) }
+            let resumed = MemorySink()
+            try await #require(await b.registry.lookup("news")).subscribe(resumed, lastEventID: lastID)
+            let events = await Self.events(resumed, upTo: 4)
+            #expect(events.map(\.type) == ["batch", "batch", "batch"])
+            #expect(Self.versions(events) == [2, 3, 4])
+            await a.close(); await b.close()
+        }
+    }
+
+    @Test func aFlushedRedisEndsEveryStreamAndTheFeedStartsANewHistory() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server)
+            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            _ = try await a.registry.put("news", snapshot: Self.snapshot([1, 2]))
+            let feed = try #require(try await a.registry.lookup("news"))
+            let old = await feed.history
+            let sink = MemorySink()
+            await feed.subscribe(sink, lastEventID: nil)
+            #expect(await sink.next()?.type == "snapshot")
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            _ = try admin.command(["FLUSHALL"])
+            await a.registry.checkPositions()
+            #expect(await sink.next()?.type == "deleted")
+            #expect(await sink.next() == nil)
+            #expect(try await a.registry.lookup("news") == nil)
+            // Written again: version 1 of a new history, never a batch continuing the old one.
+            let created = try await a.registry.put("news", snapshot: Self.snapshot([3]))
+            #expect(created.created && created.version == 1)
+            #expect(await a.registry.feed("news")?.history != old)
+            await a.close()
+        }
+    }
+
+    @Test func aCommitWhoseMessageWasMissedIsFilledByThePositionCheck() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            let sink = MemorySink()
+            try await #require(await b.registry.lookup("news")).subscribe(sink, lastEventID: nil)
+            #expect(await sink.next()?.type == "snapshot")
+            // Committed behind the instances' back (as if its message were lost): only B's position check finds it.
+            let writer = try RedisStore.open(url: server.url, keys: RedisKeys(), replay: 8)
+            b.store.unfollow("news")
+            let stored = try #require(try await writer.read("news"))
+            let event = Array("event: batch\nid: ds1.\(stored.history).2\ndata: {\"feed\":\"news\",\"version\":2}\n\n".utf8)
+            let put = FeedWrite.put(name: "news", history: stored.history, version: 2, snapshot: WireCodec.encode(try Self.snapshot([1, 2])),
+                                    batch: StoredBatch(version: 2, bytes: event), keepFrom: 0, viewState: nil)
+            #expect(try await writer.commit(put, base: 1, writeID: "w", fence: nil, answer: []) == .committed(version: 2, answer: [], first: true))
+            await b.registry.checkPositions()
+            let filled = try #require(await sink.next())
+            #expect(filled.type == "batch" && filled.id == "ds1.\(stored.history).2")
+            writer.close()
+            await a.close(); await b.close()
+        }
+    }
+
+    @Test func theMostFeedsAreCountedOverEveryInstance() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server, maxFeeds: 2), b = try await Instance(server, maxFeeds: 2)
+            _ = try await a.registry.put("one", snapshot: Self.snapshot([1]))
+            _ = try await b.registry.put("two", snapshot: Self.snapshot([1]))
+            await #expect(throws: FeedWriteError.limit(StorageLimitExceeded(limit: .maxFeeds, value: 2, needed: 3))) {
+                try await a.registry.put("three", snapshot: Self.snapshot([1]))
+            }
+            // A delete on one instance makes room on the other.
+            #expect(try await a.registry.delete("two"))
+            #expect(try await b.registry.put("three", snapshot: Self.snapshot([1])).created)
+            await a.close(); await b.close()
+        }
+    }
+
+    @Test func settingsUnlikeTheFirstInstancesAreNamed() async throws {
+        try await RedisTestServer.with { server in
+            let keys = RedisKeys(prefix: "settings")
+            let first = try RedisStore.agree(on: [("replay", "1024"), ("max-feeds", "10")], url: server.url, keys: keys)
+            let same = try RedisStore.agree(on: [("replay", "1024"), ("max-feeds", "10")], url: server.url, keys: keys)
+            let other = try RedisStore.agree(on: [("replay", "512"), ("max-feeds", "10")], url: server.url, keys: keys)
+            #expect(first.isEmpty && same.isEmpty)
+            #expect(other == ["replay: this instance has 512, the instances sharing 'settings:v1:' have 1024"])
+        }
+    }
+}
