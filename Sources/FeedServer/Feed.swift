@@ -54,6 +54,9 @@ public actor Feed {
     private var refreshQueued = false
     /// A refresh reads the store again after restarting the feed's history (once).
     private var rereading = false
+    /// Bumped whenever the copy changes outside a refresh (a commit taken, the feed ended): a refresh
+    /// whose read raced with such a change reads again rather than apply what it read.
+    private var generation = 0
     /// Called when the shared store lost its data (a commit found another epoch): the registry
     /// adopts the new epoch and drops every cached feed.
     private let lostData: (@Sendable () async -> Void)?
@@ -253,8 +256,17 @@ public actor Feed {
         // events are on their way): bring the copy up to date first, so it resumes with batches.
         if let shared, let text = lastEventID, let id = EventID(text), id.history == history, id.version > version {
             await acquireWrite()
-            await refreshFromStore(shared)
+            let refreshed = await refreshFromStore(shared)
             releaseWrite()
+            if !refreshed, id.history == history, id.version > version, version > 0 {
+                // Redis cannot be reached and this copy is behind the client: send nothing older than
+                // what it holds; the refresh after the outage brings it (and the batches it has, which
+                // it skips as duplicates).
+                if tagged { taggedSubscribers[stream.id] = stream } else { subscribers[stream.id] = stream }
+                stream.send(EventPayload(FeedEvents.unavailableEvent(feed: name, detail: outage ?? "Redis cannot be reached")))
+                watch(stream)
+                return
+            }
         }
         guard version > 0 else {
             stream.send(EventPayload(FeedEvents.deletedEvent(feed: name)))
@@ -271,6 +283,11 @@ public actor Feed {
         }
         if tagged { taggedSubscribers[stream.id] = stream } else { subscribers[stream.id] = stream }
         if let outage { stream.send(EventPayload(FeedEvents.unavailableEvent(feed: name, detail: outage))) }
+        watch(stream)
+    }
+
+    /// Counts a new subscriber and hands its end and its catch-up requests to the feed.
+    private func watch(_ stream: any EventSink) {
         metrics.setSubscribers(name, subscriberCount)
         let id = stream.id
         stream.onTermination { [weak self] in
@@ -325,18 +342,26 @@ public actor Feed {
         defer { releaseWrite() }
         if let shared {
             // Whatever this copy holds, the store decides (another instance may have created it).
-            let answer = try await shared.commit(.delete(name: name), base: 0, writeID: writeID ?? Self.drawWriteID(),
-                                                 fence: nil, answer: [], expectedState: nil, counted: !isHosted)
-            switch answer {
-            case .committed(let existed, _, _):
-                if version > 0 { endEverySubscription() }
-                return existed == 1
-            case .lostData:
-                await lostData?()
-                return false
-            default:
-                return false
+            let id = writeID ?? Self.drawWriteID()
+            for _ in 0..<Self.maxSharedAttempts {
+                switch try await shared.commit(.delete(name: name), base: 0, writeID: id, clientKey: writeID != nil,
+                                               fence: nil, answer: [], expectedState: nil, counted: !isHosted) {
+                case .committed(let existed, _, let first):
+                    if first {
+                        if version > 0 { endEverySubscription() }
+                    } else {
+                        await refreshFromStore(shared)  // a retry: the first answer; the feed may exist again since
+                    }
+                    return existed == 1
+                case .notCommitted:
+                    continue
+                case .lostData:
+                    await lostData?()
+                case .conflict, .fenced, .limit:
+                    return false  // not answers a delete gets
+                }
             }
+            throw .io(path: name, reason: "the delete could not be settled after \(Self.maxSharedAttempts) attempts")
         }
         guard version > 0 else { return false }
         try await store?.commit(.delete(name: name))
@@ -347,6 +372,7 @@ public actor Feed {
 
     /// The feed is gone: every subscription ends with `event: deleted`, and the copy is emptied.
     private func endEverySubscription() {
+        generation &+= 1
         version = 0
         snapshotPayload = nil
         taggedSnapshotPayload = nil
@@ -405,19 +431,26 @@ public actor Feed {
                 let batch = WireSnapshot.diff(from: snapshot, to: new)
                 metrics.recordDiff(seconds: MonotonicClock.now() - started)
                 if batch.isEmpty {
-                    guard let viewState, viewState != self.viewState else { return FeedWriteResult(created: false, version: version, operations: 0) }
+                    guard let viewState, viewState != self.viewState else {
+                        let unchanged = FeedWriteResult(created: false, version: version, operations: 0)
+                        // A client's key is answered the same on a retry, even if the feed changes meanwhile.
+                        if let key = options.writeID {
+                            do { try await shared.recordAnswer(name, writeID: key, version: version, answer: unchanged.answer) } catch { throw .store(error) }
+                        }
+                        return unchanged
+                    }
                     write = .viewState(name: name, bytes: viewState)
                     result = FeedWriteResult(created: false, version: base, operations: 0)
                 } else {
                     event = FeedEvents.batchEvent(feed: name, id: EventID(history: history, version: base + 1), batch: batch)
                     write = .put(name: name, history: history, version: base + 1, snapshot: encoded,
-                                 batch: replayLimit > 0 ? StoredBatch(version: base + 1, bytes: event) : nil, keepFrom: 0, viewState: viewState)
+                                 batch: StoredBatch(version: base + 1, bytes: event), keepFrom: 0, viewState: viewState)  // published even with no window
                     result = FeedWriteResult(created: false, version: base + 1, operations: batch.operations.count)
                 }
             }
             let outcome: SharedCommitResult
             do {
-                outcome = try await shared.commit(write, base: base, writeID: writeID, fence: options.fence, answer: result.answer,
+                outcome = try await shared.commit(write, base: base, writeID: writeID, clientKey: options.writeID != nil, fence: options.fence, answer: result.answer,
                                                   expectedState: options.basis.map { $0.state ?? [] }, counted: !isHosted)
             } catch {
                 throw .store(error)
@@ -463,6 +496,7 @@ public actor Feed {
         if self.version > 0, history == self.history, version <= self.version { return true }
         let creates = self.version == 0 && version == 1
         guard creates || (history == self.history && version == self.version + 1) else { return false }
+        generation &+= 1
         self.history = history
         self.version = version
         snapshot = new
@@ -540,20 +574,26 @@ public actor Feed {
     /// state (another history: a feed deleted and created again, or data lost), or `event: deleted`
     /// when the feed is gone. Redis being unreachable leaves the copy as it is (the registry's
     /// position check tries again). The caller holds the write turn.
-    private func refreshFromStore(_ shared: any SharedFeedStore) async {
-        let (readFrom, readAt) = (history, version)
+    @discardableResult
+    private func refreshFromStore(_ shared: any SharedFeedStore) async -> Bool {
+        let (readFrom, readAt, readGeneration) = (history, version, generation)
         let stored: StoredFeed?
-        do { stored = try await shared.read(name) } catch { return }
+        do { stored = try await shared.read(name) } catch { return false }
+        // The feed ended (deleted elsewhere) during the read: what was read may be older than that.
+        if generation != readGeneration, version == 0 {
+            queueRefresh()
+            return true
+        }
         guard let stored else {
             if version > 0 { endEverySubscription() }
-            return
+            return true
         }
         if stored.history == history, stored.version == version {
             viewState = stored.viewState
-            return
+            return true
         }
         // Commits that arrived during the read moved the copy past what was read: never go back.
-        if stored.history == history, stored.version < version, readFrom == history, stored.version >= readAt { return }
+        if stored.history == history, stored.version < version, readFrom == history, stored.version >= readAt { return true }
         // Redis holds an older version than this instance served (an old backup, a lagging replica):
         // the feed gets a new history there, so no version is numbered twice; every copy resyncs.
         if stored.history == history, stored.version < readAt, readFrom == history {
@@ -563,9 +603,9 @@ public actor Feed {
                 await refreshFromStore(shared)
                 rereading = false
             }
-            return
+            return true
         }
-        guard let decoded = try? WireCodec.decodeSnapshot(stored.snapshot) else { return }
+        guard let decoded = try? WireCodec.decodeSnapshot(stored.snapshot) else { return true }
         let window = stored.batches.suffix(replayLimit).map { ($0.version, EventPayload($0.bytes)) }
         let continues = version > 0 && stored.history == history && stored.version > version
             && (stored.batches.first.map { $0.version <= version + 1 } ?? false)
@@ -578,7 +618,7 @@ public actor Feed {
         viewState = stored.viewState
         replay = window
         replayBytes = window.reduce(0) { $0 + $1.1.bytes.count }
-        if wasEmpty { return }
+        if wasEmpty { return true }
         if continues {
             transport?.broadcast(EventPayload(missed), to: Array(subscribers.values))
             if !taggedSubscribers.isEmpty {
@@ -589,6 +629,7 @@ public actor Feed {
             if !subscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: false), to: Array(subscribers.values)) }
             if !taggedSubscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: true), to: Array(taggedSubscribers.values)) }
         }
+        return true
     }
 
     /// The shared store lost its data: every subscription ends with `event: deleted` and the copy is

@@ -22,7 +22,8 @@ public actor FeedRegistry {
     private var loading: [String: Task<Feed, any Error>] = [:]
     /// Why the shared store cannot be reached, while it cannot.
     private var outage: String?
-    private var losingData = false
+    /// The recovery from lost data in progress, which later callers wait for.
+    private var losing: Task<Void, Never>?
     private var sharing: [Task<Void, Never>] = []
     /// Sharing was stopped (shutdown): failures of calls still in flight are not outages.
     private var stopped = false
@@ -115,6 +116,8 @@ public actor FeedRegistry {
             if let existing = feeds[name] { return existing }
             feeds[name] = feed
             if let outage { await feed.setOutage(outage) }
+            // Commits published between the read and now found no feed here: read once more.
+            await feed.queueRefresh()
             return feed
         case .failure(let error as StoreError):
             shared.unfollow(name)
@@ -275,9 +278,18 @@ public actor FeedRegistry {
     /// The shared store lost its data (a flushed database, an AOF gone): adopt its new epoch, end
     /// every subscription with `event: deleted`, and read each feed again (an old backup may hold it).
     func storeLostData() async {
-        guard let shared, !losingData else { return }
-        losingData = true
-        defer { losingData = false }
+        if let losing {  // one at a time; a second caller waits for the first to finish
+            await losing.value
+            return
+        }
+        let task = Task { await self.recoverLostData() }
+        losing = task
+        await task.value
+        losing = nil
+    }
+
+    private func recoverLostData() async {
+        guard let shared else { return }
         sharingLogger.error("Redis lost its data (its epoch is gone or another): every feed starts a new history")
         do { try await shared.adoptNewEpoch() } catch {
             await setOutage(error.description)

@@ -1,10 +1,14 @@
 import FeedStore
 import Logging
+import Synchronization
 
 /// The right to run a hosted view model's source on one instance of several sharing a store: a
 /// lease in the store (Redis: `lease:<name>`, `SET NX PX`) under a fencing token that every commit of
-/// the source carries, renewed while the source runs (docs/decisions/0003-redis.md).
-struct SharedLease: Sendable {
+/// the source carries, renewed while held (docs/decisions/0003-redis.md).
+///
+/// The source is read on every instance, and its elements are applied only where the lease is held
+/// (``token``); so losing the lease and taking it again never ends the source itself.
+final class SharedLease: Sendable {
     /// How long a lease lasts unless renewed: another instance takes over about this long after the
     /// holder stopped renewing (it died, or stalls).
     static let milliseconds = 5_000
@@ -14,44 +18,46 @@ struct SharedLease: Sendable {
     let name: String
     let store: any SharedFeedStore
     let logger: Logger
+    private let held = Mutex<String?>(nil)
 
-    /// Runs `body` with the lease's token whenever this instance holds the lease, until `body`
-    /// returns true (its source ended: the lease is given up) or the task is cancelled. When a
-    /// renewal fails or `body` returns false (a commit was refused: another holds the lease), `body`
-    /// is cancelled and the lease is tried for again.
-    func whileHeld(_ body: @escaping @Sendable (String) async throws -> Bool) async throws {
+    init(name: String, store: any SharedFeedStore, logger: Logger) {
+        self.name = name
+        self.store = store
+        self.logger = logger
+    }
+
+    /// The fencing token while this instance holds the lease, else nil.
+    var token: String? { held.withLock { $0 } }
+
+    /// A commit under `token` was refused (another holds the lease): it is not held any more.
+    func lost(_ token: String) {
+        let was = held.withLock { current -> Bool in
+            guard current == token else { return false }
+            current = nil
+            return true
+        }
+        if was { logger.warning("lease \(name): lost") }
+    }
+
+    /// Takes the lease whenever no one holds it and renews it while held, every ``interval``, until
+    /// the task is cancelled; then gives it up. A renewal that fails (expired, taken by another)
+    /// drops it; a Redis that cannot be reached leaves the decision to the lease's expiry (the fencing
+    /// token guards the commits meanwhile).
+    func keep() async {
         while !Task.isCancelled {
-            let token: String?
-            do { token = try await store.acquireLease(name, milliseconds: Self.milliseconds) } catch { token = nil }
-            guard let token else {
-                try? await Task.sleep(for: Self.interval)
-                continue
+            if let token {
+                let renewed = (try? await store.renewLease(name, token: token, milliseconds: Self.milliseconds)) ?? true
+                if !renewed { lost(token) }
+            } else if let acquired = try? await store.acquireLease(name, milliseconds: Self.milliseconds) {
+                held.withLock { $0 = acquired }
+                logger.info("lease \(name): acquired")
             }
-            logger.info("lease \(name): acquired")
-            let finished = await withTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    do { return try await body(token) && !Task.isCancelled } catch { return !Task.isCancelled }
-                }
-                group.addTask {
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: Self.interval)
-                        if Task.isCancelled { return false }
-                        let held: Bool
-                        do { held = try await store.renewLease(name, token: token, milliseconds: Self.milliseconds) } catch { held = true }  // unreachable: the lease's expiry decides
-                        if !held { return false }
-                    }
-                    return false
-                }
-                let first = await group.next() ?? false
-                group.cancelAll()
-                return first
-            }
-            if finished || Task.isCancelled {
-                try? await store.releaseLease(name, token: token)
-                if Task.isCancelled { logger.info("lease \(name): released") }
-                return
-            }
-            logger.warning("lease \(name): lost")
+            try? await Task.sleep(for: Self.interval)
+        }
+        if let token {
+            held.withLock { $0 = nil }
+            try? await store.releaseLease(name, token: token)
+            logger.info("lease \(name): released")
         }
     }
 }

@@ -200,11 +200,11 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// each element updates the state, which re-renders and publishes one batch if the snapshot changed.
     /// An element whose update or render throws changes nothing. Cancel the task to stop following.
     ///
-    /// With a shared store (several instances host this view model), the source runs on one instance
-    /// at a time: the one holding the feed's lease (``SharedLease``), renewed while it runs. Every
-    /// other instance waits to take it over, within about ``SharedLease/milliseconds`` of the
-    /// holder's end; a holder that lost it (a pause past the lease) stops, and its commits are
-    /// refused by their fencing token.
+    /// With a shared store (several instances host this view model), the source's elements are
+    /// applied on one instance at a time: the one holding the feed's lease (``SharedLease``), renewed
+    /// every second. Every other instance reads the source and drops its elements, ready to take the
+    /// lease over within about ``SharedLease/milliseconds`` of the holder's end; a holder that lost it
+    /// (a pause past the lease) has its commits refused by their fencing token.
     @discardableResult
     public nonisolated func follow<Source: AsyncSequence & Sendable>(
         _ source: Source, update: @escaping @Sendable (inout Model.State, Source.Element) throws -> Void
@@ -218,11 +218,15 @@ public actor ViewModelHost<Model: HostedViewModel> {
         }
         let lease = SharedLease(name: name, store: shared, logger: registry.sharingLogger)
         return Task {
-            try await lease.whileHeld { token in
+            let keeper = Task { await lease.keep() }
+            defer { keeper.cancel() }
+            try await withTaskCancellationHandler {
                 for try await element in source {
-                    guard await self.apply(element, fence: token, update) else { return false }
+                    guard let token = lease.token else { continue }  // another instance applies it
+                    if await !self.apply(element, fence: token, update) { lease.lost(token) }
                 }
-                return true
+            } onCancel: {
+                keeper.cancel()
             }
         }
     }

@@ -25,14 +25,19 @@ public protocol SharedFeedStore: FeedStore {
     /// `Idempotency-Key` or one drawn; `fence` a lease's token for a hosted source; `answer` is kept
     /// with the write id, so a retry gets the same. `expectedState`, when given, is the view-model
     /// state the stored one must be (a change computed from it), else `conflict`. `counted`: a created
-    /// feed counts against the store's most feeds (hosted view models do not).
-    func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult
+    /// feed counts against the store's most feeds (hosted view models do not). `clientKey`: `writeID`
+    /// is a client's `Idempotency-Key`, whose answer is kept for retries (24 h); a drawn id's only as
+    /// long as settling a lost answer needs (minutes), so writes do not pile up keys.
+    func commit(_ write: FeedWrite, base: Int, writeID: String, clientKey: Bool, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult
     /// Where each feed is (a name without a feed is absent), and whether the store still holds this
     /// instance's data.
     func positions(_ names: [String]) async throws(StoreError) -> StorePositions
     /// The answer kept for `writeID` on `name` when that write was committed (its version and answer),
     /// else nil: a retry with a client's `Idempotency-Key` is answered from it before anything runs.
     func committedAnswer(_ name: String, writeID: String) async throws(StoreError) -> (version: Int, answer: [UInt8])?
+    /// Keeps `answer` under a client's `writeID` (24 h) for a write that changed nothing, so a retry
+    /// gets it even after the feed changed; a write id already kept stays as it is.
+    func recordAnswer(_ name: String, writeID: String, version: Int, answer: [UInt8]) async throws(StoreError)
     /// The feeds counted against the most feeds, and the bytes of every feed, over every instance.
     func usage() async throws(StoreError) -> (feeds: Int, bytes: Int)
     /// Gives the feed found at `version` of `history` a new history `fresh` at the next version (same
@@ -62,7 +67,7 @@ public protocol SharedFeedStore: FeedStore {
 extension SharedFeedStore {
     /// A commit with no expected state, counted against the most feeds.
     public func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8]) async throws(StoreError) -> SharedCommitResult {
-        try await commit(write, base: base, writeID: writeID, fence: fence, answer: answer, expectedState: nil, counted: true)
+        try await commit(write, base: base, writeID: writeID, clientKey: true, fence: fence, answer: answer, expectedState: nil, counted: true)
     }
 }
 

@@ -30,10 +30,13 @@ public struct RedisFeedWrite: Sendable, Equatable {
     public var counted: Bool
     /// The most bytes of every feed's snapshot and window together (nil: no limit).
     public var maxBytes: Int?
+    /// The write id is a client's `Idempotency-Key`: its answer is kept ``RedisFeedCommitter/writeTTL``;
+    /// a drawn one's only ``RedisFeedCommitter/drawnTTL``.
+    public var clientKey = true
 
     public init(feed: String, epoch: String, baseVersion: Int, history: String, snapshot: [UInt8], viewState: [UInt8]? = nil,
                 batch: [UInt8], window: Int, writeID: String, fence: String? = nil, answer: [UInt8] = [],
-                expectedState: [UInt8]? = nil, maxFeeds: Int? = nil, counted: Bool = true, maxBytes: Int? = nil) {
+                expectedState: [UInt8]? = nil, maxFeeds: Int? = nil, counted: Bool = true, maxBytes: Int? = nil, clientKey: Bool = true) {
         self.feed = feed
         self.epoch = epoch
         self.baseVersion = baseVersion
@@ -49,6 +52,7 @@ public struct RedisFeedWrite: Sendable, Equatable {
         self.maxFeeds = maxFeeds
         self.counted = counted
         self.maxBytes = maxBytes
+        self.clientKey = clientKey
     }
 }
 
@@ -83,6 +87,10 @@ public struct RedisFeedCommitter: Sendable {
     /// Seconds a write id (and a given-up attempt) is kept: how long a retry with the same
     /// `Idempotency-Key` gets the first answer.
     public let writeTTL: Int
+    /// Seconds the answer of a write id the instance drew is kept: long enough to settle a lost answer
+    /// (that follows the failure at once, on a new connection), short enough that writes do not pile
+    /// up keys in Redis (a key per write, about 140 bytes).
+    public static let drawnTTL = 600
     private let shas: ScriptCache
 
     public init(client: RedisClient, keys: RedisKeys, writeTTL: Int = 24 * 3600) {
@@ -106,11 +114,11 @@ public struct RedisFeedCommitter: Sendable {
 
     /// Deletes a feed (``RedisScripts/delete``), settling a lost answer as ``commit(_:)`` does.
     /// - Returns: `.committed(version: 1, …)` when the feed existed, `version: 0` when it did not.
-    public func delete(feed: String, epoch: String, writeID: String, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
+    public func delete(feed: String, epoch: String, writeID: String, clientKey: Bool = true, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
         let attempt = Self.nonce()
         do {
             let keys = scriptKeys(feed, writeID: writeID, attempt: attempt)
-            let arguments = [Array(epoch.utf8), Array(String(writeTTL).utf8), Array(self.keys.channel(feed).utf8), answer]
+            let arguments = [Array(epoch.utf8), Array(String(clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8), Array(self.keys.channel(feed).utf8), answer]
             let outcome = try Self.outcome(try await evaluate(RedisScripts.delete, name: "delete", keys: keys, arguments: arguments), first: true)
             if case .committed(let existed, _, true) = outcome { return .committed(version: existed, answer: answer, first: true) }
             return outcome
@@ -121,12 +129,12 @@ public struct RedisFeedCommitter: Sendable {
 
     /// Replaces a feed's view-model state at `version` (``RedisScripts/viewState``), settling a lost answer.
     /// - Parameter expectedState: the state the stored one must be (nil: not checked).
-    public func setViewState(feed: String, epoch: String, version: Int, state: [UInt8], writeID: String,
+    public func setViewState(feed: String, epoch: String, version: Int, state: [UInt8], writeID: String, clientKey: Bool = true,
                              expectedState: [UInt8]? = nil, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
         let attempt = Self.nonce()
         do {
             let keys = scriptKeys(feed, writeID: writeID, attempt: attempt)
-            let arguments = [Array(epoch.utf8), Array(String(version).utf8), state, Array(String(writeTTL).utf8),
+            let arguments = [Array(epoch.utf8), Array(String(version).utf8), state, Array(String(clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8),
                              Array((expectedState == nil ? "0" : "1").utf8), expectedState ?? [], Array(self.keys.channel(feed).utf8), answer]
             let outcome = try Self.outcome(try await evaluate(RedisScripts.viewState, name: "viewState", keys: keys, arguments: arguments), first: true)
             if case .committed(let version, _, true) = outcome { return .committed(version: version, answer: answer, first: true) }
@@ -150,7 +158,7 @@ public struct RedisFeedCommitter: Sendable {
         let arguments: [[UInt8]] = [
             Array(write.epoch.utf8), Array(String(write.baseVersion).utf8), Array(write.history.utf8), write.snapshot,
             Array((write.viewState == nil ? "0" : "1").utf8), write.viewState ?? [], write.batch, Array(String(max(0, write.window)).utf8),
-            Array(String(writeTTL).utf8), Array(self.keys.channel(write.feed).utf8), Array((write.fence ?? "").utf8), write.answer,
+            Array(String(write.clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8), Array(self.keys.channel(write.feed).utf8), Array((write.fence ?? "").utf8), write.answer,
             Array((write.expectedState == nil ? "0" : "1").utf8), write.expectedState ?? [],
             Array(String(write.maxFeeds ?? -1).utf8), Array(String(write.maxBytes ?? -1).utf8), Array((write.counted ? "1" : "0").utf8),
         ]

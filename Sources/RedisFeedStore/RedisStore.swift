@@ -24,14 +24,22 @@ public final class RedisStore: SharedFeedStore {
     public let replay: Int
     public let events: AsyncStream<SharedStoreEvent>
     private let client: RedisClient
-    private let committer: RedisFeedCommitter
+    /// Commits go out on several connections (each a thread of its own), so writes of different feeds
+    /// are in Redis at once and share its fsyncs (`appendfsync always` syncs once per event-loop turn
+    /// for every connection's writes); one connection would serve them one fsync each.
+    private let committers: [RedisFeedCommitter]
+    private let nextCommitter = Atomic<Int>(0)
+    /// The next connection for a commit, in turn.
+    private var committer: RedisFeedCommitter {
+        committers[nextCommitter.add(1, ordering: .relaxed).oldValue % committers.count]
+    }
     private let reader: RedisFeedReader
     private let lease: RedisLease
     private let subscriber: RedisSubscriber
     private let eventSink: AsyncStream<SharedStoreEvent>.Continuation
     private let counters = Mutex(StoreMetrics())
 
-    private init(url: RedisURL, keys: RedisKeys, epoch: String, replay: Int, maxFeeds: Int?, maxBytes: Int?, timeout: Double, pingInterval: Double) {
+    private init(url: RedisURL, keys: RedisKeys, epoch: String, replay: Int, maxFeeds: Int?, maxBytes: Int?, timeout: Double, pingInterval: Double, connections: Int) {
         self.url = url
         self.keys = keys
         self.currentEpoch = Mutex(epoch)
@@ -39,7 +47,9 @@ public final class RedisStore: SharedFeedStore {
         self.maxBytes = maxBytes
         self.replay = replay
         self.client = RedisClient(url: url, timeout: timeout, name: "redis-store")
-        self.committer = RedisFeedCommitter(client: client, keys: keys)
+        self.committers = (0..<max(1, connections)).map { index in
+            RedisFeedCommitter(client: RedisClient(url: url, timeout: timeout, name: "redis-commit-\(index)"), keys: keys)
+        }
         self.reader = RedisFeedReader(client: client, keys: keys)
         self.lease = RedisLease(client: client, keys: keys)
         let (events, sink) = AsyncStream.makeStream(of: SharedStoreEvent.self)
@@ -95,13 +105,14 @@ public final class RedisStore: SharedFeedStore {
     /// - Parameter pingInterval: seconds of pub/sub silence after which its connection is checked.
     /// - Parameter maxFeeds: `--max-feeds`, counted over every instance's feeds (nil: no limit).
     /// - Parameter maxBytes: `--max-store-bytes`, the same (nil: no limit).
+    /// - Parameter connections: connections commits go out on (each with a thread).
     public static func open(url: RedisURL, keys: RedisKeys, replay: Int, maxFeeds: Int? = nil, maxBytes: Int? = nil,
-                            timeout: Double = 2, pingInterval: Double = 1) throws(RedisError) -> RedisStore {
+                            timeout: Double = 2, pingInterval: Double = 1, connections: Int = 8) throws(RedisError) -> RedisStore {
         let connection = try RedisConnection(url: url, timeout: timeout)
         defer { connection.close() }
         let replies = try connection.pipeline([["SET", keys.epoch, RedisFeedCommitter.nonce(), "NX"], ["GET", keys.epoch]].map { $0.map { Array($0.utf8) } })
         guard let epoch = replies[1].string else { throw .unexpectedReply(command: "GET \(keys.epoch)", reply: replies[1].description) }
-        return RedisStore(url: url, keys: keys, epoch: epoch, replay: replay, maxFeeds: maxFeeds, maxBytes: maxBytes, timeout: timeout, pingInterval: pingInterval)
+        return RedisStore(url: url, keys: keys, epoch: epoch, replay: replay, maxFeeds: maxFeeds, maxBytes: maxBytes, timeout: timeout, pingInterval: pingInterval, connections: connections)
     }
 
     /// The settings every instance must agree on (`--replay`, the limits): the first instance stores
@@ -126,6 +137,7 @@ public final class RedisStore: SharedFeedStore {
         subscriber.stop()
         eventSink.finish()
         client.stop()
+        for committer in committers { committer.client.stop() }
     }
 
     /// Every feed under the prefix (`SCAN`), each read in one `MULTI`/`EXEC`.
@@ -180,8 +192,8 @@ public final class RedisStore: SharedFeedStore {
         if let refusal { throw .io(path: url.description, reason: refusal) }
     }
 
-    public func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult {
-        let epoch = self.epoch
+    public func commit(_ write: FeedWrite, base: Int, writeID: String, clientKey: Bool, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult {
+        let epoch = self.epoch, committer = self.committer
         let started = ContinuousClock.now
         let result: Result<RedisCommitOutcome, RedisError>
         do throws(RedisError) {
@@ -190,12 +202,12 @@ public final class RedisStore: SharedFeedStore {
             case .put(let name, let history, _, let snapshot, let batch, _, let viewState):
                 outcome = try await committer.commit(RedisFeedWrite(feed: name, epoch: epoch, baseVersion: base, history: history, snapshot: snapshot, viewState: viewState,
                                                                     batch: batch?.bytes ?? [], window: replay, writeID: writeID, fence: fence, answer: answer,
-                                                                    expectedState: expectedState, maxFeeds: maxFeeds, counted: counted, maxBytes: maxBytes))
+                                                                    expectedState: expectedState, maxFeeds: maxFeeds, counted: counted, maxBytes: maxBytes, clientKey: clientKey))
             case .viewState(let name, let bytes):
-                outcome = try await committer.setViewState(feed: name, epoch: epoch, version: base, state: bytes, writeID: writeID,
+                outcome = try await committer.setViewState(feed: name, epoch: epoch, version: base, state: bytes, writeID: writeID, clientKey: clientKey,
                                                            expectedState: expectedState, answer: answer)
             case .delete(let name):
-                outcome = try await committer.delete(feed: name, epoch: epoch, writeID: writeID, answer: answer)
+                outcome = try await committer.delete(feed: name, epoch: epoch, writeID: writeID, clientKey: clientKey, answer: answer)
             }
             result = .success(outcome)
         } catch {
@@ -264,6 +276,16 @@ public final class RedisStore: SharedFeedStore {
         do throws(RedisError) {
             let reply = try await client.command([Array("GET".utf8), Array(keys.write(name, id: writeID).utf8)])
             return reply.bytes.flatMap(RedisFeedCommitter.parseDone)
+        } catch {
+            throw storeError(error)
+        }
+    }
+
+    /// `SET write:<name>:<id> "done <version> <answer>" NX EX` (24 h).
+    public func recordAnswer(_ name: String, writeID: String, version: Int, answer: [UInt8]) async throws(StoreError) {
+        do throws(RedisError) {
+            _ = try await client.command([Array("SET".utf8), Array(keys.write(name, id: writeID).utf8), Array("done \(version) ".utf8) + answer,
+                                          Array("NX".utf8), Array("EX".utf8), Array(String(committers[0].writeTTL).utf8)])
         } catch {
             throw storeError(error)
         }

@@ -202,4 +202,47 @@ struct SharedFeedRegistryTests {
             await a.close()
         }
     }
+
+    @Test func withNoReplayWindowBatchesStillReachOtherInstances() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server, replay: 0), b = try await Instance(server, replay: 0)
+            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            let onB = MemorySink()
+            try await #require(await b.registry.lookup("news")).subscribe(onB, lastEventID: nil)
+            for n in 2...4 { _ = try await a.registry.put("news", snapshot: Self.snapshot(Array(1...n))) }
+            #expect(Self.versions(await Self.events(onB, upTo: 4)) == [1, 2, 3, 4])
+            await a.close(); await b.close()
+        }
+    }
+
+    @Test func aRetriedDeleteLeavesAFeedCreatedSinceAlone() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            #expect(try await a.registry.delete("news", writeID: "delete-once"))
+            _ = try await b.registry.put("news", snapshot: Self.snapshot([2]))
+            let sink = MemorySink()
+            try await #require(await a.registry.lookup("news")).subscribe(sink, lastEventID: nil)
+            #expect(await sink.next()?.type == "snapshot")
+            // The client's retry gets the first answer, and ends nothing.
+            #expect(try await a.registry.delete("news", writeID: "delete-once"))
+            _ = try await b.registry.put("news", snapshot: Self.snapshot([2, 3]))
+            #expect(await sink.next()?.type == "batch")
+            await a.close(); await b.close()
+        }
+    }
+
+    @Test func aKeyedWriteThatChangedNothingIsAnsweredTheSameAfterTheFeedChanged() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            let first = try await a.registry.write("news", snapshot: Self.snapshot([1]), options: FeedWriteOptions(writeID: "k"))
+            #expect(first == FeedWriteResult(created: false, version: 1, operations: 0))
+            _ = try await b.registry.put("news", snapshot: Self.snapshot([2]))
+            let retry = try await b.registry.write("news", snapshot: Self.snapshot([1]), options: FeedWriteOptions(writeID: "k"))
+            #expect(retry == FeedWriteResult(created: false, version: 1, operations: 0, replayed: true))
+            #expect(await b.registry.feed("news")?.version == 2)  // the retry wrote nothing
+            await a.close(); await b.close()
+        }
+    }
 }
