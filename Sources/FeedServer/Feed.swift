@@ -562,6 +562,11 @@ public actor Feed {
         Task { await self.refreshInTurn() }
     }
 
+    /// Refreshes from the shared store now, in turn with the writes.
+    func refreshNow() async {
+        await refreshInTurn()
+    }
+
     private func refreshInTurn() async {
         await acquireWrite()
         defer { releaseWrite() }

@@ -86,7 +86,17 @@ public actor FeedRegistry {
     /// followed, then loaded (in that order, so no commit falls between).
     /// - Throws: the shared store's error when it cannot be reached to load the feed.
     public func lookup(_ name: String) async throws(StoreError) -> Feed? {
+        if let shared, feeds[name] == nil, loading[name] == nil {
+            // Not held: a name Redis does not have is answered without following or keeping it, so
+            // requests for names that do not exist cannot grow the cache or the subscriptions.
+            guard try await shared.positions([name]).feeds[name] != nil else { return nil }
+        }
         let feed = try await cached(name)
+        if await feed.exists { return feed }
+        // Held as gone, yet it may have been created on another instance a moment ago (its message
+        // still on the way): ask Redis, so a read after a create elsewhere finds it.
+        guard let shared, try await shared.positions([name]).feeds[name] != nil else { return nil }
+        await feed.refreshNow()
         return await feed.exists ? feed : nil
     }
 
