@@ -225,6 +225,13 @@ public actor Feed {
             if dropped > 0 { replay.removeFirst(dropped) }  // every replayLimit / 4 batches: amortised O(1)
         }
         replayBytes = nextReplayBytes
+        broadcastBatch(event, payload)
+        return FeedWriteResult(created: false, version: version, operations: batch.operations.count)
+    }
+
+    /// Sends a new batch (`event`, encoded once as `payload`) to every subscriber: as it is, and with
+    /// the feed's name in its id to the multi-feed streams' slots.
+    private func broadcastBatch(_ event: [UInt8], _ payload: EventPayload) {
         metrics.recordBatch(name)
         let broadcastAt = ContinuousClock.now
         transport?.broadcast(payload, to: Array(subscribers.values)) {
@@ -233,7 +240,6 @@ public actor Feed {
         if !taggedSubscribers.isEmpty {
             transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(event, feed: name)), to: Array(taggedSubscribers.values))
         }
-        return FeedWriteResult(created: false, version: version, operations: batch.operations.count)
     }
 
     private func acquireWrite() async {
@@ -519,14 +525,7 @@ public actor Feed {
                 replay.removeFirst(dropped)
             }
         }
-        metrics.recordBatch(name)
-        let broadcastAt = ContinuousClock.now
-        transport?.broadcast(payload, to: Array(subscribers.values)) {
-            MetricHandles.shared.timer(MetricName.publishToLastWrite).record(duration: ContinuousClock.now - broadcastAt)
-        }
-        if !taggedSubscribers.isEmpty {
-            transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(event, feed: name)), to: Array(taggedSubscribers.values))
-        }
+        broadcastBatch(event, payload)
         return true
     }
 
