@@ -3,7 +3,7 @@
 # Dockerfile's runtime stage installs: no missing shared library, /healthz answers, the page is served.
 # A binary with `--redis` (issue 26) must link libhiredis, find it in the root (libhiredis0.14), and run
 # there against a real redis-server on loopback: /readyz says Redis is ok and a PUT reaches Redis.
-#   scripts/check-docker-runtime.sh .build/release/diffstream
+#   scripts/check-docker-runtime.sh .build/release/diffstream   (scripts/test.sh: .build-release/release/diffstream)
 # Needs root (debootstrap, chroot, mount), debootstrap and curl; for a binary with --redis also
 # redis-server, redis-cli, readelf and python3 (scripts/setup.sh --test installs them). The root is
 # cached in ${DIFFSTREAM_ROOTFS_CACHE:-/var/tmp/diffstream-rootfs}/<hash of the package list>.

@@ -3,6 +3,7 @@
 # path) and runs each one for the given number of seconds (default 60), one after the other; with
 # FUZZ_PARALLEL=1 all at once. Exits 1 if any target finds a crash, and prints where the input is.
 #   scripts/fuzz.sh [seconds]
+#   scripts/fuzz.sh --build-only                        # builds and checks the targets, runs none
 #   FUZZ_PARALLEL=1 nice -n 10 scripts/fuzz.sh 1500      # the long run (docs/fuzzing.md)
 # Environment: FUZZ_SCRATCH (default .build-fuzz), FUZZ_CONFIGURATION (release or debug; default
 # release), FUZZ_TARGETS (names to run, default every Fuzz/Sources/fuzz-*).
@@ -11,6 +12,8 @@
 # the targets that go through FeedAPI run at a few inputs per second); -rss_limit_mb still bounds memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+[[ "${1:-}" == --build-only ]] && { build_only=1; shift; }
 seconds=${1:-60}
 scratch=${FUZZ_SCRATCH:-.build-fuzz}
 configuration=${FUZZ_CONFIGURATION:-release}
@@ -31,6 +34,7 @@ for name in $targets; do
     readelf -S "$bin/$name" | grep -c __sancov >/dev/null || { echo "fuzz: $bin/$name has no coverage instrumentation" >&2; exit 2; }
     nm "$bin/$name" | grep -c __asan_report >/dev/null || { echo "fuzz: $bin/$name has no address sanitizer instrumentation" >&2; exit 2; }
 done
+((build_only)) && { echo "fuzz: built and instrumented: $targets"; exit 0; }
 
 run() {
     local name=$1

@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Runs every test of DiffStream; fails on the first failure.
 #  1. installs what is missing (scripts/setup.sh --test)
-#  2. builds debug and release with warnings as errors
+#  2. builds debug with warnings as errors; then starts, in the background at the lowest priority, the
+#     builds the later steps need (the example package Examples/Scoreboard, the release binary in
+#     .build-release, the fuzz targets in .build-fuzz), so they use the CPU the tests leave idle (the
+#     end-to-end tests mostly wait on sockets). Each later step runs its build again in the foreground:
+#     a no-op when the background one finished, a wait on SwiftPM's lock when it is under way, and the
+#     build's own errors when it failed (the background log is test-artifacts/background-builds.log)
 #  3. swift test (unit, shared vectors, property-based), then the page's Node tests (tests/browser/*.test.mjs:
 #     the protocol module on the shared vectors, the stream hub's unit and property-based tests)
 #  4. end-to-end tests against the built binary over real sockets (tests/e2e), twice: with the default
-#     number of event loops and feeds in memory, then with --loops 1 and a durable --data directory; the
-#     first pass also builds and drives the example package Examples/Scoreboard (tests/e2e/test_embedding.py)
+#     number of event loops and feeds in memory, then with --loops 1 and a durable --data directory
 #     (tests/e2e/test_redis.py starts three instances on a redis-server of its own); then the API, stream,
 #     limit and view-model tests again with every server on --redis (DIFFSTREAM_E2E_REDIS=1)
 #  5. browser tests in headless Chromium (tests/browser)
-#  6. the Dockerfile: hadolint, and the release binary in a minimal Debian root (scripts/check-docker-runtime.sh)
-#  7. every libFuzzer target of Fuzz/ for 10 seconds, all at once (scripts/fuzz.sh 10; debug build, its
+#  6. the example package Examples/Scoreboard, built and driven over HTTP (tests/e2e/test_embedding.py)
+#  7. the Dockerfile: hadolint, and the release binary (static Swift runtime, warnings as errors) in a
+#     minimal Debian root (scripts/check-docker-runtime.sh)
+#  8. every libFuzzer target of Fuzz/ for 10 seconds, all at once (scripts/fuzz.sh 10; debug build, its
 #     own scratch path)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +29,16 @@ scripts/setup.sh --test
 step "build (debug, warnings as errors)"
 swift build -Xswiftc -warnings-as-errors
 
-step "build (release, static Swift runtime, warnings as errors)"
-swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product diffstream
+# The later steps' builds, each exactly as the step runs it (so the step's own run is a no-op).
+scoreboard_build=(swift build --package-path Examples/Scoreboard --scratch-path Examples/Scoreboard/.build --product Scoreboard)  # as test_embedding.py
+release_build=(swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product diffstream --scratch-path .build-release)
+mkdir -p test-artifacts
+step "starting the example, release and fuzz builds in the background (nice 19; log: test-artifacts/background-builds.log)"
+# setsid: its own process group, so that a failing step stops the whole chain (the EXIT trap)
+setsid nice -n 19 bash -c "${scoreboard_build[*]}; ${release_build[*]}; FUZZ_CONFIGURATION=debug scripts/fuzz.sh --build-only" \
+    >test-artifacts/background-builds.log 2>&1 </dev/null &
+background=$!
+trap 'kill -- -"$background" 2>/dev/null || true' EXIT
 
 step "swift test"
 swift test -Xswiftc -warnings-as-errors
@@ -34,7 +48,7 @@ node --test tests/browser/*.test.mjs
 
 export DIFFSTREAM_BIN="$PWD/.build/debug/diffstream"
 step "end-to-end tests (default: one event loop per core, feeds in memory unless a test asks for --data)"
-python3 -m pytest tests/e2e -q -p no:cacheprovider
+python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_embedding.py  # step 6, once its build had time
 
 step "end-to-end tests again with --loops 1 and every server on a fresh --data directory"
 E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py  # its servers use Redis, not --data
@@ -46,9 +60,14 @@ DIFFSTREAM_E2E_REDIS=1 python3 -m pytest tests/e2e/test_api.py tests/e2e/test_ss
 step "browser tests"
 python3 -m pytest tests/browser -q -p no:cacheprovider --deselect tests/browser/test_stream_hub.py  # the node tests ran above
 
-step "Dockerfile checks"
+step "the example package Examples/Scoreboard (tests/e2e/test_embedding.py)"
+"${scoreboard_build[@]}"
+python3 -m pytest tests/e2e/test_embedding.py -q -p no:cacheprovider
+
+step "build (release, static Swift runtime, warnings as errors) and the Dockerfile checks"
+"${release_build[@]}"
 hadolint Dockerfile
-scripts/check-docker-runtime.sh .build/release/diffstream
+scripts/check-docker-runtime.sh .build-release/release/diffstream
 
 step "fuzzing (scripts/fuzz.sh 10, the targets at once; long runs are recorded in docs/fuzzing.md)"
 FUZZ_CONFIGURATION=debug FUZZ_PARALLEL=1 scripts/fuzz.sh 10
