@@ -350,7 +350,7 @@ public actor Feed {
             // Whatever this copy holds, the store decides (another instance may have created it).
             let id = writeID ?? Self.drawWriteID()
             for _ in 0..<Self.maxSharedAttempts {
-                switch try await shared.commit(.delete(name: name), base: 0, writeID: id, clientKey: writeID != nil,
+                switch try await shared.commit(.delete(name: name), base: 0, baseHistory: nil, writeID: id, clientKey: writeID != nil,
                                                fence: nil, answer: [], expectedState: nil, counted: !isHosted) {
                 case .committed(let existed, _, let first):
                     if first {
@@ -456,9 +456,12 @@ public actor Feed {
             }
             let outcome: SharedCommitResult
             do {
-                outcome = try await shared.commit(write, base: base, writeID: writeID, clientKey: options.writeID != nil, fence: options.fence, answer: result.answer,
+                outcome = try await shared.commit(write, base: base, baseHistory: history, writeID: writeID, clientKey: options.writeID != nil, fence: options.fence, answer: result.answer,
                                                   expectedState: options.basis.map { $0.state ?? [] }, counted: !isHosted)
             } catch {
+                // The outcome may be unknown (the store could not settle it): the commit may be in the
+                // store, and this instance skips its own published commits, so read the feed again.
+                queueRefresh()
                 throw .store(error)
             }
             switch outcome {

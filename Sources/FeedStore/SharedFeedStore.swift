@@ -21,14 +21,15 @@ public protocol SharedFeedStore: FeedStore {
     func batches(_ name: String, history: String, after version: Int) async throws(StoreError) -> [StoredBatch]?
     /// Commits `write` if the feed is still at `base`: for `.put`, `base` is the version the batch was
     /// computed against (the write's version is `base + 1`; 0 creates); for `.viewState`, the version
-    /// the state belongs to; for `.delete` it is not checked. `writeID` is the client's
+    /// the state belongs to, of `baseHistory` (nil: the history is not checked); for `.delete` it is
+    /// not checked. `writeID` is the client's
     /// `Idempotency-Key` or one drawn; `fence` a lease's token for a hosted source; `answer` is kept
     /// with the write id, so a retry gets the same. `expectedState`, when given, is the view-model
     /// state the stored one must be (a change computed from it), else `conflict`. `counted`: a created
     /// feed counts against the store's most feeds (hosted view models do not). `clientKey`: `writeID`
     /// is a client's `Idempotency-Key`, whose answer is kept for retries (24 h); a drawn id's only as
     /// long as settling a lost answer needs (minutes), so writes do not pile up keys.
-    func commit(_ write: FeedWrite, base: Int, writeID: String, clientKey: Bool, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult
+    func commit(_ write: FeedWrite, base: Int, baseHistory: String?, writeID: String, clientKey: Bool, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult
     /// Where each feed is (a name without a feed is absent), and whether the store still holds this
     /// instance's data.
     func positions(_ names: [String]) async throws(StoreError) -> StorePositions
@@ -67,7 +68,7 @@ public protocol SharedFeedStore: FeedStore {
 extension SharedFeedStore {
     /// A commit with no expected state, counted against the most feeds.
     public func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8]) async throws(StoreError) -> SharedCommitResult {
-        try await commit(write, base: base, writeID: writeID, clientKey: true, fence: fence, answer: answer, expectedState: nil, counted: true)
+        try await commit(write, base: base, baseHistory: nil, writeID: writeID, clientKey: true, fence: fence, answer: answer, expectedState: nil, counted: true)
     }
 }
 

@@ -91,12 +91,15 @@ public struct RedisFeedCommitter: Sendable {
     /// (that follows the failure at once, on a new connection), short enough that writes do not pile
     /// up keys in Redis (a key per write, about 140 bytes).
     public static let drawnTTL = 600
+    /// The committing instance's id, published with each commit (``RedisStore/instanceID``).
+    public let origin: String
     private let shas: ScriptCache
 
-    public init(client: RedisClient, keys: RedisKeys, writeTTL: Int = 24 * 3600) {
+    public init(client: RedisClient, keys: RedisKeys, writeTTL: Int = 24 * 3600, origin: String = "") {
         self.client = client
         self.keys = keys
         self.writeTTL = writeTTL
+        self.origin = origin
         self.shas = ScriptCache()
     }
 
@@ -127,15 +130,17 @@ public struct RedisFeedCommitter: Sendable {
         }
     }
 
-    /// Replaces a feed's view-model state at `version` (``RedisScripts/viewState``), settling a lost answer.
+    /// Replaces a feed's view-model state at `version` of `history` (``RedisScripts/viewState``), settling a lost answer.
+    /// - Parameter history: the history `version` belongs to (nil: not checked).
     /// - Parameter expectedState: the state the stored one must be (nil: not checked).
-    public func setViewState(feed: String, epoch: String, version: Int, state: [UInt8], writeID: String, clientKey: Bool = true,
+    public func setViewState(feed: String, epoch: String, version: Int, history: String? = nil, state: [UInt8], writeID: String, clientKey: Bool = true,
                              expectedState: [UInt8]? = nil, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
         let attempt = Self.nonce()
         do {
             let keys = scriptKeys(feed, writeID: writeID, attempt: attempt)
             let arguments = [Array(epoch.utf8), Array(String(version).utf8), state, Array(String(clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8),
-                             Array((expectedState == nil ? "0" : "1").utf8), expectedState ?? [], Array(self.keys.channel(feed).utf8), answer]
+                             Array((expectedState == nil ? "0" : "1").utf8), expectedState ?? [], Array(self.keys.channel(feed).utf8), answer, Array(origin.utf8),
+                             Array((history ?? "").utf8)]
             let outcome = try Self.outcome(try await evaluate(RedisScripts.viewState, name: "viewState", keys: keys, arguments: arguments), first: true)
             if case .committed(let version, _, true) = outcome { return .committed(version: version, answer: answer, first: true) }
             return outcome
@@ -161,6 +166,7 @@ public struct RedisFeedCommitter: Sendable {
             Array(String(write.clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8), Array(self.keys.channel(write.feed).utf8), Array((write.fence ?? "").utf8), write.answer,
             Array((write.expectedState == nil ? "0" : "1").utf8), write.expectedState ?? [],
             Array(String(write.maxFeeds ?? -1).utf8), Array(String(write.maxBytes ?? -1).utf8), Array((write.counted ? "1" : "0").utf8),
+            Array(origin.utf8),
         ]
         let reply = try await evaluate(RedisScripts.commit, name: "commit", keys: keys, arguments: arguments)
         let outcome = try Self.outcome(reply, first: true)
@@ -181,32 +187,29 @@ public struct RedisFeedCommitter: Sendable {
         return try Self.outcome(reply, first: false)
     }
 
-    /// `EVALSHA`, loading the script first (`SCRIPT LOAD`) when this process has not, or when Redis
-    /// forgot it (`NOSCRIPT` after a restart or `SCRIPT FLUSH`: the script did not run, so running it
-    /// again is safe).
+    /// `EVALSHA`, pipelined with the client's other commands, loading the script first (`SCRIPT LOAD`)
+    /// when this process has not, or when Redis forgot it (`NOSCRIPT` after a restart or `SCRIPT FLUSH`:
+    /// the script did not run, so running it again is safe).
     private func evaluate(_ script: String, name: String, keys: [[UInt8]], arguments: [[UInt8]]) async throws(RedisError) -> RedisReply {
-        let shas = self.shas
-        return try await client.run { connection throws(RedisError) in
-            for _ in 0..<2 {
-                let sha: String
-                if let known = shas.sha(of: script) {
-                    sha = known
-                } else {
-                    let loaded = try connection.command(["SCRIPT", "LOAD", script])
-                    guard case .bulk(let bytes) = loaded else { throw Self.refused("SCRIPT LOAD (\(name))", loaded) }
-                    sha = String(decoding: bytes, as: UTF8.self)
-                    shas.remember(sha, for: script)
-                }
-                let reply = try connection.command([Array("EVALSHA".utf8), Array(sha.utf8), Array(String(keys.count).utf8)] + keys + arguments)
-                if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
-                    shas.forget(script)
-                    continue
-                }
-                if case .error = reply { throw Self.refused("EVALSHA (\(name))", reply) }
-                return reply
+        for _ in 0..<2 {
+            let sha: String
+            if let known = shas.sha(of: name) {
+                sha = known
+            } else {
+                let loaded = try await client.command([Array("SCRIPT".utf8), Array("LOAD".utf8), Array(script.utf8)])
+                guard case .bulk(let bytes) = loaded else { throw Self.refused("SCRIPT LOAD (\(name))", loaded) }
+                sha = String(decoding: bytes, as: UTF8.self)
+                shas.remember(sha, for: name)
             }
-            throw .server(command: "EVALSHA (\(name))", message: "NOSCRIPT twice after SCRIPT LOAD")
+            let reply = try await client.command([Array("EVALSHA".utf8), Array(sha.utf8), Array(String(keys.count).utf8)] + keys + arguments)
+            if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
+                shas.forget(name)
+                continue
+            }
+            if case .error = reply { throw Self.refused("EVALSHA (\(name))", reply) }
+            return reply
         }
+        throw .server(command: "EVALSHA (\(name))", message: "NOSCRIPT twice after SCRIPT LOAD")
     }
 
     private static func refused(_ command: String, _ reply: RedisReply) -> RedisError {

@@ -13,7 +13,7 @@
 /// | `write:<name>:<id>` | string, with a TTL | `done <version> <answer>`: a committed write's answer |
 /// | `attempt:<name>:<nonce>` | string, with a TTL | an attempt given up after a lost answer |
 /// | `lease:<name>` | string, with a TTL | the fencing token of the instance that runs the feed's source |
-/// | channel `publish:<name>` | pub/sub | `<history> <version> <batch, snapshot, state lengths>\n<batch><snapshot><state>` after each commit; `<history> 0\n` after a delete |
+/// | channel `publish:<name>` | pub/sub | `<history> <version> <batch, snapshot, state lengths> <instance>\n<batch><snapshot><state>` after each commit; `<history> 0\n` after a delete |
 public struct RedisKeys: Sendable, Equatable {
     /// The key schema this build writes and reads.
     public static let schemaVersion = 1

@@ -10,7 +10,9 @@ public enum RedisScripts {
     /// 9 seconds the write id is kept, 10 channel, 11 fencing token (empty: none), 12 answer,
     /// 13 `1` when the stored state must be ARGV 14 (a view model's change computed from it),
     /// 14 that state, 15 the most feeds (`-1`: no limit), 16 the most bytes of all feeds (`-1`: no
-    /// limit), 17 `1` when the feed counts against the most feeds (hosted view models do not).
+    /// limit), 17 `1` when the feed counts against the most feeds (hosted view models do not),
+    /// 18 the committing instance's id (published after the lengths when not empty, so that it can skip
+    /// its own commits).
     ///
     /// In order: the epoch must be the one the instance holds (else `{"epoch", current or ""}`: Redis
     /// lost data); a write id already done returns its first answer (`{"done", "done <v> <answer>"}`);
@@ -23,15 +25,11 @@ public enum RedisScripts {
     /// kept under the write id for its TTL, the commit is published (``RedisStore/message(_:)``'s
     /// format), and `{"ok", version}` returned.
     public static let commit = """
-        local epoch = redis.call('GET', KEYS[4])
-        if epoch ~= ARGV[1] then return {'epoch', epoch or ''} end
-        local written = redis.call('GET', KEYS[3])
-        if written then return {'done', written} end
-        if redis.call('EXISTS', KEYS[6]) == 1 then return {'aborted'} end
-        if ARGV[11] ~= '' then
-          local holder = redis.call('GET', KEYS[5])
-          if holder ~= ARGV[11] then return {'fenced', holder or ''} end
-        end
+        local found = redis.call('MGET', KEYS[4], KEYS[3], KEYS[6], KEYS[5])
+        if found[1] ~= ARGV[1] then return {'epoch', found[1] or ''} end
+        if found[2] then return {'done', found[2]} end
+        if found[3] then return {'aborted'} end
+        if ARGV[11] ~= '' and found[4] ~= ARGV[11] then return {'fenced', found[4] or ''} end
         local stored = redis.call('HMGET', KEYS[1], 'version', 'history', 'state', 'bytes', 'wbytes', 'counted')
         local current = tonumber(stored[1] or '0')
         local base = tonumber(ARGV[2])
@@ -57,36 +55,37 @@ public enum RedisScripts {
           wbytes = 0
         end
         local newBytes = #ARGV[4] + wbytes
-        local usage = redis.call('HMGET', KEYS[7], 'feeds', 'bytes')
-        local feeds = tonumber(usage[1] or '0')
-        local bytes = tonumber(usage[2] or '0')
         local counted = base == 0 and ARGV[17] == '1'
-        if counted and tonumber(ARGV[15]) >= 0 and feeds + 1 > tonumber(ARGV[15]) then
-          return {'limit', 'feeds', feeds, ARGV[15]}
-        end
-        if newBytes > oldBytes and tonumber(ARGV[16]) >= 0 and bytes - oldBytes + newBytes > tonumber(ARGV[16]) then
-          return {'limit', 'bytes', bytes, ARGV[16]}
+        local checkFeeds = counted and tonumber(ARGV[15]) >= 0
+        local checkBytes = newBytes > oldBytes and tonumber(ARGV[16]) >= 0
+        if checkFeeds or checkBytes then
+          local usage = redis.call('HMGET', KEYS[7], 'feeds', 'bytes')
+          local feeds = tonumber(usage[1] or '0')
+          local bytes = tonumber(usage[2] or '0')
+          if checkFeeds and feeds + 1 > tonumber(ARGV[15]) then return {'limit', 'feeds', feeds, ARGV[15]} end
+          if checkBytes and bytes - oldBytes + newBytes > tonumber(ARGV[16]) then return {'limit', 'bytes', bytes, ARGV[16]} end
         end
         local version = base + 1
         if base == 0 then redis.call('DEL', KEYS[1], KEYS[2]) end
-        redis.call('HSET', KEYS[1], 'history', ARGV[3], 'version', version, 'snapshot', ARGV[4], 'bytes', newBytes, 'wbytes', wbytes)
-        if base == 0 then redis.call('HSET', KEYS[1], 'counted', counted and '1' or '0') end
-        if counted then redis.call('HINCRBY', KEYS[7], 'feeds', 1) end
-        redis.call('HINCRBY', KEYS[7], 'bytes', newBytes - oldBytes)
         local state = ''
         local stateLength = -1
         if ARGV[5] == '1' then
-          redis.call('HSET', KEYS[1], 'state', ARGV[6])
           state = ARGV[6]
           stateLength = #state
+          redis.call('HSET', KEYS[1], 'history', ARGV[3], 'version', version, 'snapshot', ARGV[4], 'bytes', newBytes, 'wbytes', wbytes, 'state', state)
+        else
+          redis.call('HSET', KEYS[1], 'history', ARGV[3], 'version', version, 'snapshot', ARGV[4], 'bytes', newBytes, 'wbytes', wbytes)
         end
+        if base == 0 then redis.call('HSET', KEYS[1], 'counted', counted and '1' or '0') end
+        if counted then redis.call('HINCRBY', KEYS[7], 'feeds', 1) end
+        if newBytes ~= oldBytes then redis.call('HINCRBY', KEYS[7], 'bytes', newBytes - oldBytes) end
         if window > 0 and ARGV[7] ~= '' then
           redis.call('XADD', KEYS[2], 'MAXLEN', window, version .. '-0', 'e', ARGV[7])
         elseif window == 0 then
           redis.call('DEL', KEYS[2])
         end
         redis.call('SET', KEYS[3], 'done ' .. version .. ' ' .. ARGV[12], 'EX', ARGV[9])
-        redis.call('PUBLISH', ARGV[10], ARGV[3] .. ' ' .. version .. ' ' .. #ARGV[7] .. ' ' .. #ARGV[4] .. ' ' .. stateLength .. '\\n' .. ARGV[7] .. ARGV[4] .. state)
+        redis.call('PUBLISH', ARGV[10], ARGV[3] .. ' ' .. version .. ' ' .. #ARGV[7] .. ' ' .. #ARGV[4] .. ' ' .. stateLength .. (ARGV[18] ~= '' and ' ' .. ARGV[18] or '') .. '\\n' .. ARGV[7] .. ARGV[4] .. state)
         return {'ok', version}
         """
 
@@ -134,10 +133,12 @@ public enum RedisScripts {
     /// Replaces a feed's view-model state without a new version (its rendering did not change).
     ///
     /// KEYS as ``commit``'s. ARGV: 1 epoch, 2 the version the state belongs to, 3 state, 4 seconds the
-    /// write id is kept, 5 `1` when the stored state must be ARGV 6, 6 that state, 7 channel, 8 answer.
+    /// write id is kept, 5 `1` when the stored state must be ARGV 6, 6 that state, 7 channel, 8 answer,
+    /// 9 the instance's id, 10 the history of that version (empty: not checked).
     /// The epoch, a done write id and a given-up attempt as in ``commit``; the feed must be at that
-    /// version with the expected state (else `{"conflict", version, history}`). Publishes the state
-    /// (no snapshot, no batch) so other instances' caches hold it. Answers `{"ok", version}`.
+    /// version of that history with the expected state (else `{"conflict", version, history}`). Publishes the state
+    /// (no snapshot, no batch) so other instances' caches hold it, with ARGV 9, the instance's id, as
+    /// ``commit`` does. Answers `{"ok", version}`.
     public static let viewState = """
         local epoch = redis.call('GET', KEYS[4])
         if epoch ~= ARGV[1] then return {'epoch', epoch or ''} end
@@ -146,11 +147,11 @@ public enum RedisScripts {
         if redis.call('EXISTS', KEYS[6]) == 1 then return {'aborted'} end
         local stored = redis.call('HMGET', KEYS[1], 'version', 'history', 'state')
         local current = tonumber(stored[1] or '0')
-        if current == 0 or current ~= tonumber(ARGV[2]) then return {'conflict', current, stored[2] or ''} end
+        if current == 0 or current ~= tonumber(ARGV[2]) or (ARGV[10] ~= '' and stored[2] ~= ARGV[10]) then return {'conflict', current, stored[2] or ''} end
         if ARGV[5] == '1' and (stored[3] or '') ~= ARGV[6] then return {'conflict', current, stored[2] or ''} end
         redis.call('HSET', KEYS[1], 'state', ARGV[3])
         redis.call('SET', KEYS[3], 'done ' .. current .. ' ' .. ARGV[8], 'EX', ARGV[4])
-        redis.call('PUBLISH', ARGV[7], stored[2] .. ' ' .. current .. ' 0 -1 ' .. #ARGV[3] .. '\\n' .. ARGV[3])
+        redis.call('PUBLISH', ARGV[7], stored[2] .. ' ' .. current .. ' 0 -1 ' .. #ARGV[3] .. (ARGV[9] ~= '' and ' ' .. ARGV[9] or '') .. '\\n' .. ARGV[3])
         return {'ok', current}
         """
 

@@ -16,6 +16,9 @@ public final class RedisStore: SharedFeedStore {
     public let keys: RedisKeys
     /// The epoch read at `open`, or adopted after Redis lost its data (``adoptNewEpoch()``).
     public var epoch: String { currentEpoch.withLock { $0 } }
+    /// This store's id, drawn at `open`: published with its commits, so that its own come back to no one
+    /// (the writer applies its commit from the script's answer; the message would only be dropped later).
+    public let instanceID: String
     private let currentEpoch: Mutex<String>
     /// `--max-feeds` and `--max-store-bytes`, counted over every instance's feeds (nil: none).
     public let maxFeeds: Int?
@@ -43,12 +46,14 @@ public final class RedisStore: SharedFeedStore {
         self.url = url
         self.keys = keys
         self.currentEpoch = Mutex(epoch)
+        let instanceID = RedisFeedCommitter.nonce()
+        self.instanceID = instanceID
         self.maxFeeds = maxFeeds
         self.maxBytes = maxBytes
         self.replay = replay
         self.client = RedisClient(url: url, timeout: timeout, name: "redis-store")
         self.committers = (0..<max(1, connections)).map { index in
-            RedisFeedCommitter(client: RedisClient(url: url, timeout: timeout, name: "redis-commit-\(index)"), keys: keys)
+            RedisFeedCommitter(client: RedisClient(url: url, timeout: timeout, name: "redis-commit-\(index)"), keys: keys, origin: instanceID)
         }
         self.reader = RedisFeedReader(client: client, keys: keys)
         self.lease = RedisLease(client: client, keys: keys)
@@ -57,13 +62,13 @@ public final class RedisStore: SharedFeedStore {
         self.eventSink = sink
         let channelPrefix = keys.channel("")
         self.subscriber = RedisSubscriber(url: url, timeout: timeout, pingInterval: pingInterval, reconnectDelay: 1, name: "redis-store-pubsub") { event in
-            if let translated = Self.translate(event, channelPrefix: channelPrefix) { sink.yield(translated) }
+            if let translated = Self.translate(event, channelPrefix: channelPrefix, skipping: instanceID) { sink.yield(translated) }
         }
     }
 
     /// A subscriber's event as the seam says it; nil for what the seam does not carry (`subscribed`:
-    /// each channel's confirmation says it).
-    static func translate(_ event: RedisSubscriber.Event, channelPrefix: String) -> SharedStoreEvent? {
+    /// each channel's confirmation says it; a commit published by the instance `skipping` names).
+    static func translate(_ event: RedisSubscriber.Event, channelPrefix: String, skipping origin: String = "") -> SharedStoreEvent? {
         switch event {
         case .subscribed: return nil
         case .disconnected(let error): return .interrupted(reason: error.description)
@@ -72,23 +77,25 @@ public final class RedisStore: SharedFeedStore {
             return .following(String(channel.dropFirst(channelPrefix.count)))
         case .message(let channel, let payload):
             guard channel.hasPrefix(channelPrefix) else { return nil }
-            return message(payload, feed: String(channel.dropFirst(channelPrefix.count)))
+            return message(payload, feed: String(channel.dropFirst(channelPrefix.count)), skipping: origin)
         }
     }
 
-    /// A published commit as the seam says it. The scripts publish
-    /// `<history> <version> <batch length> <snapshot length> <state length>\n<batch><snapshot><state>`
-    /// (a length of -1: not included; a state-only change has no snapshot), and `<history> 0\n` after a
-    /// delete. Nil for anything else.
-    static func message(_ payload: [UInt8], feed name: String) -> SharedStoreEvent? {
+    /// A published commit as the seam says it; nil for one the instance `origin` names committed (it is
+    /// not copied out of the payload). The scripts publish
+    /// `<history> <version> <batch length> <snapshot length> <state length> [<instance>]\n<batch><snapshot><state>`
+    /// (a length of -1: not included; a state-only change has no snapshot; ``RedisScripts/newHistory``
+    /// names no instance), and `<history> 0\n` after a delete. Nil for anything else.
+    static func message(_ payload: [UInt8], feed name: String, skipping origin: String = "") -> SharedStoreEvent? {
         guard let newline = payload.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
         let head = payload[..<newline].split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
         guard head.count >= 2, let version = Int(head[1]) else { return nil }
         let history = head[0]
         if version == 0, head.count == 2 { return .deleted(name: name, history: history) }
-        guard head.count == 5, let batchLength = Int(head[2]), let snapshotLength = Int(head[3]), let stateLength = Int(head[4]),
+        guard head.count == 5 || head.count == 6, let batchLength = Int(head[2]), let snapshotLength = Int(head[3]), let stateLength = Int(head[4]),
               batchLength >= 0, snapshotLength >= -1, stateLength >= -1,
               payload.count - newline - 1 == batchLength + max(0, snapshotLength) + max(0, stateLength) else { return nil }
+        if head.count == 6, !origin.isEmpty, head[5] == origin { return nil }
         var at = newline + 1
         func take(_ length: Int) -> [UInt8]? {
             guard length >= 0 else { return nil }
@@ -192,7 +199,7 @@ public final class RedisStore: SharedFeedStore {
         if let refusal { throw .io(path: url.description, reason: refusal) }
     }
 
-    public func commit(_ write: FeedWrite, base: Int, writeID: String, clientKey: Bool, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult {
+    public func commit(_ write: FeedWrite, base: Int, baseHistory: String?, writeID: String, clientKey: Bool, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult {
         let epoch = self.epoch, committer = self.committer
         let started = ContinuousClock.now
         let result: Result<RedisCommitOutcome, RedisError>
@@ -204,7 +211,7 @@ public final class RedisStore: SharedFeedStore {
                                                                     batch: batch?.bytes ?? [], window: replay, writeID: writeID, fence: fence, answer: answer,
                                                                     expectedState: expectedState, maxFeeds: maxFeeds, counted: counted, maxBytes: maxBytes, clientKey: clientKey))
             case .viewState(let name, let bytes):
-                outcome = try await committer.setViewState(feed: name, epoch: epoch, version: base, state: bytes, writeID: writeID, clientKey: clientKey,
+                outcome = try await committer.setViewState(feed: name, epoch: epoch, version: base, history: baseHistory, state: bytes, writeID: writeID, clientKey: clientKey,
                                                            expectedState: expectedState, answer: answer)
             case .delete(let name):
                 outcome = try await committer.delete(feed: name, epoch: epoch, writeID: writeID, clientKey: clientKey, answer: answer)

@@ -90,7 +90,64 @@ struct RedisConnectionTests {
             }
             #expect(try await client.command("GET", "n") == .bulk(Array("50".utf8)))
             client.stop()
-            await #expect(throws: RedisError.notConnected(call: "RedisClient.run")) { try await client.command("PING") }
+            await #expect(throws: RedisError.notConnected(call: "RedisClient.command")) { try await client.command("PING") }
+            await #expect(throws: RedisError.notConnected(call: "RedisClient.run")) { try await client.run { connection throws(RedisError) in try connection.command(["PING"]) } }
+        }
+    }
+
+    /// Commands queued by many tasks at once share the connection's turns (pipelined) and each gets
+    /// its own answer: 300 `INCR`s answer 1 to 300, each once, on one connection.
+    @Test func pipelinedCommandsEachGetTheirOwnAnswer() async throws {
+        try await RedisTestServer.with { server in
+            let client = RedisClient(url: server.url, timeout: 2)
+            defer { client.stop() }
+            #expect(try await client.command("CLIENT", "SETNAME", "pipelined") == .status("OK"))
+            let answers = try await withThrowingTaskGroup(of: (Int, Int, String?).self) { group in
+                for index in 0..<300 {
+                    group.addTask {
+                        let reply = try await client.command([Array("EVAL".utf8), Array("return {redis.call('INCR', KEYS[1]), ARGV[1]}".utf8), Array("1".utf8), Array("n".utf8), Array(String(index).utf8)])
+                        return (index, reply.array?[0].integer ?? -1, reply.array?[1].string)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.allSatisfy { String($0.0) == $0.2 })  // each command's own answer
+            #expect(Set(answers.map(\.1)) == Set(1...300))
+            let clients = try await client.command("CLIENT", "LIST")
+            #expect(clients.string?.split(separator: "\n").filter { $0.contains("name=pipelined") }.count == 1)
+        }
+    }
+
+    /// A connection that breaks with commands in flight fails each of them with an error whose outcome
+    /// is unknown (they were sent), and the next command gets a new connection. `BLPOP` with no
+    /// timeout holds the connection's turn until the kill; nothing ever pushes, so none can succeed.
+    @Test func commandsInFlightWhenTheConnectionBreaksFailWithAnUnknownOutcome() async throws {
+        try await RedisTestServer.with { server in
+            let client = RedisClient(url: server.url, timeout: 1)
+            defer { client.stop() }
+            #expect(try await client.command("CLIENT", "SETNAME", "victim") == .status("OK"))
+            let admin = RedisClient(url: server.url, timeout: 2)
+            defer { admin.stop() }
+            async let results = withTaskGroup(of: Result<RedisReply, RedisError>.self) { group in
+                for _ in 0..<20 {
+                    group.addTask { () -> Result<RedisReply, RedisError> in
+                        do throws(RedisError) { return .success(try await client.command("BLPOP", "never", "0")) } catch { return .failure(error) }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            // Until Redis shows the victim blocked in BLPOP (its turn is in flight), then kill it.
+            var blocked = false
+            for _ in 0..<10_000 where !blocked {
+                blocked = try await admin.command("CLIENT", "LIST").string?.split(separator: "\n")
+                    .contains { $0.contains("name=victim") && $0.contains("cmd=blpop") } ?? false
+            }
+            #expect(blocked)
+            #expect(try await admin.command("CLIENT", "KILL", "SKIPME", "yes", "TYPE", "normal") == .integer(1))
+            let failures = await results.compactMap { if case .failure(let error) = $0 { error } else { nil } }
+            #expect(failures.count == 20 && failures.allSatisfy(\.outcomeUnknown))
+            #expect(failures.contains(.closed(call: "BLPOP")))
+            #expect(try await client.command("PING") == .status("PONG"))
         }
     }
 }

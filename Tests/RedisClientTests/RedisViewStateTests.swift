@@ -16,7 +16,7 @@ struct RedisViewStateTests {
             _ = try await fixture.committer.commit(fixture.write(base: 1))
             let listener = try RedisConnection(url: server.url, timeout: 2)
             _ = try listener.command(["SUBSCRIBE", fixture.committer.keys.channel("news")])
-            #expect(try await fixture.committer.setViewState(feed: "news", epoch: fixture.epoch, version: 2, state: Array("new".utf8), writeID: "s1")
+            #expect(try await fixture.committer.setViewState(feed: "news", epoch: fixture.epoch, version: 2, history: "h1", state: Array("new".utf8), writeID: "s1")
                     == .committed(version: 2, answer: [], first: true))
             let stored = try await fixture.stored()
             #expect(stored.version == 2 && stored.state == "new" && stored.snapshot == "snapshot 2" && stored.history == "h1")
@@ -28,23 +28,25 @@ struct RedisViewStateTests {
         }
     }
 
-    /// A version other than the stored one (another instance wrote first, or no feed) is a conflict
+    /// A version other than the stored one (another instance wrote first, or no feed), or the stored
+    /// version of another history (the feed deleted and made again to the same version), is a conflict
     /// naming what Redis holds, and changes nothing.
-    static let refusals: [(version: Int, feed: String, expected: RedisCommitOutcome)] = [
-        (1, "news", .conflict(version: 2, history: "h1")),
-        (3, "news", .conflict(version: 2, history: "h1")),
-        (0, "missing", .conflict(version: 0, history: "")),
-        (1, "missing", .conflict(version: 0, history: "")),
+    static let refusals: [(version: Int, history: String?, feed: String, expected: RedisCommitOutcome)] = [
+        (1, nil, "news", .conflict(version: 2, history: "h1")),
+        (3, nil, "news", .conflict(version: 2, history: "h1")),
+        (2, "h0", "news", .conflict(version: 2, history: "h1")),
+        (0, nil, "missing", .conflict(version: 0, history: "")),
+        (1, nil, "missing", .conflict(version: 0, history: "")),
     ]
 
     @Test(arguments: refusals)
-    func aStateForAnotherVersionIsAConflict(version: Int, feed: String, expected: RedisCommitOutcome) async throws {
+    func aStateForAnotherVersionIsAConflict(version: Int, history: String?, feed: String, expected: RedisCommitOutcome) async throws {
         try await RedisTestServer.with { server in
             let fixture = try await Fixture(server: server)
             defer { fixture.client.stop() }
             _ = try await fixture.committer.commit(fixture.write(base: 0))
             _ = try await fixture.committer.commit(fixture.write(base: 1))
-            #expect(try await fixture.committer.setViewState(feed: feed, epoch: fixture.epoch, version: version, state: Array("x".utf8), writeID: "s1") == expected)
+            #expect(try await fixture.committer.setViewState(feed: feed, epoch: fixture.epoch, version: version, history: history, state: Array("x".utf8), writeID: "s1") == expected)
             #expect(try await fixture.stored().state == "state 2")
             #expect(try await fixture.stored("missing").version == 0)
         }
