@@ -27,9 +27,10 @@ public final class RedisStore: SharedFeedStore {
     public let replay: Int
     public let events: AsyncStream<SharedStoreEvent>
     private let client: RedisClient
-    /// Commits go out on several connections (each a thread of its own), so writes of different feeds
-    /// are in Redis at once and share its fsyncs (`appendfsync always` syncs once per event-loop turn
-    /// for every connection's writes); one connection would serve them one fsync each.
+    /// The connections commits go out on (a thread each; one by default). Each pipelines: the commits
+    /// queued while a turn was in Redis go out together in the next, so they reach Redis in one read
+    /// and share its fsync (`appendfsync always` syncs once per event-loop turn). One connection
+    /// pipelined measured faster than several (docs/benchmarks.md): fewer thread wake-ups per commit.
     private let committers: [RedisFeedCommitter]
     private let nextCommitter = Atomic<Int>(0)
     /// The next connection for a commit, in turn.
@@ -112,9 +113,9 @@ public final class RedisStore: SharedFeedStore {
     /// - Parameter pingInterval: seconds of pub/sub silence after which its connection is checked.
     /// - Parameter maxFeeds: `--max-feeds`, counted over every instance's feeds (nil: no limit).
     /// - Parameter maxBytes: `--max-store-bytes`, the same (nil: no limit).
-    /// - Parameter connections: connections commits go out on (each with a thread).
+    /// - Parameter connections: connections commits go out on (each with a thread, each pipelined).
     public static func open(url: RedisURL, keys: RedisKeys, replay: Int, maxFeeds: Int? = nil, maxBytes: Int? = nil,
-                            timeout: Double = 2, pingInterval: Double = 1, connections: Int = 8) throws(RedisError) -> RedisStore {
+                            timeout: Double = 2, pingInterval: Double = 1, connections: Int = 1) throws(RedisError) -> RedisStore {
         let connection = try RedisConnection(url: url, timeout: timeout)
         defer { connection.close() }
         let replies = try connection.pipeline([["SET", keys.epoch, RedisFeedCommitter.nonce(), "NX"], ["GET", keys.epoch]].map { $0.map { Array($0.utf8) } })
