@@ -20,8 +20,15 @@ public actor FeedRegistry {
     public nonisolated let shared: (any SharedFeedStore)?
     /// Feeds being loaded from the shared store (one load per name).
     private var loading: [String: Task<Feed, any Error>] = [:]
-    /// Why the shared store cannot be reached, while it cannot.
-    private var outage: String?
+    /// Why the shared store cannot be reached, while it cannot: its commands (``commandsDown``), or
+    /// else its events (``eventsDown``). Two sources so that neither clears the other's: events that
+    /// keep failing while commands work are an outage until the events are back, not one that comes and
+    /// goes with every position check.
+    private var outage: String? { commandsDown ?? eventsDown }
+    /// Why the store's commands failed (a position check, `/readyz`); nil once one succeeds.
+    private var commandsDown: String?
+    /// Why the store's events stopped (`interrupted`); nil once a feed is followed again.
+    private var eventsDown: String?
     /// The recovery from lost data in progress, which later callers wait for.
     private var losing: Task<Void, Never>?
     private var sharing: [Task<Void, Never>] = []
@@ -228,10 +235,10 @@ public actor FeedRegistry {
         case .deleted(let name, let history):
             await feeds[name]?.remoteDelete(history: history)
         case .following(let name):
-            await setOutage(nil)
+            await setEventsDown(nil)
             await feeds[name]?.queueRefresh()
         case .interrupted(let reason):
-            await setOutage(reason)
+            await setEventsDown(reason)
         }
     }
 
@@ -244,10 +251,10 @@ public actor FeedRegistry {
         do {
             positions = try await shared.positions(names)
         } catch {
-            await setOutage(error.description)
+            await setCommandsDown(error.description)
             return
         }
-        await setOutage(nil)
+        await setCommandsDown(nil)
         guard positions.intact else {
             await storeLostData()
             return
@@ -268,19 +275,33 @@ public actor FeedRegistry {
                 await storeLostData()
                 return nil
             }
-            await setOutage(nil)
+            await setCommandsDown(nil)
             return nil
         } catch {
-            await setOutage(error.description)
+            await setCommandsDown(error.description)
             return error.description
         }
     }
 
-    private func setOutage(_ detail: String?) async {
+    /// Records why the store's commands fail (nil: they work), and tells subscribers when the store
+    /// as a whole becomes unavailable or available again.
+    private func setCommandsDown(_ detail: String?) async {
+        let before = outage
+        commandsDown = detail
+        await announce(from: before)
+    }
+
+    /// Records why the store's events stopped (nil: they come again), as ``setCommandsDown(_:)``.
+    private func setEventsDown(_ detail: String?) async {
+        let before = outage
+        eventsDown = detail
+        await announce(from: before)
+    }
+
+    private func announce(from before: String?) async {
         guard !stopped else { return }
-        let changes = (detail == nil) != (outage == nil)
-        outage = detail
-        guard changes else { return }
+        let detail = outage
+        guard (detail == nil) != (before == nil) else { return }
         if let detail { sharingLogger.warning("Redis unavailable: \(detail)") } else { sharingLogger.info("Redis available again") }
         for feed in feeds.values { await feed.setOutage(detail) }
     }
@@ -302,7 +323,7 @@ public actor FeedRegistry {
         guard let shared else { return }
         sharingLogger.error("Redis lost its data (its epoch is gone or another): every feed starts a new history")
         do { try await shared.adoptNewEpoch() } catch {
-            await setOutage(error.description)
+            await setCommandsDown(error.description)
             return
         }
         for feed in feeds.values {

@@ -149,6 +149,10 @@ public final class RedisSubscriber: @unchecked Sendable {
                     onEvent(.message(channel: parts[1].string ?? "", payload: parts[2].bytes ?? []))
                 } else if let parts = reply.array, parts.count == 3, parts[0].string == "subscribe", let channel = parts[1].string {
                     onEvent(.confirmed(channel: channel))
+                } else if case .error(let message) = reply {
+                    // A refused SUBSCRIBE (an ACL without the channels): its channels are not followed, so
+                    // start again on a new connection after the reconnect delay rather than wait for nothing.
+                    throw .server(command: "SUBSCRIBE", message: message)
                 }  // else an unsubscribe confirmation
             }
         }

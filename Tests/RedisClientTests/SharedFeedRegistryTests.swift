@@ -245,4 +245,29 @@ struct SharedFeedRegistryTests {
             await a.close(); await b.close()
         }
     }
+
+    /// Events that stop while commands work (an ACL without the channels: Redis drops the subscriber
+    /// and refuses its SUBSCRIBE from then on): subscribers are told `unavailable` once, and position
+    /// checks that succeed do not say `available` while no other instance's commit can arrive. Once
+    /// the channels are allowed again, `available` comes, then the commits.
+    @Test func eventsThatStopWhileCommandsWorkAreAnOutageUntilTheyComeBack() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            let sink = MemorySink()
+            try await #require(await b.registry.lookup("news")).subscribe(sink, lastEventID: nil)
+            #expect(await sink.next()?.type == "snapshot")
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            #expect(try admin.command(["ACL", "SETUSER", "default", "resetchannels"]) == .status("OK"))
+            #expect(await sink.next()?.type == "unavailable")
+            await b.registry.checkPositions()
+            await b.registry.checkPositions()
+            #expect(!sink.text.contains("event: available"))
+            #expect(try admin.command(["ACL", "SETUSER", "default", "allchannels"]) == .status("OK"))
+            #expect(await sink.next()?.type == "available")
+            _ = try await a.registry.put("news", snapshot: Self.snapshot([1, 2]))
+            #expect(Self.versions(await Self.events(sink, upTo: 2)).last == 2)
+            await a.close(); await b.close()
+        }
+    }
 }
