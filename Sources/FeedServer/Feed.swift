@@ -469,11 +469,15 @@ public actor Feed {
                 guard first else {
                     var replayed = FeedWriteResult(answer: answer) ?? FeedWriteResult(created: false, version: version, operations: 0)
                     replayed.replayed = true
-                    if version > self.version { await refreshFromStore(shared) }
+                    // This instance skips its own published commits: read what the first commit left
+                    // (a view state keeps the version, so the version alone cannot say).
+                    await refreshFromStore(shared)
                     return replayed
                 }
                 if case .viewState = write {
-                    if version == self.version { self.viewState = viewState }
+                    // Another instance's commit came first (its message was taken before this answer):
+                    // the store has this state with that commit; read it rather than guess.
+                    if history == self.history, version == self.version { self.viewState = viewState } else { queueRefresh() }
                 } else {
                     let history: String = if case .put(_, let history, _, _, _, _, _) = write { history } else { self.history }
                     _ = applyCommit(history: history, version: version, snapshot: new, encodedBytes: encoded.count, event: event, state: viewState)

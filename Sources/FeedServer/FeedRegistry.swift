@@ -27,7 +27,7 @@ public actor FeedRegistry {
     private var outage: String? { commandsDown ?? eventsDown }
     /// Why the store's commands failed (a position check, `/readyz`); nil once one succeeds.
     private var commandsDown: String?
-    /// Why the store's events stopped (`interrupted`); nil once a feed is followed again.
+    /// Why the store's events stopped (`interrupted`); nil once their connection is back (`connected`).
     private var eventsDown: String?
     /// The recovery from lost data in progress, which later callers wait for.
     private var losing: Task<Void, Never>?
@@ -235,10 +235,11 @@ public actor FeedRegistry {
         case .deleted(let name, let history):
             await feeds[name]?.remoteDelete(history: history)
         case .following(let name):
-            await setEventsDown(nil)
             await feeds[name]?.queueRefresh()
         case .interrupted(let reason):
             await setEventsDown(reason)
+        case .connected:
+            await setEventsDown(nil)
         }
     }
 

@@ -124,4 +124,6 @@ public enum SharedStoreEvent: Sendable, Equatable {
     case deleted(name: String, history: String)
     /// The connection that brings events was lost (it is made again, then every feed is `following`).
     case interrupted(reason: String)
+    /// The connection that brings events is made and follows every feed asked for: events flow (again).
+    case connected
 }

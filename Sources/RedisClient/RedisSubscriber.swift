@@ -103,8 +103,7 @@ public final class RedisSubscriber: @unchecked Sendable {
             do throws(RedisError) {
                 let connection = try RedisConnection(url: url, timeout: timeout)
                 defer { connection.close() }
-                lastError = nil
-                try serve(connection)
+                try serve(connection, lastError: &lastError)
             } catch {
                 if error != lastError { onEvent(.disconnected(error)) }  // once per outage, not once per attempt
                 lastError = error
@@ -119,7 +118,9 @@ public final class RedisSubscriber: @unchecked Sendable {
     /// when to ping and when to give up is ``PubSubLiveness``'s to say. `subscribed` is announced when
     /// the `PING` sent after the first `SUBSCRIBE` is answered: Redis answers in order, so every channel
     /// is subscribed by then, and the server is known to be awake.
-    private func serve(_ connection: RedisConnection) throws(RedisError) {
+    /// `lastError` is cleared once subscribed: a connection that fails again the same way before that
+    /// (a SUBSCRIBE refused each time) is the same outage, announced once.
+    private func serve(_ connection: RedisConnection, lastError: inout RedisError?) throws(RedisError) {
         subscribed = []
         try sync(connection)
         try ping(connection)
@@ -145,6 +146,7 @@ public final class RedisSubscriber: @unchecked Sendable {
                 if reply == .status("PONG") || reply.array?.first?.string == "pong" {
                     if !announced { onEvent(.subscribed) }
                     announced = true
+                    lastError = nil
                 } else if let parts = reply.array, parts.count == 3, parts[0].string == "message" {
                     onEvent(.message(channel: parts[1].string ?? "", payload: parts[2].bytes ?? []))
                 } else if let parts = reply.array, parts.count == 3, parts[0].string == "subscribe", let channel = parts[1].string {

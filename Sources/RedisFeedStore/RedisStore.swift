@@ -67,11 +67,11 @@ public final class RedisStore: SharedFeedStore {
         }
     }
 
-    /// A subscriber's event as the seam says it; nil for what the seam does not carry (`subscribed`:
-    /// each channel's confirmation says it; a commit published by the instance `skipping` names).
+    /// A subscriber's event as the seam says it; nil for what the seam does not carry (a commit
+    /// published by the instance `skipping` names).
     static func translate(_ event: RedisSubscriber.Event, channelPrefix: String, skipping origin: String = "") -> SharedStoreEvent? {
         switch event {
-        case .subscribed: return nil
+        case .subscribed: return .connected
         case .disconnected(let error): return .interrupted(reason: error.description)
         case .confirmed(let channel):
             guard channel.hasPrefix(channelPrefix) else { return nil }

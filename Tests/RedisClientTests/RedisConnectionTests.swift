@@ -120,10 +120,11 @@ struct RedisConnectionTests {
 
     /// A connection that breaks with commands in flight fails each of them with an error whose outcome
     /// is unknown (they were sent), and the next command gets a new connection. `BLPOP` with no
-    /// timeout holds the connection's turn until the kill; nothing ever pushes, so none can succeed.
+    /// timeout holds the connection's turn until the kill; nothing ever pushes, so none can succeed
+    /// (those of the turn killed fail as `closed`, later turns' time out on a new connection).
     @Test func commandsInFlightWhenTheConnectionBreaksFailWithAnUnknownOutcome() async throws {
         try await RedisTestServer.with { server in
-            let client = RedisClient(url: server.url, timeout: 1)
+            let client = RedisClient(url: server.url, timeout: 4)
             defer { client.stop() }
             #expect(try await client.command("CLIENT", "SETNAME", "victim") == .status("OK"))
             let admin = RedisClient(url: server.url, timeout: 2)
