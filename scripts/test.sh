@@ -36,8 +36,11 @@ scoreboard_build=(swift build --package-path Examples/Scoreboard --scratch-path 
 release_build=(swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product diffstream --scratch-path .build-release)
 mkdir -p test-artifacts
 step "starting the example and release builds in the background (nice 19; log: test-artifacts/background-builds.log)"
-# setsid: its own process group, so that a failing step stops the whole chain (the EXIT trap)
-setsid nice -n 19 bash -c "${scoreboard_build[*]}; ${release_build[*]}" \
+# setsid: its own process group, so that a failing step stops the whole chain (the EXIT trap). A new
+# session is also a new scheduler autogroup where the kernel has them (sched_autogroup_enabled), and
+# `nice` only ranks processes inside their autogroup: the group itself gets nice 19 too, else the
+# builds would take half the CPU from the tests.
+setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 bash -c '${scoreboard_build[*]}; ${release_build[*]}'" \
     >test-artifacts/background-builds.log 2>&1 </dev/null &
 background=$!
 trap 'kill -- -"$background" 2>/dev/null || true' EXIT

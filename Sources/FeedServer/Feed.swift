@@ -424,7 +424,7 @@ public actor Feed {
         let writeID = options.writeID ?? Self.drawWriteID()
         for _ in 0..<Self.maxSharedAttempts {
             if let basis = options.basis, basis.version != version { throw .conflict }
-            let base = version
+            let (base, baseHistory) = (version, history)
             let write: FeedWrite
             var event: [UInt8] = []
             var result: FeedWriteResult
@@ -456,7 +456,7 @@ public actor Feed {
             }
             let outcome: SharedCommitResult
             do {
-                outcome = try await shared.commit(write, base: base, baseHistory: history, writeID: writeID, clientKey: options.writeID != nil, fence: options.fence, answer: result.answer,
+                outcome = try await shared.commit(write, base: base, baseHistory: baseHistory, writeID: writeID, clientKey: options.writeID != nil, fence: options.fence, answer: result.answer,
                                                   expectedState: options.basis.map { $0.state ?? [] }, counted: !isHosted)
             } catch {
                 // The outcome may be unknown (the store could not settle it): the commit may be in the
@@ -477,7 +477,7 @@ public actor Feed {
                 if case .viewState = write {
                     // Another instance's commit came first (its message was taken before this answer):
                     // the store has this state with that commit; read it rather than guess.
-                    if history == self.history, version == self.version { self.viewState = viewState } else { queueRefresh() }
+                    if baseHistory == history, version == self.version { self.viewState = viewState } else { queueRefresh() }
                 } else {
                     let history: String = if case .put(_, let history, _, _, _, _, _) = write { history } else { self.history }
                     _ = applyCommit(history: history, version: version, snapshot: new, encodedBytes: encoded.count, event: event, state: viewState)
