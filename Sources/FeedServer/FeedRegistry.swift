@@ -267,7 +267,9 @@ public actor FeedRegistry {
     }
 
     /// Whether the shared store can be reached and holds this instance's data (nil: ready), checked
-    /// now: `GET /readyz`. Always ready without a shared store.
+    /// now: `GET /readyz`. Not ready while its events are down either (after a restart of Redis, until
+    /// the pub/sub connection is back): streams opened then would be told of the outage. Always ready
+    /// without a shared store.
     public func readiness() async -> String? {
         guard let shared else { return nil }
         do {
@@ -277,7 +279,7 @@ public actor FeedRegistry {
                 return nil
             }
             await setCommandsDown(nil)
-            return nil
+            return eventsDown  // commands answer, but commits from other instances do not arrive yet
         } catch {
             await setCommandsDown(error.description)
             return error.description
