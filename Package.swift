@@ -43,7 +43,9 @@ let package = Package(
         // Snapshots, the result-builder DSL, the diff and `apply`. No HTTP, no Foundation.
         .target(name: "DiffStream", swiftSettings: strict),
         // JSON values, the wire snapshot/operation types and their byte-level codec.
-        .target(name: "DiffStreamJSON", dependencies: ["DiffStream"], swiftSettings: strict),
+        .target(name: "DiffStreamJSON", dependencies: ["DiffStream", "JSONEscaping"], swiftSettings: strict),
+        // The one JSON string escaper (RFC 8259 §7), for the wire, HTTP error bodies and log lines. No dependencies.
+        .target(name: "JSONEscaping", swiftSettings: strict),
         // System libraries from Debian (libssl-dev, zlib1g-dev).
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
@@ -66,12 +68,12 @@ let package = Package(
         // HTTP/1.1 and SSE as pure logic: requests, responses, the parser, the connection state machine,
         // the response head encoder, the SSE writer, gzip, and the seam to the feeds (`EventSink`,
         // `EventBroadcaster`). No sockets, no Glibc, no epoll.
-        .target(name: "HTTPCore", dependencies: ["CZlib", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "HTTPCore", dependencies: ["CZlib", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The epoll runtime: sockets, event loops, connections, event streams, static files, TLS. Knows nothing of feeds.
         .target(name: "HTTPServer", dependencies: ["HTTPCore", "LogLines", "COpenSSL", "CZlib", "CSystemShims", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The executable's swift-log handler: one line per message, as text or as JSON. HTTPServer writes its
         // request lines through it directly when it is the backend (no metadata dictionary per request).
-        .target(name: "LogLines", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "LogLines", dependencies: ["JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Feeds, the HTTP API and hosting view models: joins the diff engine and HTTP through the
         // transport seam of HTTPCore; never the epoll runtime.
         .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPCore", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"),
@@ -106,7 +108,7 @@ let package = Package(
         .testTarget(name: "DiffStreamJSONTests", dependencies: ["DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "LogLinesTests", dependencies: ["LogLines", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .testTarget(name: "LogLinesTests", dependencies: ["LogLines", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", "HTTPServer", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisFeedStore", "FeedStore", "FeedServer", "DiffStreamJSON", "TestSupport",

@@ -1,3 +1,5 @@
+import JSONEscaping
+
 /// Writes compact JSON straight into a byte buffer (one line: no raw newlines can appear, which is what
 /// an SSE `data:` line needs).
 public struct JSONWriter: Sendable {
@@ -60,35 +62,10 @@ public struct JSONWriter: Sendable {
         }
     }
 
-    /// Writes a string with the escapes JSON requires (RFC 8259 §7).
+    /// Writes a string with the escapes JSON requires (RFC 8259 §7): ``JSONStringEscaping``.
+    /// - Complexity: O(length of `string`).
     public mutating func write(_ string: String) {
-        byte(UInt8(ascii: "\""))
-        var string = string
-        string.withUTF8 { utf8 in
-            var runStart = 0
-            for index in 0..<utf8.count {
-                let unit = utf8[index]
-                guard unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") else { continue }
-                if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
-                runStart = index + 1
-                switch unit {
-                case UInt8(ascii: "\""): raw("\\\"")
-                case UInt8(ascii: "\\"): raw("\\\\")
-                case 0x0A: raw("\\n")
-                case 0x0D: raw("\\r")
-                case 0x09: raw("\\t")
-                case 0x08: raw("\\b")
-                case 0x0C: raw("\\f")
-                default:
-                    raw("\\u00")
-                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                    byte(hex[Int(unit >> 4)])
-                    byte(hex[Int(unit & 0xF)])
-                }
-            }
-            if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
-        }
-        byte(UInt8(ascii: "\""))
+        JSONStringEscaping.append(string, to: &bytes)
     }
 
     /// Writes a model's canonical bytes as they are.

@@ -1,3 +1,4 @@
+import JSONEscaping
 import Logging
 
 /// A response: status, headers, and either a complete body or an event stream.
@@ -32,35 +33,17 @@ public struct HTTPResponse: Sendable {
     public static func error(_ status: HTTPStatus, _ error: String, detail: String, headers: HTTPHeaders = [:]) -> HTTPResponse {
         var headers = headers
         headers.set("Content-Type", "application/json")
-        var text = "{\"error\":"
-        appendJSONString(error, to: &text)
-        text += ",\"detail\":"
-        appendJSONString(detail, to: &text)
-        text += "}\n"
-        return HTTPResponse(status: status, headers: headers, body: Array(text.utf8))
+        var body = Array("{\"error\":".utf8)
+        JSONStringEscaping.append(error, to: &body)
+        body.append(contentsOf: ",\"detail\":".utf8)
+        JSONStringEscaping.append(detail, to: &body)
+        body.append(contentsOf: "}\n".utf8)
+        return HTTPResponse(status: status, headers: headers, body: body)
     }
 
     /// A JSON body from already-encoded bytes.
     public static func json(_ bytes: [UInt8], status: HTTPStatus = .ok) -> HTTPResponse {
         HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: bytes)
-    }
-
-    package static func appendJSONString(_ string: String, to text: inout String) {
-        text += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: text.unicodeScalars.append(scalar)
-            }
-        }
-        text += "\""
     }
 }
 

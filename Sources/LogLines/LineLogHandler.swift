@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import JSONEscaping
 import Logging
 import Synchronization
 
@@ -105,7 +106,7 @@ public struct LineLogHandler: LogHandler {
     /// `text` as a JSON string literal (RFC 8259 §7).
     static func jsonString(_ text: String) -> String {
         var bytes: [UInt8] = []
-        JSONStringEscaping.append(text, to: &bytes)
+        JSONStringEscaping.append(text, to: &bytes, escapingDelete: true)
         return String(decoding: bytes, as: UTF8.self)
     }
 

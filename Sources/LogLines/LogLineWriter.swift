@@ -1,4 +1,5 @@
 import Logging
+import JSONEscaping
 
 /// Writes one line of ``LineLogHandler`` straight into bytes, in the handler's format: first the
 /// message, in parts, then the metadata, one field at a time in key order; ``finish()`` ends it.
@@ -28,11 +29,11 @@ public struct LogLineWriter {
             bytes.append(contentsOf: "] ".utf8)
         case .json:
             bytes.append(contentsOf: "{\"timestamp\":".utf8)
-            JSONStringEscaping.append(timestamp, to: &bytes)
+            JSONStringEscaping.append(timestamp, to: &bytes, escapingDelete: true)
             bytes.append(contentsOf: ",\"level\":".utf8)
-            JSONStringEscaping.append(level.rawValue, to: &bytes)
+            JSONStringEscaping.append(level.rawValue, to: &bytes, escapingDelete: true)
             bytes.append(contentsOf: ",\"label\":".utf8)
-            JSONStringEscaping.append(label, to: &bytes)
+            JSONStringEscaping.append(label, to: &bytes, escapingDelete: true)
             bytes.append(contentsOf: ",\"message\":\"".utf8)
         }
     }
@@ -41,7 +42,7 @@ public struct LogLineWriter {
     public mutating func message(_ part: String) {
         switch format {
         case .text: bytes.append(contentsOf: part.utf8)
-        case .json: JSONStringEscaping.appendContents(part, to: &bytes)
+        case .json: JSONStringEscaping.appendContents(part, to: &bytes, escapingDelete: true)
         }
     }
 
@@ -55,9 +56,9 @@ public struct LogLineWriter {
         beginField(key)
         switch format {
         case .text:
-            if Self.isPlainWord(value) { bytes.append(contentsOf: value.utf8) } else { JSONStringEscaping.append(value, to: &bytes) }
+            if Self.isPlainWord(value) { bytes.append(contentsOf: value.utf8) } else { JSONStringEscaping.append(value, to: &bytes, escapingDelete: true) }
         case .json:
-            JSONStringEscaping.append(value, to: &bytes)
+            JSONStringEscaping.append(value, to: &bytes, escapingDelete: true)
         }
     }
 
@@ -104,7 +105,7 @@ public struct LogLineWriter {
             bytes.append(UInt8(ascii: "="))
         case .json:
             bytes.append(contentsOf: fields == 0 ? "\",\"metadata\":{".utf8 : ",".utf8)
-            JSONStringEscaping.append(key, to: &bytes)
+            JSONStringEscaping.append(key, to: &bytes, escapingDelete: true)
             bytes.append(UInt8(ascii: ":"))
         }
         fields += 1
@@ -136,8 +137,8 @@ public struct LogLineWriter {
     /// A metadata value as JSON: strings as strings, arrays and dictionaries as arrays and objects.
     private static func appendJSON(_ value: Logger.MetadataValue, to bytes: inout [UInt8]) {
         switch value {
-        case .string(let text): JSONStringEscaping.append(text, to: &bytes)
-        case .stringConvertible(let convertible): JSONStringEscaping.append(convertible.description, to: &bytes)
+        case .string(let text): JSONStringEscaping.append(text, to: &bytes, escapingDelete: true)
+        case .stringConvertible(let convertible): JSONStringEscaping.append(convertible.description, to: &bytes, escapingDelete: true)
         case .array(let values):
             bytes.append(UInt8(ascii: "["))
             for (index, element) in values.enumerated() {
@@ -149,7 +150,7 @@ public struct LogLineWriter {
             bytes.append(UInt8(ascii: "{"))
             for (index, (key, element)) in entries.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                JSONStringEscaping.append(key, to: &bytes)
+                JSONStringEscaping.append(key, to: &bytes, escapingDelete: true)
                 bytes.append(UInt8(ascii: ":"))
                 appendJSON(element, to: &bytes)
             }
