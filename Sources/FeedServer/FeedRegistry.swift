@@ -276,7 +276,7 @@ public actor FeedRegistry {
             let positions = try await shared.positions([])
             if !positions.intact {
                 await storeLostData()
-                return nil
+                return eventsDown
             }
             await setCommandsDown(nil)
             return eventsDown  // commands answer, but commits from other instances do not arrive yet

@@ -129,7 +129,11 @@ public final class RedisSubscriber: @unchecked Sendable {
         while true {
             let wait: Double
             switch liveness.step(at: now()) {
-            case .dead: throw .timedOut(call: "PING (pub/sub)", seconds: timeout)
+            case .dead:
+                // Dead only if nothing is waiting to be read: after a stall of this process (a paused
+                // VM, a loaded machine) the answer may be in the socket's buffer already.
+                guard poll(connection.fileDescriptor, seconds: 0).socket else { throw .timedOut(call: "PING (pub/sub)", seconds: timeout) }
+                wait = 0
             case .ping: try ping(connection); continue
             case .wait(let seconds): wait = seconds
             }

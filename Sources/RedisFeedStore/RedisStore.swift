@@ -269,6 +269,8 @@ public final class RedisStore: SharedFeedStore {
         let commands = [["GET", keys.epoch]] + names.map { ["HMGET", keys.feed($0), "history", "version"] }
         do throws(RedisError) {
             let replies = try await client.run { connection throws(RedisError) in try connection.pipeline(commands.map { $0.map { Array($0.utf8) } }) }
+            // An error is not a lost epoch: `-LOADING` while Redis replays its AOF, `-BUSY` during a script.
+            if case .error(let message) = replies.first { throw .server(command: "GET", message: message) }
             var feeds: [String: FeedPosition] = [:]
             for (name, reply) in zip(names, replies.dropFirst()) {
                 guard let fields = reply.array, fields.count == 2 else { throw .unexpectedReply(command: "HMGET", reply: reply.description) }
