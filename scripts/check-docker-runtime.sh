@@ -4,6 +4,8 @@
 # A binary with `--redis` (issue 26) must link libhiredis, find it in the root (libhiredis0.14), and run
 # there against a real redis-server on loopback: /readyz says Redis is ok and a PUT reaches Redis.
 #   scripts/check-docker-runtime.sh .build/release/diffstream   (scripts/test.sh: .build-release/release/diffstream)
+#   scripts/check-docker-runtime.sh --prepare-root   only makes the root (scripts/test.sh: in the background,
+#                                                    while it builds; debootstrap takes minutes)
 # Needs root (debootstrap, chroot, mount), debootstrap and curl; for a binary with --redis also
 # redis-server, redis-cli, readelf and python3 (scripts/setup.sh --test installs them). The root is
 # cached in ${DIFFSTREAM_ROOTFS_CACHE:-/var/tmp/diffstream-rootfs}/<hash of the package list>.
@@ -12,9 +14,14 @@ set -euo pipefail
 fail() { echo "check-docker-runtime: FAIL: $*" >&2; exit 1; }
 
 binary=${1:-}
-[[ -n "$binary" ]] || { echo "usage: scripts/check-docker-runtime.sh path/to/release/diffstream" >&2; exit 2; }
-[[ -f "$binary" && -x "$binary" ]] || fail "$binary is not an executable file"
-binary=$(realpath "$binary")
+[[ -n "$binary" ]] || { echo "usage: scripts/check-docker-runtime.sh path/to/release/diffstream | --prepare-root" >&2; exit 2; }
+prepare_only=""
+if [[ "$binary" == --prepare-root ]]; then
+    prepare_only=1
+else
+    [[ -f "$binary" && -x "$binary" ]] || fail "$binary is not an executable file"
+    binary=$(realpath "$binary")
+fi
 cd "$(dirname "$0")/.."
 [[ -f Dockerfile ]] || fail "no Dockerfile in $(pwd)"
 [[ -d Public ]] || fail "no Public/ in $(pwd)"
@@ -64,6 +71,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# One maker at a time: scripts/test.sh makes the root in the background while it builds, and its last
+# step waits here until that run is done.
+mkdir -p "$cache"
+exec 9>"$root.lock"
+flock 9
 if [[ -f "$root/.diffstream-rootfs-complete" ]]; then
     echo "minimal root: reusing $root"
 else
@@ -81,6 +93,8 @@ else
     touch "$root/.diffstream-rootfs-complete"
     echo "minimal root: debootstrap took $((SECONDS - started)) s"
 fi
+flock -u 9
+[[ -z "$prepare_only" ]] || exit 0
 
 install -D -m 0755 "$binary" "$root/usr/local/bin/diffstream"
 rm -rf "$root/usr/share/diffstream/Public"
