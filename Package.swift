@@ -70,7 +70,9 @@ let package = Package(
         // `EventBroadcaster`). No sockets, no Glibc, no epoll.
         .target(name: "HTTPCore", dependencies: ["CZlib", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The epoll runtime: sockets, event loops, connections, event streams, static files, TLS. Knows nothing of feeds.
-        .target(name: "HTTPServer", dependencies: ["HTTPCore", "LogLines", "COpenSSL", "CZlib", "CSystemShims", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // The OpenSSL context both TLS sides start from (TLS 1.2 or newer) and the error queue read as text.
+        .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["HTTPCore", "LogLines", "COpenSSL", "OpenSSLSupport", "CZlib", "CSystemShims", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The executable's swift-log handler: one line per message, as text or as JSON. HTTPServer writes its
         // request lines through it directly when it is the backend (no metadata dictionary per request).
         .target(name: "LogLines", dependencies: ["JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
@@ -94,7 +96,7 @@ let package = Package(
         .target(name: "DiffStreamClient", dependencies: ["DiffStream", "DiffStreamJSON"], swiftSettings: strict),
         // `TLSStreamTransport`: DiffStreamClient's streams as HTTP/1.1 over a blocking socket, plain or TLS
         // through OpenSSL (a CA file, no verification), for Linux, where FoundationNetworking offers neither.
-        .target(name: "TLSStreamClient", dependencies: ["DiffStreamClient", "COpenSSL"], swiftSettings: strict),
+        .target(name: "TLSStreamClient", dependencies: ["DiffStreamClient", "COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
         // Parses flags into a `DiffStreamServer.Configuration` and runs the server.
         .executableTarget(
             name: "diffstream",

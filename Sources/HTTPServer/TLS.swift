@@ -1,4 +1,5 @@
 import COpenSSL
+import OpenSSLSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,10 +24,9 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
 /// The server's OpenSSL context: TLS 1.2 and 1.3 only, the server's cipher preference, no
 /// renegotiation, ALPN `http/1.1`.
 ///
-/// `@unchecked Sendable`: the `SSL_CTX` is configured once in `init` and then only used to create
-/// connections (`SSL_new`), which OpenSSL allows from any thread.
-final class TLSContext: @unchecked Sendable {
-    private let context: OpaquePointer
+/// Sendable as ``OpenSSLContext`` is: configured here, then only used to create connections.
+final class TLSContext: Sendable {
+    private let handle: OpenSSLContext
 
     init(configuration: TLSConfiguration) throws(TLSError) {
         for (flag, path) in [("--tls-cert", configuration.certificatePath), ("--tls-key", configuration.privateKeyPath)] {
@@ -34,46 +34,36 @@ final class TLSContext: @unchecked Sendable {
                 throw TLSError(message: "cannot read \(flag) '\(path)': \(String(cString: strerror(errno)))")
             }
         }
-        guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSError(message: "cannot create a TLS context: \(Self.lastError())") }
-        self.context = context
-        _ = diffstream_SSL_CTX_set_min_proto_version(context, diffstream_TLS1_2_VERSION())
+        guard let handle = OpenSSLContext(method: TLS_server_method()) else {
+            throw TLSError(message: "cannot create a TLS context: \(OpenSSLContext.lastError())")
+        }
+        self.handle = handle
+        let context = handle.pointer
         _ = diffstream_SSL_CTX_set_max_proto_version(context, diffstream_TLS1_3_VERSION())
         _ = diffstream_SSL_CTX_set_options(context, diffstream_SSL_OP_CIPHER_SERVER_PREFERENCE() | diffstream_SSL_OP_NO_RENEGOTIATION())
         _ = diffstream_SSL_CTX_set_mode(context, diffstream_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER() | diffstream_SSL_MODE_ENABLE_PARTIAL_WRITE())
         _ = SSL_CTX_set_cipher_list(context, "ECDHE+AESGCM:ECDHE+CHACHA20:!aNULL:!MD5:!DSS")
         diffstream_SSL_CTX_select_http11(context)
         guard SSL_CTX_use_certificate_chain_file(context, configuration.certificatePath) == 1 else {
-            throw TLSError(message: "--tls-cert '\(configuration.certificatePath)' is not a usable PEM certificate: \(Self.lastError())")
+            throw TLSError(message: "--tls-cert '\(configuration.certificatePath)' is not a usable PEM certificate: \(OpenSSLContext.lastError())")
         }
         guard SSL_CTX_use_PrivateKey_file(context, configuration.privateKeyPath, SSL_FILETYPE_PEM) == 1 else {
-            let reason = Self.lastError()
+            let reason = OpenSSLContext.lastError()
             if reason.contains("mismatch") {
                 throw TLSError(message: "--tls-key '\(configuration.privateKeyPath)' does not match the certificate in --tls-cert (\(reason))")
             }
             throw TLSError(message: "--tls-key '\(configuration.privateKeyPath)' is not a usable PEM private key: \(reason)")
         }
         guard SSL_CTX_check_private_key(context) == 1 else {
-            throw TLSError(message: "--tls-key does not match the certificate in --tls-cert: \(Self.lastError())")
+            throw TLSError(message: "--tls-key does not match the certificate in --tls-cert: \(OpenSSLContext.lastError())")
         }
     }
 
-    deinit { SSL_CTX_free(context) }
-
     func makeTransport(fd: Int32) -> Transport? {
-        guard let ssl = SSL_new(context) else { return nil }
+        guard let ssl = SSL_new(handle.pointer) else { return nil }
         SSL_set_fd(ssl, fd)
         SSL_set_accept_state(ssl)
         return TLSTransport(ssl: ssl)
-    }
-
-    /// The oldest error on OpenSSL's (thread-local) queue, as text; the queue is cleared.
-    static func lastError() -> String {
-        let code = ERR_get_error()
-        ERR_clear_error()
-        guard code != 0 else { return "unknown error" }
-        var buffer = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &buffer, buffer.count)
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 
@@ -90,7 +80,7 @@ final class TLSTransport: Transport {
         switch SSL_get_error(ssl, result) {
         case SSL_ERROR_WANT_READ: return .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
-        default: return .failed(TLSContext.lastError())
+        default: return .failed(OpenSSLContext.lastError())
         }
     }
 

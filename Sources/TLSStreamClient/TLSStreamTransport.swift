@@ -1,4 +1,5 @@
 import COpenSSL
+import OpenSSLSupport
 import DiffStreamClient
 import Foundation
 #if canImport(FoundationNetworking)
@@ -222,7 +223,7 @@ final class SocketConnection: FeedStreamConnection {
 
     /// The TLS handshake on a connected socket, with the host name (or IP address) verified and sent as SNI.
     private static func handshake(fd: Int32, host: String, tls: TLSClientContext) throws(TLSStreamError) -> OpaquePointer {
-        guard let ssl = SSL_new(tls.context) else { throw TLSStreamError(call: "SSL_new", message: TLSClientContext.lastError()) }
+        guard let ssl = SSL_new(tls.context) else { throw TLSStreamError(call: "SSL_new", message: OpenSSLContext.lastError()) }
         SSL_set_fd(ssl, fd)
         if !tls.insecure {
             var probe = in6_addr()
@@ -230,7 +231,7 @@ final class SocketConnection: FeedStreamConnection {
             let ok = isAddress ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) : SSL_set1_host(ssl, host)
             guard ok == 1 else {
                 SSL_free(ssl)
-                throw TLSStreamError(call: isAddress ? "X509_VERIFY_PARAM_set1_ip_asc" : "SSL_set1_host", message: TLSClientContext.lastError())
+                throw TLSStreamError(call: isAddress ? "X509_VERIFY_PARAM_set1_ip_asc" : "SSL_set1_host", message: OpenSSLContext.lastError())
             }
         }
         // RFC 6066 §3: SNI carries a DNS name, never an address literal.
@@ -241,7 +242,7 @@ final class SocketConnection: FeedStreamConnection {
         ERR_clear_error()
         guard SSL_connect(ssl) == 1 else {
             let verification = SSL_get_verify_result(ssl)
-            let detail = TLSClientContext.lastError()
+            let detail = OpenSSLContext.lastError()
             SSL_free(ssl)
             if verification != X509_V_OK {
                 let reason = String(cString: X509_verify_cert_error_string(verification))
@@ -273,7 +274,7 @@ struct Channel {
                 return send(fd, pointer, bytes.count - offset, Self.sendFlags)
             }
             guard count > 0 else {
-                if let ssl { throw TLSStreamError(call: "SSL_write", message: TLSClientContext.lastError() + " (SSL_get_error \(SSL_get_error(ssl, Int32(count))))") }
+                if let ssl { throw TLSStreamError(call: "SSL_write", message: OpenSSLContext.lastError() + " (SSL_get_error \(SSL_get_error(ssl, Int32(count))))") }
                 throw TLSStreamError(call: "send", message: String(cString: strerror(errno)) + " (errno \(errno))")
             }
             offset += count
@@ -300,7 +301,7 @@ struct Channel {
             case SSL_ERROR_SYSCALL where errno == 0:
                 return 0
             default:
-                throw TLSStreamError(call: "SSL_read", message: TLSClientContext.lastError() + " (SSL_get_error \(code))")
+                throw TLSStreamError(call: "SSL_read", message: OpenSSLContext.lastError() + " (SSL_get_error \(code))")
             }
         }
         if count == 0 { return 0 }
