@@ -5,6 +5,9 @@ struct FIFOTurn {
     private var taken = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
 
+    /// Whether someone holds the turn (and maybe others wait for it).
+    var isTaken: Bool { taken }
+
     /// Takes the turn now if it is free; otherwise the caller must wait with ``enqueue(_:)``.
     mutating func tryTake() -> Bool {
         guard !taken else { return false }

@@ -108,6 +108,10 @@ public actor Feed {
     /// The number of open subscriptions.
     public var subscriberCount: Int { subscribers.count + taggedSubscribers.count }
 
+    /// Nothing on this instance needs the copy now: no subscriber, not hosted, no write, refresh or read
+    /// under way. With a shared store, the registry drops idle copies (``FeedRegistry``).
+    var isIdle: Bool { subscriberCount == 0 && !isHosted && !writeTurn.isTaken && !refreshQueued && !rereading }
+
     /// The snapshot document (`GET /feeds/{feed}`).
     public func document() -> (version: Int, json: [UInt8]) {
         (version, FeedEvents.snapshotJSON(feed: name, version: version, snapshot: snapshot))

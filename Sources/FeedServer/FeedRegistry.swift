@@ -36,11 +36,23 @@ public actor FeedRegistry {
     private var stopped = false
     /// Where sharing says what happened: outages, lost data, leases taken and lost.
     public nonisolated let sharingLogger: Logger
+    /// With a shared store: seconds after its last use (a request, a write, a subscription) that a copy
+    /// nothing needs any more (``Feed/isIdle``) is dropped and no longer followed, so that an instance
+    /// holds, follows and checks the feeds its users use, not every feed it was ever asked for.
+    public nonisolated let idleFeedLifetime: Double
+    /// When each held feed was last used, on ``clock``.
+    private var lastUsed: [String: Double] = [:]
+    /// Monotonic seconds (injected for tests).
+    private let clock: @Sendable () -> Double
 
     /// - Parameter store: where feeds are made durable; nil keeps them in memory only (`--data none`).
+    /// - Parameter idleFeedLifetime: with a shared store, how long an unused copy of a feed is kept.
+    /// - Parameter clock: monotonic seconds, for ``idleFeedLifetime``.
     public init(replayLimit: Int = 1024, transport: (any EventBroadcaster)? = nil, metrics: FeedMetrics = FeedMetrics(), store: (any FeedStore)? = nil, storage: StorageAccount = StorageAccount(),
-                logger: Logger = Logger(label: "diffstream")) {
+                logger: Logger = Logger(label: "diffstream"), idleFeedLifetime: Double = 60, clock: @escaping @Sendable () -> Double = MonotonicClock.now) {
         self.sharingLogger = logger
+        self.idleFeedLifetime = idleFeedLifetime
+        self.clock = clock
         self.replayLimit = replayLimit
         self.transport = transport
         self.store = store
@@ -109,8 +121,9 @@ public actor FeedRegistry {
 
     /// The one `Feed` of a name, loaded from the shared store on first use.
     private func cached(_ name: String) async throws(StoreError) -> Feed {
-        if let feed = feeds[name] { return feed }
         guard let shared else { return entry(name) }
+        lastUsed[name] = clock()
+        if let feed = feeds[name] { return feed }
         let task: Task<Feed, any Error>
         if let loading = loading[name] {
             task = loading
@@ -138,9 +151,11 @@ public actor FeedRegistry {
             return feed
         case .failure(let error as StoreError):
             shared.unfollow(name)
+            if feeds[name] == nil { lastUsed[name] = nil }
             throw error
         case .failure(let error):
             shared.unfollow(name)
+            if feeds[name] == nil { lastUsed[name] = nil }
             throw .damaged(path: name, reason: "its stored snapshot does not decode: \(error)")
         }
     }
@@ -247,6 +262,7 @@ public actor FeedRegistry {
     /// refreshed; an epoch that is not ours means Redis lost its data; a failure is an outage.
     public func checkPositions() async {
         guard let shared else { return }
+        await dropIdleFeeds(shared)
         let names = Array(feeds.keys)
         let positions: StorePositions
         do {
@@ -263,6 +279,20 @@ public actor FeedRegistry {
         for name in names {
             guard let feed = feeds[name] else { continue }
             if await feed.position != positions.feeds[name] { await feed.queueRefresh() }
+        }
+    }
+
+    /// Drops the copies not used for ``idleFeedLifetime`` seconds that nothing here needs
+    /// (``Feed/isIdle``), and stops following them; the next use reads the feed again. A use while a
+    /// copy is being asked whether it is idle keeps it.
+    private func dropIdleFeeds(_ shared: any SharedFeedStore) async {
+        let cutoff = clock() - idleFeedLifetime
+        for (name, feed) in feeds where lastUsed[name, default: -.infinity] <= cutoff {
+            guard await feed.isIdle, feeds[name] === feed, lastUsed[name, default: -.infinity] <= cutoff else { continue }
+            feeds[name] = nil
+            lastUsed[name] = nil
+            metrics.removeFeed(name)
+            shared.unfollow(name)
         }
     }
 

@@ -3,6 +3,7 @@ import FeedServer
 import FeedStore
 import Logging
 import RedisClient
+import Synchronization
 import Testing
 import TestSupport
 @testable import RedisFeedStore
@@ -243,6 +244,67 @@ struct SharedFeedRegistryTests {
             #expect(retry == FeedWriteResult(created: false, version: 1, operations: 0, replayed: true))
             #expect(await b.registry.feed("news")?.version == 2)  // the retry wrote nothing
             await a.close(); await b.close()
+        }
+    }
+
+    /// An instance drops the copies of feeds nobody used for `idleFeedLifetime` seconds (on its
+    /// injected clock) and that nothing needs, and stops following them; a feed used since, or with a
+    /// subscriber, stays. A dropped feed is read again on its next use, at its current version, and
+    /// followed again.
+    @Test func idleCopiesAreDroppedAndReadAgainOnTheirNextUse() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server)
+            let time = Mutex(0.0)
+            let keys = RedisKeys(prefix: "diffstream")
+            let store = try RedisStore.open(url: server.url, keys: keys, replay: 8, pingInterval: 0.2)
+            let b = FeedRegistry(replayLimit: 8, transport: MemoryBroadcaster(), store: store, logger: Logger(label: "test"),
+                                 idleFeedLifetime: 60, clock: { time.withLock { $0 } })
+            await b.startSharing(checkInterval: 3600)
+            for name in ["used", "watched", "unused"] { _ = try await a.registry.put(name, snapshot: Self.snapshot([1])) }
+            for name in ["used", "unused"] { #expect(await b.feed(name)?.version == 1) }
+            let watching = MemorySink()
+            try await #require(await b.lookup("watched")).subscribe(watching, lastEventID: nil)
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            func followers(_ name: String) throws -> Int? {
+                if case .integer(let count)? = try admin.command(["PUBSUB", "NUMSUB", keys.channel(name)]).array?.last { Int(count) } else { nil }
+            }
+            /// Waits for Redis to count `count` followers of `name` (the subscriber's thread sends what
+            /// changed when woken); false if it does not within 10 s.
+            func until(_ name: String, has count: Int) async throws -> Bool {
+                let deadline = ContinuousClock.now + .seconds(10)
+                while try followers(name) != count {
+                    guard ContinuousClock.now < deadline else { return false }
+                    await Task.yield()
+                }
+                return true
+            }
+            // A (which wrote them) and B follow all three.
+            for name in ["used", "watched", "unused"] { #expect(try await until(name, has: 2)) }
+
+            time.withLock { $0 = 50 }
+            #expect(await b.feed("used")?.version == 1)
+            time.withLock { $0 = 61 }
+            await b.checkPositions()
+            #expect(try await until("unused", has: 1), "unused for 61 s: dropped")
+            #expect(try followers("used") == 2, "used 11 s ago: kept")
+            #expect(try followers("watched") == 2, "a subscriber keeps it")
+
+            time.withLock { $0 = 111 }
+            await b.checkPositions()
+            #expect(try await until("used", has: 1))
+            #expect(try followers("watched") == 2)
+
+            // Written on A while B does not follow it: B reads it again, current, and follows it again.
+            _ = try await a.registry.put("unused", snapshot: Self.snapshot([1, 2]))
+            #expect(await b.feed("unused")?.version == 2)
+            let late = MemorySink()
+            try await #require(await b.lookup("unused")).subscribe(late, lastEventID: nil)
+            #expect(try await until("unused", has: 2))
+            _ = try await a.registry.put("unused", snapshot: Self.snapshot([1, 2, 3]))
+            #expect(Self.versions(await Self.events(late, upTo: 3)) == [2, 3])
+            await b.stopSharing()
+            store.close()
+            await a.close()
         }
     }
 
