@@ -1,13 +1,15 @@
-// DiffStream: the hub that holds ONE event stream for every feed its tabs show (`GET /events?feed=…`,
-// docs/protocol.md) and relays each feed to the tabs subscribed to it. It runs inside the SharedWorker
+// DiffStream: the hub that holds the event streams for every feed its tabs show (`GET /events?feed=…`,
+// docs/protocol.md): one stream, or one per `maxStreamFeeds` feeds beyond that (the server's
+// `--max-stream-feeds`), and relays each feed to the tabs subscribed to it. It runs inside the SharedWorker
 // (stream-worker.js), or inside the one elected tab, or in a lone tab (diffstream-streams.js). It
 // touches no DOM and no globals: EventSource, fetch and timers are injected, so it is tested without a
 // browser (tests/browser/stream_hub.test.mjs, stream_hub_property.test.mjs).
 //
 // Guarantees: a tab gets each feed as one snapshot and the batches that follow it, none lost and none
 // twice, also across a change of hub (a new worker or elected tab: the tabs subscribe again with the
-// position they hold). A tab that adds or drops a feed reconnects the stream with every other feed's
-// position, so those resume where they stand (the server sends them nothing) and never resync.
+// position they hold). A tab that adds or drops a feed reconnects the one stream that feed is in, with
+// every other feed's position, so those resume where they stand (the server sends them nothing) and
+// never resync; the feeds of the other streams see nothing of it.
 import { eventsURL } from './diffstream-protocol.js';
 
 /// Batches kept per feed after the last snapshot, to catch up a tab that joins or takes over: at most
@@ -23,7 +25,7 @@ export const RETRY_MAX_MS = 30000;
 export const OUTAGE_GRACE_MS = 2000;
 const backoff = (failures) => Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** failures);
 
-/// One feed of the hub's stream and the subscriptions (tabs) it serves.
+/// One feed of the hub's streams and the subscriptions (tabs) it serves.
 ///
 /// Position: `history`/`version`/`lastEventId` is where the feed stands (the last event received, or
 /// the position it resumes from). `snapshot` is the last snapshot received and `log` the batches after
@@ -35,6 +37,7 @@ class FeedSlot {
     this.hub = hub;
     this.feed = feed;
     this.subs = new Map(); // key -> { send, history, version }
+    this.stream = null;    // the Stream it is assigned to, while subscribed to and not refused
     this.history = null;
     this.version = null;
     this.lastEventId = null;
@@ -209,103 +212,98 @@ class FeedSlot {
   }
 }
 
-/// Holds one event stream for all the feeds any of its clients (tabs) subscribe to; each client has
-/// subscriptions `sub`, each to one feed.
-///
-/// Messages in: subscribe {sub, feed, history, version, id, stale}, unsubscribe {sub}, resync {sub}, retry {sub},
-/// token {token}, many {messages} (several of these, sent in one task). Messages out (to the subscription's `send`, with `sub` and `feed`):
-/// event {event: snapshot|batch|deleted|notfound|forbidden|unauthorized|unavailable|available, data, id} and
-/// state {state: connecting|open|retrying|closed, status?, detail?}.
-///
-/// Options: `EventSource`, `fetch`, `setTimeout`, `clearTimeout`, `defer` (runs a function soon, after
-/// the current message: queueMicrotask by default), `baseURL` (the server's origin; '' for the page's),
-/// `token` (sent in the stream's URL; without one the cookie carries it), `onOpen(url)` (each stream opened).
-export class StreamHub {
-  constructor({ EventSource, fetch, setTimeout, clearTimeout, defer, baseURL = '', token = null, onOpen } = {}) {
-    this.EventSource = EventSource;
-    this.fetch = fetch;
-    this.setTimeout = setTimeout;
-    this.clearTimeout = clearTimeout;
-    this.defer = defer || ((f) => queueMicrotask(f));
-    this.baseURL = baseURL;
-    this.token = token;
-    this.onOpen = onOpen || (() => {});
-    this.feeds = new Map(); // feed -> FeedSlot
-    this.subs = new Map();  // `${client}/${sub}` -> FeedSlot
+/// One event stream of the hub: the feeds assigned to it (at most the hub's `maxStreamFeeds`), the
+/// EventSource that carries them, and its own failures, backoff and probe. A feed keeps its stream while
+/// it is subscribed to, so adding or dropping a feed reconnects only the stream it is in, and one stream
+/// failing leaves the feeds of the others as they are.
+class Stream {
+  constructor(hub) {
+    this.hub = hub;
+    this.members = new Set(); // the slots assigned to this stream, in the order they joined
     this.source = null;
-    this.sourceSlots = [];  // the slots the open stream carries, in the order listed
+    this.listed = [];         // the slots the open EventSource carries, in the order listed
     this.url = null;
-    this.generation = 0;    // events of a stream we closed are ignored
-    this.failures = 0;      // failed connections in a row, for the backoff
-    this.retryTimer = 0;    // the reconnect after a failure
-    this.forced = false;    // reconnect even if the feeds are the same (a feed asked afresh)
-    this.scheduled = false;
+    this.generation = 0;      // events of an EventSource we closed are ignored
+    this.failures = 0;        // failed connections in a row, for the backoff
+    this.retryTimer = 0;      // the reconnect after a failure
+    this.forced = false;      // reconnect even if the feeds are the same (a feed asked afresh)
   }
 
-  /// Brings the stream in line with the slots soon (once for a burst of messages).
-  schedule(force = false) {
-    this.forced ||= force;
-    if (this.scheduled) return;
-    this.scheduled = true;
-    this.defer(() => { this.scheduled = false; this.sync(); });
+  add(slot) {
+    this.members.add(slot);
+    slot.stream = this;
   }
 
-  /// The feeds that belong in the stream: subscribed to, and not refused.
-  wanted() {
-    return [...this.feeds.values()].filter((slot) => slot.subs.size > 0 && !slot.ended);
+  /// The feed leaves this stream (unsubscribed, or moved when the limit was lowered): the next sync reconnects without it.
+  remove(slot) {
+    this.members.delete(slot);
+    if (slot.stream === this) slot.stream = null;
   }
 
-  /// Opens the stream that carries exactly the wanted feeds, each from its position, unless the open
-  /// one does already (or a reconnect after a failure is pending: it will carry them).
-  sync() {
-    const wanted = this.wanted();
-    const same = this.source && !this.forced && wanted.length === this.sourceSlots.length && wanted.every((slot, i) => slot === this.sourceSlots[i]);
-    if (same || this.retryTimer) return;
-    this.forced = false;
-    this.closeSource();
-    if (wanted.length === 0) return;
-    this.connect(wanted);
+  /// The server ended the feed's part of this stream (refused, deleted): the EventSource no longer
+  /// carries it, so it leaves without a reconnect.
+  left(slot) {
+    this.remove(slot);
+    this.listed = this.listed.filter((s) => s !== slot);
+  }
+
+  /// True if the open EventSource does not carry exactly the members (or must reconnect anyway), and no
+  /// reconnect after a failure is pending (it will carry them).
+  changed() {
+    const members = [...this.members];
+    const same = this.source && !this.forced && members.length === this.listed.length && members.every((slot, i) => slot === this.listed[i]);
+    return !same && !this.retryTimer;
   }
 
   closeSource() {
     this.generation++;
     if (this.source) { this.source.close(); this.source = null; }
-    this.sourceSlots = [];
+    this.listed = [];
+  }
+
+  /// No feed is left in it: the stream ends for good.
+  close() {
+    this.closeSource();
+    this.hub.clearTimeout(this.retryTimer);
+    this.retryTimer = 0;
   }
 
   connect(slots) {
+    const hub = this.hub;
     const g = this.generation;
     const epochs = new Map(slots.map((slot) => [slot, slot.epoch]));
-    const url = eventsURL(this.baseURL, slots.map((slot) => ({ feed: slot.feed, lastEventId: slot.lastEventId })), this.token);
-    const source = new this.EventSource(url);
+    const url = eventsURL(hub.baseURL, slots.map((slot) => ({ feed: slot.feed, lastEventId: slot.lastEventId })), hub.token);
+    const source = new hub.EventSource(url);
     this.source = source;
-    this.sourceSlots = slots;
+    this.listed = slots;
     this.url = url;
-    this.onOpen(url);
+    hub.onOpen(url);
     const on = (type, handler) => source.addEventListener(type, (event) => {
       if (g !== this.generation) return;
       let data;
       try {
         data = JSON.parse(event.data || '{}');
-      } catch (error) { // not ours to guess at: reconnect, every feed from the position it holds
+      } catch (error) { // not ours to guess at: reconnect this stream, every feed from the position it holds
         console.warn(`could not read a ${type} event (${error.message}); reconnecting`);
         this.closeSource();
-        this.schedule(true);
+        this.forced = true;
+        hub.schedule();
         return;
       }
-      const slot = this.feeds.get(data.feed);
-      // A feed we left, that was refused, or whose position was forgotten since (a reconnect is due).
-      if (!slot || epochs.get(slot) !== slot.epoch || slot.ended) return;
+      const slot = hub.feeds.get(data.feed);
+      // A feed we left, that was refused, that another stream carries now, or whose position was
+      // forgotten since (a reconnect is due).
+      if (!slot || slot.stream !== this || epochs.get(slot) !== slot.epoch || slot.ended) return;
       handler(slot, data, event.lastEventId || null, (event.data || '').length);
     });
     source.addEventListener('open', () => {
       if (g !== this.generation) return;
       this.failures = 0;
-      for (const slot of slots) if (!slot.ended) { slot.setState('open'); slot.expectOutage(); }
+      for (const slot of slots) if (this.carries(slot)) { slot.setState('open'); slot.expectOutage(); }
     });
     on('snapshot', (slot, data, id) => slot.onSnapshot(data, id));
     on('batch', (slot, data, id, size) => slot.onBatch(data, id, size));
-    on('deleted', (slot, data) => this.onDeleted(slot, data));
+    on('deleted', (slot, data) => hub.onDeleted(slot, data));
     on('unavailable', (slot, data) => slot.onUnavailable(data));
     on('available', (slot) => slot.onAvailable());
     for (const refusal of ['notfound', 'forbidden', 'unauthorized']) on(refusal, (slot, data) => slot.onRefused(refusal, data));
@@ -315,50 +313,152 @@ export class StreamHub {
       if (g !== this.generation) return;
       const refused = source.readyState === 2; // CLOSED: the answer was not a stream (a status, or no server)
       this.closeSource();
-      for (const slot of slots) if (!slot.ended) slot.setState('retrying');
+      for (const slot of slots) if (this.carries(slot)) slot.setState('retrying');
       if (refused) this.probe(url, this.generation, slots);
       else this.retryLater();
     });
   }
 
-  retryLater() {
-    if (this.wanted().length === 0) return;
-    this.clearTimeout(this.retryTimer);
-    this.retryTimer = this.setTimeout(() => { this.retryTimer = 0; this.sync(); }, backoff(this.failures++));
+  /// The slot is still this stream's to report on (not refused, not moved to another stream).
+  carries(slot) {
+    return this.members.has(slot) && !slot.ended;
   }
 
-  /// The stream was refused: asks the same URL for its status (and drops the answer), to tell the feeds why.
+  retryLater() {
+    if (this.members.size === 0) { this.hub.schedule(); return; } // nothing left to carry: the hub ends it
+    this.hub.clearTimeout(this.retryTimer);
+    this.retryTimer = this.hub.setTimeout(() => { this.retryTimer = 0; this.hub.sync(); }, backoff(this.failures++));
+  }
+
+  /// Reconnects now if a reconnect after a failure is pending (a new token, a tab's retry); true if one was.
+  retryNow() {
+    if (!this.retryTimer) return false;
+    this.hub.clearTimeout(this.retryTimer);
+    this.retryTimer = 0;
+    this.failures = 0;
+    return true;
+  }
+
+  /// The stream was refused: asks the same URL for its status (and drops the answer), to tell its feeds why.
   /// 401 and 403 end every feed until a retry; 404 (none of them exists) retries each with backoff;
-  /// any other answer, or none, retries the stream with backoff.
+  /// 400 `too many feeds` (a server configured for fewer than `maxStreamFeeds`) lowers the hub's limit to
+  /// the server's and splits the feeds again; any other answer, or none, retries the stream with backoff.
   async probe(url, g, slots) {
     let status = 0;
     let body = {};
     try {
       const abort = typeof AbortController === 'function' ? new AbortController() : null;
-      const response = await this.fetch(url, { cache: 'no-store', signal: abort && abort.signal });
+      const response = await this.hub.fetch(url, { cache: 'no-store', signal: abort && abort.signal });
       status = response.status;
       if (status >= 400 && status < 500) body = await response.json().catch(() => ({}));
       if (abort) abort.abort();
     } catch (_) { /* the server is away: keep trying */ }
     if (g !== this.generation || this.retryTimer) return;
+    const ours = slots.filter((slot) => this.carries(slot) && slot.subs.size > 0);
     const event = { 401: 'unauthorized', 403: 'forbidden', 404: 'notfound' }[status];
     if (event) {
-      for (const slot of slots) {
-        if (slot.ended || slot.subs.size === 0) continue;
-        slot.onRefused(event, { feed: slot.feed, error: body.error || String(status), detail: body.detail || '', status });
-      }
-      this.schedule(); // feeds subscribed to since, if any
+      for (const slot of ours) slot.onRefused(event, { feed: slot.feed, error: body.error || String(status), detail: body.detail || '', status });
+      this.hub.schedule(); // feeds subscribed to since, if any
+    } else if (status === 400 && body.error === 'too many feeds' && this.hub.lowerLimit(body.value, slots.length)) {
+      this.hub.schedule(); // split again with the server's limit: this stream reconnects now, with fewer feeds
     } else if (status >= 400 && status < 500) { // the request itself is wrong (a bad feed name, too many feeds)
-      for (const slot of slots) slot.setState('closed', { status, detail: body.detail || body.error || String(status) });
+      for (const slot of ours) slot.setState('closed', { status, detail: body.detail || body.error || String(status) });
       console.warn(`the event stream was refused (${status}): ${body.detail || body.error || ''}`);
     } else {
       this.retryLater();
     }
   }
+}
 
-  /// The server ended a feed's part of the stream: the stream no longer carries it.
+/// Holds the event streams for all the feeds any of its clients (tabs) subscribe to: one stream while
+/// they are at most `maxStreamFeeds`, more beyond (the server takes at most that many per stream); each
+/// client has subscriptions `sub`, each to one feed.
+///
+/// Messages in: subscribe {sub, feed, history, version, id, stale}, unsubscribe {sub}, resync {sub}, retry {sub},
+/// token {token}, many {messages} (several of these, sent in one task). Messages out (to the subscription's `send`, with `sub` and `feed`):
+/// event {event: snapshot|batch|deleted|notfound|forbidden|unauthorized|unavailable|available, data, id} and
+/// state {state: connecting|open|retrying|closed, status?, detail?}.
+///
+/// Options: `EventSource`, `fetch`, `setTimeout`, `clearTimeout`, `defer` (runs a function soon, after
+/// the current message: queueMicrotask by default), `baseURL` (the server's origin; '' for the page's),
+/// `token` (sent in the stream's URL; without one the cookie carries it), `onOpen(url)` (each stream opened),
+/// `maxStreamFeeds` (most feeds in one stream: the server's `--max-stream-feeds`; a server that refuses
+/// a stream as too many feeds lowers it to the limit it names).
+export class StreamHub {
+  constructor({ EventSource, fetch, setTimeout, clearTimeout, defer, baseURL = '', token = null, onOpen, maxStreamFeeds = 100 } = {}) {
+    this.EventSource = EventSource;
+    this.fetch = fetch;
+    this.setTimeout = setTimeout;
+    this.clearTimeout = clearTimeout;
+    this.defer = defer || ((f) => queueMicrotask(f));
+    this.baseURL = baseURL;
+    this.token = token;
+    this.onOpen = onOpen || (() => {});
+    this.maxStreamFeeds = maxStreamFeeds >= 1 ? Math.floor(maxStreamFeeds) : 100;
+    this.feeds = new Map(); // feed -> FeedSlot
+    this.subs = new Map();  // `${client}/${sub}` -> FeedSlot
+    this.streams = [];      // Stream, in the order opened: a new feed goes in the first with room
+    this.scheduled = false;
+  }
+
+  /// Brings the streams in line with the slots soon (once for a burst of messages).
+  schedule() {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    this.defer(() => { this.scheduled = false; this.sync(); });
+  }
+
+  /// The slot's stream reconnects even if its feeds are the same (the feed is asked from a new position).
+  force(slot) {
+    if (slot.stream) slot.stream.forced = true; // else it is not in a stream yet: joining one reconnects it
+    this.schedule();
+  }
+
+  /// The feeds that belong in a stream: subscribed to, and not refused.
+  wanted() {
+    return [...this.feeds.values()].filter((slot) => slot.subs.size > 0 && !slot.ended);
+  }
+
+  /// Assigns the wanted feeds to streams, keeping every feed where it is: feeds no longer wanted leave
+  /// their stream, the last to join a stream past a (lowered) limit leave it, streams left empty end, and
+  /// a feed without a stream is placed in one. Then each stream that changed reconnects; the others are
+  /// untouched. (Each stream is a connection: over HTTP/1.1 a browser opens six per origin, shared with
+  /// the page's other requests, so past about 500 feeds an origin needs HTTP/2. Not enforced here.)
+  sync() {
+    const wanted = this.wanted();
+    const keep = new Set(wanted);
+    for (const stream of this.streams) {
+      for (const slot of stream.members) if (!keep.has(slot)) stream.remove(slot);
+      for (const slot of [...stream.members].slice(this.maxStreamFeeds)) stream.remove(slot);
+    }
+    for (const stream of this.streams) if (stream.members.size === 0) stream.close();
+    this.streams = this.streams.filter((stream) => stream.members.size > 0);
+    for (const slot of wanted) if (!slot.stream) this.place(slot);
+    // Every stream that changes closes before any opens: a feed that moved is never in two at once.
+    const changed = this.streams.filter((stream) => stream.changed());
+    for (const stream of changed) { stream.forced = false; stream.closeSource(); }
+    for (const stream of changed) stream.connect([...stream.members]);
+  }
+
+  /// A feed without a stream goes in the first with room, one not waiting out a backoff if there is one
+  /// (a new feed need not wait for another's failure), else in a new stream.
+  place(slot) {
+    const room = this.streams.filter((s) => s.members.size < this.maxStreamFeeds);
+    let stream = room.find((s) => !s.retryTimer) || room[0];
+    if (!stream) { stream = new Stream(this); this.streams.push(stream); }
+    stream.add(slot);
+  }
+
+  /// The server refused `sent` feeds in one stream, naming its limit: true if that is a usable, lower one.
+  lowerLimit(value, sent) {
+    if (!Number.isInteger(value) || value < 1 || value >= sent) return false;
+    this.maxStreamFeeds = Math.min(this.maxStreamFeeds, value);
+    return true;
+  }
+
+  /// The server ended a feed's part of its stream: the stream no longer carries it.
   left(slot) {
-    this.sourceSlots = this.sourceSlots.filter((s) => s !== slot);
+    if (slot.stream) slot.stream.left(slot);
   }
 
   onDeleted(slot, data) {
@@ -406,7 +506,7 @@ export class StreamHub {
           slot.reposition(sub.history === slot.history && sub.version < slot.version ? sub : null);
           sub.send({ type: 'state', state: slot.state });
           slot.joinOutage(sub);
-          this.schedule(true);
+          this.force(slot);
         } else {
           this.schedule(); // a feed that had no subscription left and is still in the stream: nothing changes
         }
@@ -419,25 +519,26 @@ export class StreamHub {
         return;
       case 'resync': { // the tab could not apply what it got: the feed is asked for afresh (a snapshot)
         const slot = this.subs.get(key);
-        if (slot && !slot.ended) { slot.reposition(null); this.schedule(true); }
+        if (slot && !slot.ended) { slot.reposition(null); this.force(slot); }
         return;
       }
-      case 'retry': { // the tab has a new token: ask now for a refused feed, or reconnect a failed stream now
+      case 'retry': { // the tab has a new token: ask now for a refused feed, or reconnect its failed stream now
         const slot = this.subs.get(key);
         if (slot) this.retryNow([slot]);
         return;
       }
-      case 'token': // a new token for the stream's URL: every feed reconnects from its position
+      case 'token': // a new token for the streams' URLs: every stream reconnects, every feed from its position
         this.token = message.token || null;
         this.retryNow([...this.feeds.values()]);
-        this.schedule(true);
+        for (const stream of this.streams) stream.forced = true;
+        this.schedule();
         return;
       default:
     }
   }
 
-  /// A feed that did not exist is due to be asked for again: every such feed goes in the same new
-  /// stream (one reconnect, not one per missing feed).
+  /// A feed that did not exist is due to be asked for again: every such feed is asked for in the same
+  /// sync (one reconnect per stream they join, not one per missing feed).
   retryMissing() {
     for (const slot of this.feeds.values()) {
       if (!slot.ended || slot.ended.event !== 'notfound') continue;
@@ -448,10 +549,11 @@ export class StreamHub {
     this.schedule();
   }
 
+  /// Asks again now for the refused feeds among `slots`, and reconnects now the failed streams that carry them.
   retryNow(slots) {
     let changed = false;
     for (const slot of slots) changed = slot.unrefuse() || changed;
-    if (this.retryTimer) { this.clearTimeout(this.retryTimer); this.retryTimer = 0; this.failures = 0; changed = true; }
+    for (const stream of new Set(slots.map((slot) => slot.stream))) if (stream) changed = stream.retryNow() || changed;
     if (changed) this.schedule();
   }
 
@@ -460,7 +562,7 @@ export class StreamHub {
     if (!slot) return;
     this.subs.delete(key);
     slot.subs.delete(key);
-    if (slot.subs.size === 0) { this.drop(slot); this.schedule(); } // a feed nobody shows leaves the stream
+    if (slot.subs.size === 0) { this.drop(slot); this.schedule(); } // a feed nobody shows leaves its stream
   }
 
   /// The client went away (its tab closed): all its subscriptions end.
@@ -468,11 +570,10 @@ export class StreamHub {
     for (const key of [...this.subs.keys()]) if (key.startsWith(`${client}/`)) this.unsubscribe(key);
   }
 
-  /// Ends the stream and every subscription (the hub is handed over or the tab leaves).
+  /// Ends every stream and every subscription (the hub is handed over or the tab leaves).
   closeAll() {
-    this.closeSource();
-    this.clearTimeout(this.retryTimer);
-    this.retryTimer = 0;
+    for (const stream of this.streams) stream.close();
+    this.streams = [];
     for (const slot of this.feeds.values()) { this.clearTimeout(slot.timer); if (slot.outage) this.clearTimeout(slot.outage.timer); }
     this.feeds.clear();
     this.subs.clear();

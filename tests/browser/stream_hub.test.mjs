@@ -13,6 +13,11 @@ class FakeEventSource {
     this.readyState = 0;
     this.listeners = {};
     this.closed = false;
+    // A hub never has one feed in two open streams (even for a moment: it closes before it opens).
+    const named = (source) => source.feeds.map((p) => p.split('@')[0]);
+    for (const other of FakeEventSource.all) {
+      if (!other.closed && named(other).some((feed) => named(this).includes(feed))) throw new Error(`${url} lists a feed that ${other.url} carries`);
+    }
     FakeEventSource.all.push(this);
   }
   addEventListener(type, listener) { (this.listeners[type] ||= []).push(listener); }
@@ -392,4 +397,174 @@ test('a deleted feed ends its outage without an available', () => {
   sources[0].emit('unavailable', { feed: 'home', detail: 'x' });
   sources[0].emit('deleted', { feed: 'home' });
   assert.deepEqual(seen(inbox.a), ['snapshot:3', 'unavailable:', 'deleted:']);
+});
+
+// ---- More feeds than one stream takes (maxStreamFeeds, the server's --max-stream-feeds) ---------------
+
+const names = (n, prefix = 'f') => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+const subscribeAll = (feeds, first = 1) => ({ type: 'many', messages: feeds.map((feed, i) => sub(feed, first + i)) });
+const open = (sources) => sources.filter((s) => !s.closed);
+const feedOf = (param) => param.split('@')[0];
+/// Opens a source and sends each feed it lists without a position a snapshot at `v` (one with a position is current).
+const serve = (source, v = 1) => { source.open(); for (const feed of source.feeds.filter((p) => !p.includes('@'))) source.emit('snapshot', snapshot(feed, v), id(feed, v)); };
+
+test('250 feeds with maxStreamFeeds 100 open 3 streams of at most 100, each feed in one, each gets its snapshot', () => {
+  const opened = [];
+  const { inbox, client, sources } = setup(200, { maxStreamFeeds: 100, onOpen: (url) => opened.push(url) });
+  const feeds = names(250);
+  client('a')(subscribeAll(feeds));
+  assert.equal(sources.length, 3);
+  assert.deepEqual(sources.map((s) => s.feeds.length), [100, 100, 50]);
+  assert.deepEqual(sources.flatMap((s) => s.feeds).sort(), [...feeds].sort(), 'every feed in exactly one stream');
+  assert.deepEqual(opened, sources.map((s) => s.url), 'onOpen once per stream');
+  for (const source of sources) serve(source, 3);
+  for (const feed of feeds) assert.deepEqual(seen(inbox.a, feed), ['snapshot:3'], feed);
+  assert.ok(feeds.every((feed) => inbox.a.filter((m) => m.feed === feed && m.type === 'state').pop().state === 'open'));
+});
+
+test('dropping or adding a feed reconnects only the stream it is in; a stream whose feeds all left is closed', () => {
+  const opened = [];
+  const { hub, inbox, client, sources } = setup(200, { maxStreamFeeds: 3, onOpen: (url) => opened.push(url) });
+  const a = client('a');
+  a(subscribeAll(names(7))); // [f0 f1 f2] [f3 f4 f5] [f6]
+  assert.deepEqual(sources.map((s) => s.feeds), [['f0', 'f1', 'f2'], ['f3', 'f4', 'f5'], ['f6']]);
+  for (const source of sources) serve(source, 2);
+  const [first, second, third] = sources;
+  a({ type: 'unsubscribe', sub: 5 }); // f4
+  assert.equal(sources.length, 4);
+  assert.ok(second.closed && !first.closed && !third.closed, 'only f4\'s stream reconnects');
+  assert.deepEqual(sources[3].feeds, [`f3@ds1.${H}.2`, `f5@ds1.${H}.2`], 'its other feeds resume from their positions');
+  assert.equal(opened.length, 4);
+  second.emit('batch', batch('f3', 3), id('f3', 3)); // from the stream we closed: ignored
+  assert.deepEqual(seen(inbox.a, 'f3'), ['snapshot:2']);
+  // A new feed goes in the first stream with room (the one f4 left), and only that one reconnects.
+  a(sub('g', 20));
+  assert.equal(sources.length, 5);
+  assert.deepEqual(sources[4].feeds, [`f3@ds1.${H}.2`, `f5@ds1.${H}.2`, 'g']);
+  assert.ok(!first.closed && !third.closed);
+  // A feed dropped and another added in one task: one reconnect.
+  a({ type: 'many', messages: [{ type: 'unsubscribe', sub: 1 }, sub('h', 21)] });
+  assert.equal(sources.length, 6);
+  assert.ok(first.closed);
+  assert.deepEqual(sources[5].feeds, [`f1@ds1.${H}.2`, `f2@ds1.${H}.2`, 'h']);
+  // The last feed of a stream leaves: that stream is closed, nothing reopens.
+  a({ type: 'unsubscribe', sub: 7 }); // f6
+  assert.ok(third.closed);
+  assert.equal(sources.length, 6);
+  assert.equal(hub.streams.length, 2);
+  assert.deepEqual(open(sources).map((s) => s.feeds.map(feedOf)), [['f3', 'f5', 'g'], ['f1', 'f2', 'h']]);
+  assert.ok(!states(inbox.a).includes('retrying'), 'a planned reconnect is not a failure');
+});
+
+test('one stream failing leaves the others open; its feeds resume from their positions after its own backoff', () => {
+  const { inbox, client, sources, timers } = setup(200, { maxStreamFeeds: 2 });
+  client('a')(subscribeAll(names(5))); // [f0 f1] [f2 f3] [f4]
+  for (const source of sources) serve(source, 4);
+  const stateOf = (feed) => inbox.a.filter((m) => m.feed === feed && m.type === 'state').map((m) => m.state);
+  sources[1].error(0);
+  assert.deepEqual(stateOf('f2'), ['connecting', 'open', 'retrying']);
+  for (const feed of ['f0', 'f1', 'f4']) assert.deepEqual(stateOf(feed), ['connecting', 'open'], feed);
+  assert.equal(open(sources).length, 2);
+  sources[0].emit('batch', batch('f0', 5), id('f0', 5)); // the others go on
+  assert.deepEqual(seen(inbox.a, 'f0'), ['snapshot:4', 'batch:5']);
+  assert.deepEqual(timers.map((t) => t.ms), [2000]);
+  timers[0].f();
+  assert.equal(sources.length, 4);
+  assert.deepEqual(sources[3].feeds, [`f2@ds1.${H}.4`, `f3@ds1.${H}.4`]);
+  sources[3].error(0);
+  assert.deepEqual(timers.map((t) => t.ms), [2000, 4000], 'the failing stream backs off');
+  sources[2].error(0);
+  assert.deepEqual(timers.map((t) => t.ms), [2000, 4000, 2000], 'each stream has its own backoff');
+  timers[1].f();
+  sources[4].open();
+  sources[4].emit('batch', batch('f2', 5), id('f2', 5));
+  assert.deepEqual(seen(inbox.a, 'f2'), ['snapshot:4', 'batch:5']);
+  assert.deepEqual(stateOf('f2'), ['connecting', 'open', 'retrying', 'open']);
+  assert.equal(stateOf('f0').pop(), 'open');
+  // A tab's retry reconnects now the failed stream of its feed, and only that one.
+  client('a')({ type: 'retry', sub: 5 }); // f4
+  assert.equal(sources.length, 6);
+  assert.deepEqual(sources[5].feeds, [`f4@ds1.${H}.4`]);
+  assert.ok(!sources[0].closed && !sources[4].closed);
+});
+
+test('a stream refused with a status ends its own feeds only; resync reconnects only its stream; a token every stream', async () => {
+  const { inbox, client, sources } = setup(401, { maxStreamFeeds: 2 });
+  const a = client('a');
+  a(subscribeAll(names(4))); // [f0 f1] [f2 f3]
+  serve(sources[0], 1);
+  sources[1].error(2);
+  await tick();
+  assert.deepEqual(seen(inbox.a, 'f2'), ['unauthorized:']);
+  assert.deepEqual(seen(inbox.a, 'f1'), ['snapshot:1']);
+  assert.equal(inbox.a.filter((m) => m.feed === 'f0' && m.type === 'state').pop().state, 'open');
+  assert.equal(sources.length, 2);
+  a({ type: 'resync', sub: 2 }); // f1 afresh: only its stream
+  assert.equal(sources.length, 3);
+  assert.deepEqual(sources[2].feeds, [`f0@ds1.${H}.1`, 'f1']);
+  a({ type: 'token', token: 'T' }); // f2 and f3 asked again; every stream gets the token
+  assert.deepEqual(open(sources).map((s) => s.url.endsWith('authorization=T')), [true, true]);
+  assert.deepEqual(open(sources).map((s) => s.feeds.map(feedOf)), [['f0', 'f1'], ['f2', 'f3']]);
+});
+
+test('a server that takes fewer feeds than maxStreamFeeds: the hub splits again with the limit its 400 names', async () => {
+  const refusal = { error: 'too many feeds', detail: 'at most 3 feeds per stream (--max-stream-feeds)', limit: 'max-stream-feeds', value: 3 };
+  const fetch = async (url) => {
+    const count = new URL(url, 'http://x').searchParams.getAll('feed').length;
+    return count > 3 ? { status: 400, json: async () => refusal } : { status: 200, json: async () => ({}) };
+  };
+  const { hub, inbox, client, sources, flush } = setup(200, { maxStreamFeeds: 4, fetch });
+  client('a')(subscribeAll(names(6))); // [f0 f1 f2 f3] [f4 f5]
+  serve(sources[1], 7);
+  sources[0].error(2); // the server answers 400
+  await tick();
+  flush(); // the hub's deferred sync
+  assert.equal(hub.maxStreamFeeds, 3);
+  assert.ok(sources[1].closed, 'the stream with room takes the feed that moved');
+  assert.deepEqual(open(sources).map((s) => s.feeds), [['f0', 'f1', 'f2'], [`f4@ds1.${H}.7`, `f5@ds1.${H}.7`, 'f3']]);
+  for (const source of open(sources)) serve(source, 7);
+  for (const feed of names(6)) assert.deepEqual(seen(inbox.a, feed), ['snapshot:7'], feed);
+  assert.ok(!inbox.a.some((m) => m.state === 'closed'));
+});
+
+test('a 400 the hub cannot fix closes that stream\'s feeds only', async () => {
+  const { inbox, client, sources } = setup(400, { maxStreamFeeds: 2 });
+  client('a')(subscribeAll(names(3))); // [f0 f1] [f2]
+  serve(sources[0], 1);
+  sources[1].error(2);
+  await tick();
+  const last = (feed) => inbox.a.filter((m) => m.feed === feed && m.type === 'state').pop();
+  assert.equal(last('f2').state, 'closed');
+  assert.equal(last('f2').detail, 'detail 400');
+  assert.equal(last('f0').state, 'open');
+  assert.equal(sources.length, 2);
+});
+
+test('a feed dropped and subscribed again in one task may move to another stream, never in two at once', () => {
+  const { inbox, client, sources } = setup(200, { maxStreamFeeds: 2 });
+  const a = client('a');
+  a(subscribeAll(names(4))); // [f0 f1] [f2 f3]
+  for (const source of sources) serve(source, 1);
+  a({ type: 'unsubscribe', sub: 2 }); // f1: the first stream has room
+  assert.deepEqual(last(sources).feeds, [`f0@ds1.${H}.1`]);
+  a({ type: 'many', messages: [{ type: 'unsubscribe', sub: 3 }, sub('f2', 9)] }); // f2 left, then is a new feed
+  assert.deepEqual(open(sources).map((s) => s.feeds), [[`f0@ds1.${H}.1`, 'f2'], [`f3@ds1.${H}.1`]]);
+  last(sources).open();
+  sources[1].emit('batch', batch('f2', 2), id('f2', 2)); // the stream f2 left: ignored
+  assert.deepEqual(seen(inbox.a, 'f2'), ['snapshot:1']);
+});
+
+test('a new feed goes in a stream with room that is not waiting out a backoff', () => {
+  const { client, sources, timers } = setup(200, { maxStreamFeeds: 2 });
+  const a = client('a');
+  a(subscribeAll(names(4))); // [f0 f1] [f2 f3]
+  a({ type: 'many', messages: [{ type: 'unsubscribe', sub: 2 }, { type: 'unsubscribe', sub: 4 }] }); // [f0] [f2]
+  const [first, second] = open(sources);
+  first.error(0); // f0's stream waits 2 s
+  a(sub('g', 9));
+  assert.ok(second.closed, 'the healthy stream reconnects with g');
+  assert.deepEqual(last(sources).feeds, ['f2', 'g']);
+  timers[0].f();
+  assert.deepEqual(last(sources).feeds, ['f0']);
+  assert.equal(open(sources).length, 2);
 });

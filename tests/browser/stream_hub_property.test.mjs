@@ -1,18 +1,20 @@
-// Property-based test of the StreamHub (Public/stream-hub.js) with many feeds on its one stream:
+// Property-based test of the StreamHub (Public/stream-hub.js) with many feeds on its streams:
 // seeded random schedules of writes to random feeds, tabs joining and leaving, tabs subscribing to and
 // dropping feeds, tabs asking a feed afresh, the hub going away (a new worker or elected tab takes over), streams dropping, feeds
 // created late (notfound, retried), server restarts (a new history, or the same one for a durable
-// store), every message delayed in its own FIFO queue and timers fired in random order.
+// store), every message delayed in its own FIFO queue and timers fired in random order. Each schedule
+// runs with the default maxStreamFeeds (one stream for the 8 feeds), with 3 (several streams), and with
+// 3 against a server that takes 2 (`400 too many feeds`, value 2: the hub splits again).
 //
 // Oracle: a simulated server (per-feed histories, the replay window, the multi-feed route's rules) and
 // tabs that apply what they get with FeedState (Public/diffstream-protocol.js), skipping a batch they
 // hold already as diffstream-streams.js does. Properties:
 // - no tab ever sees a gap (no batch lost) or applies a version twice, and never has to resync;
 // - after the queues drain, every tab's every feed shows the server's history and version;
-// - a hub holds at most one stream;
-// - adding or dropping a feed does not resync the others: when the hub reopens its stream, every feed
-//   that no message concerned since the last stream opened is listed with exactly the position that
-//   stream had reached.
+// - a stream lists at most maxStreamFeeds feeds, and no feed is in two open streams of one hub;
+// - adding or dropping a feed does not resync the others: when the hub opens a stream, every feed it
+//   lists that no message concerned since the hub's last stream listing it opened is listed with
+//   exactly the position that stream had reached.
 // The seed is in every failure message; STREAM_HUB_SEED changes the first seed.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -35,12 +37,15 @@ function random(seed) {
 
 const FEEDS = ['f0', 'f1', 'f2', 'f3', 'f4', 'f5', 'f6', 'f7'];
 
-function simulate(seed, steps) {
+/// Lets the hub's probes (fetch, then the answer's JSON) finish.
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+async function simulate(seed, steps, { maxStreamFeeds = undefined, serverLimit = 100 } = {}) {
   const rand = random(seed);
   const pick = (list) => list[Math.floor(rand() * list.length)];
-  const fail = (message) => { throw new Error(`seed ${seed}: ${message}`); };
-  // The server: feeds (some created later), a replay window, the streams it holds.
-  const server = { feeds: new Map(), restarts: 0, sources: new Set(), replay: 1024 };
+  const fail = (message) => { throw new Error(`seed ${seed} (maxStreamFeeds ${maxStreamFeeds}, server ${serverLimit}): ${message}`); };
+  // The server: feeds (some created later), a replay window, the streams it holds, its --max-stream-feeds.
+  const server = { feeds: new Map(), restarts: 0, sources: new Set(), replay: 1024, limit: serverLimit };
   const newHistory = () => `h${server.restarts}x${Math.floor(rand() * 1e6)}`;
   for (const feed of FEEDS) if (rand() < 0.75) server.feeds.set(feed, { history: newHistory(), version: 1 + Math.floor(rand() * 3) });
   const idOf = (feed, history, version) => `${feed}@ds1.${history}.${version}`;
@@ -51,7 +56,11 @@ function simulate(seed, steps) {
   let nextTab = 0;
   let nextSub = 1;
   let skipped = 0;    // batches a tab already held (in flight around a takeover): skipped, not applied twice
-  let reopens = 0;    // streams opened again by a hub while it had one (a feed added or dropped, a drop)
+  let reopens = 0;    // streams opened by a hub with a feed it had listed before (a feed added or dropped, a drop)
+  let shared = 0;     // streams opened while the same hub had another open: several streams at once
+  let refusals = 0;   // streams the server refused as too many feeds
+  let probes = 0;     // probes started and not yet settled
+  let clock = 0;      // orders stream openings and the messages that concern a feed
   const deferred = [];
   const timers = new Map();
   let nextTimer = 1;
@@ -64,27 +73,37 @@ function simulate(seed, steps) {
       this.hub = hub;
       const params = new URL(url, 'http://x').searchParams.getAll('feed');
       this.listed = params.map((p) => { const at = p.indexOf('@'); return at < 0 ? { feed: p, id: null } : { feed: p.slice(0, at), id: p }; });
-      this.carries = new Set();
+      this.carries = new Set(); // the listed feeds the server serves (not refused)
       this.reached = new Map(); // feed -> the last id delivered to the hub, or the position it was listed with
       for (const { feed, id } of this.listed) this.reached.set(feed, id);
+      this.openedAt = ++clock;
+      this.checkLimits();
       this.checkPositions();
-      for (const s of server.sources) if (s.hub === hub) fail(`hub ${hub.n} opens a second stream`);
+      if (this.listed.some(({ feed }) => hub.carrier.has(feed))) reopens++;
+      if ([...server.sources].some((s) => s.hub === hub)) shared++;
+      for (const { feed } of this.listed) hub.carrier.set(feed, this);
       server.sources.add(this);
-      if (hub.source) reopens++;
-      hub.source = this;
-      hub.touched = new Set();
-      this.connect();
+      if (this.listed.length > server.limit) { this.queue.push({ type: 'refused' }); refusals++; } // 400: the EventSource gives up
+      else this.connect();
     }
 
-    /// Adding or dropping a feed must not resync the others: each feed listed by the previous stream
-    /// and untouched since is listed with the position that stream reached.
+    /// A stream lists at most maxStreamFeeds feeds, and a feed is in one open stream of the hub at most.
+    checkLimits() {
+      if (this.listed.length > (maxStreamFeeds ?? 100)) fail(`hub ${hub.n} lists ${this.listed.length} feeds in one stream`);
+      for (const s of server.sources) {
+        if (s.hub !== hub) continue;
+        for (const { feed } of this.listed) if (s.carries.has(feed)) fail(`hub ${hub.n} lists ${feed} in two open streams`);
+      }
+    }
+
+    /// Adding or dropping a feed must not resync the others: each feed listed by the hub's previous
+    /// stream listing it, and untouched since that stream opened, is listed with the position it reached.
     checkPositions() {
-      const previous = hub.source;
-      if (!previous) return;
       for (const { feed, id } of this.listed) {
-        if (!previous.reached.has(feed) || hub.touched.has(feed)) continue;
+        const previous = hub.carrier.get(feed);
+        if (!previous || (hub.touched.get(feed) ?? 0) > previous.openedAt) continue;
         const expected = previous.reached.get(feed);
-        if (expected !== null && id !== expected) fail(`hub ${hub.n} reopened its stream with ${feed} at ${id}, not at ${expected}: a resync`);
+        if (expected !== null && id !== expected) fail(`hub ${hub.n} reopened a stream with ${feed} at ${id}, not at ${expected}: a resync`);
       }
     }
 
@@ -113,6 +132,7 @@ function simulate(seed, steps) {
 
     deliver() {
       const { type, data, id } = this.queue.shift();
+      if (type === 'refused') { this.readyState = 2; server.sources.delete(this); for (const l of this.listeners.error || []) l({}); return; }
       if (type === 'open') { this.readyState = 1; for (const l of this.listeners.open || []) l({}); return; }
       if (id) this.reached.set(data.feed, id);
       for (const l of this.listeners[type] || []) l({ data: JSON.stringify(data), lastEventId: id || '' });
@@ -127,7 +147,12 @@ function simulate(seed, steps) {
 
   const env = {
     EventSource: SimEventSource,
-    fetch: async () => ({ status: 200, json: async () => ({}) }),
+    fetch: async (url) => { // the probe of a refused stream: the server's answer to the same request
+      probes++;
+      const count = new URL(url, 'http://x').searchParams.getAll('feed').length;
+      if (count <= server.limit) return { status: 200, json: async () => ({}) };
+      return { status: 400, json: async () => ({ error: 'too many feeds', detail: `at most ${server.limit} feeds per stream`, limit: 'max-stream-feeds', value: server.limit }) };
+    },
     setTimeout: (f) => { const t = nextTimer++; timers.set(t, f); return t; },
     clearTimeout: (t) => { timers.delete(t); },
     defer: (f) => deferred.push(f),
@@ -135,8 +160,8 @@ function simulate(seed, steps) {
   const flush = () => { while (deferred.length) deferred.shift()(); };
 
   function startHub() {
-    hub = { n: ++hubNumber, source: null, touched: new Set() };
-    hub.hub = new StreamHub(env);
+    hub = { n: ++hubNumber, carrier: new Map(), touched: new Map() }; // carrier: feed -> the last stream listing it
+    hub.hub = new StreamHub({ ...env, maxStreamFeeds });
     for (const tab of tabs) if (tab.alive) for (const [sub, entry] of tab.subs) outbox.push({ tab, message: subscribeMessage(sub, entry), to: hub });
   }
   const subscribeMessage = (sub, { feed, state }) => ({ type: 'subscribe', sub, feed, history: state.history, version: state.version, id: state.lastEventId });
@@ -145,8 +170,8 @@ function simulate(seed, steps) {
     const { tab, message, to } = item;
     if (to !== hub || !tab.alive) return; // sent to a hub that went away: lost (the tab subscribes again)
     const slot = hub.hub.subs.get(`${tab.client}/${message.sub}`);
-    if (message.feed) hub.touched.add(message.feed);
-    if (slot) hub.touched.add(slot.feed);
+    if (message.feed) hub.touched.set(message.feed, ++clock);
+    if (slot) hub.touched.set(slot.feed, ++clock);
     hub.hub.handle(tab.client, message, (answer) => tab.inbox.push(answer));
   }
 
@@ -263,12 +288,14 @@ function simulate(seed, steps) {
     const [name] = weights.find(([, w]) => (r -= w) < 0) || weights[0];
     actions[name]();
     flush();
+    if (probes) { await settle(); probes = 0; flush(); }
   }
   // Drain: every feed exists now; deliver everything (each queue FIFO), firing timers only when idle.
   for (const feed of FEEDS) if (!server.feeds.has(feed)) server.feeds.set(feed, { history: newHistory(), version: 1 });
   let guard = 0;
   for (; guard < 200000; guard++) {
     flush();
+    if (probes) { await settle(); probes = 0; continue; }
     if (outbox.length) { toHub(outbox.shift()); continue; }
     const source = [...server.sources].find((s) => s.queue.length);
     if (source) { source.deliver(); continue; }
@@ -286,18 +313,34 @@ function simulate(seed, steps) {
       }
     }
   }
-  return { hubs: hubNumber, skipped, reopens };
+  return { hubs: hubNumber, skipped, reopens, shared, refusals };
 }
 
-test('many feeds on one stream: no batch lost or applied twice, every tab converges, no feed resyncs another', () => {
+async function run(options) {
   const base = Number(process.env.STREAM_HUB_SEED || 20261125);
-  const totals = { hubs: 0, skipped: 0, reopens: 0 };
+  const totals = { hubs: 0, skipped: 0, reopens: 0, shared: 0, refusals: 0 };
   for (let i = 0; i < 300; i++) {
-    const run = simulate(base + i, 500);
-    for (const key of Object.keys(totals)) totals[key] += run[key];
+    const result = await simulate(base + i, 500, options);
+    for (const key of Object.keys(totals)) totals[key] += result[key];
   }
-  if (process.env.STREAM_HUB_VERBOSE) console.log(totals);
+  if (process.env.STREAM_HUB_VERBOSE) console.log(options, totals);
   assert.ok(totals.hubs > 300, 'the schedules included takeovers');
   assert.ok(totals.skipped > 0, 'the schedules delivered some batches twice, which the tabs skipped');
   assert.ok(totals.reopens > 1000, 'the schedules reopened streams with feeds added and dropped');
+  return totals;
+}
+
+test('many feeds on one stream: no batch lost or applied twice, every tab converges, no feed resyncs another', async () => {
+  const totals = await run({});
+  assert.equal(totals.shared, 0, 'one stream per hub for 8 feeds');
+});
+
+test('many feeds on several streams (maxStreamFeeds 3): the same, and one stream\'s changes and failures leave the others', async () => {
+  const totals = await run({ maxStreamFeeds: 3 });
+  assert.ok(totals.shared > 1000, 'the schedules had hubs with several streams');
+});
+
+test('a server that takes fewer feeds per stream (2) than the hub thinks (3): the hub splits again, with the same guarantees', async () => {
+  const totals = await run({ maxStreamFeeds: 3, serverLimit: 2 });
+  assert.ok(totals.refusals > 100, 'the schedules had streams refused as too many feeds');
 });
