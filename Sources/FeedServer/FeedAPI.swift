@@ -341,8 +341,8 @@ public struct FeedAPI: Sendable {
             "X-Accel-Buffering": "no",
         ]) { [announcement] stream in
             stream.send(announcement)
-            Task {
-                await feed.subscribe(stream, lastEventID: lastEventID)
+            Task { [registry] in
+                await registry.current(feed).subscribe(stream, lastEventID: lastEventID)
                 if let expires { Self.endAtExpiry(stream, feed: name, expires: expires, now: now) }
             }
         }
@@ -390,11 +390,11 @@ public struct FeedAPI: Sendable {
         ]) { [announcement, opened] stream in
             let multiplexer = FeedMultiplexer(stream)
             multiplexer.send(announcement)
-            Task {
+            Task { [registry] in
                 for (entry, outcome) in opened {
                     switch outcome {
                     case .open(let feed):
-                        await feed.subscribe(multiplexer.makeSlot(feed: entry.feed), lastEventID: entry.position, tagged: true)
+                        await registry.current(feed).subscribe(multiplexer.makeSlot(feed: entry.feed), lastEventID: entry.position, tagged: true)
                     case .notFound:
                         multiplexer.send(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: "no feed named \(entry.feed)")))
                     case .forbidden(let detail):

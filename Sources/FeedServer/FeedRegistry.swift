@@ -16,7 +16,8 @@ public actor FeedRegistry {
     /// The feeds and bytes held, against the ``StorageLimits``.
     public nonisolated let storage: StorageAccount
     /// The store when several instances share it (Redis): feeds are loaded from it on first use and
-    /// followed from then on, and ``startSharing(checkInterval:)`` keeps them up to date.
+    /// followed while they are used (``idleFeedLifetime``), and ``startSharing(checkInterval:)`` keeps
+    /// them up to date.
     public nonisolated let shared: (any SharedFeedStore)?
     /// Feeds being loaded from the shared store (one load per name).
     private var loading: [String: Task<Feed, any Error>] = [:]
@@ -282,18 +283,40 @@ public actor FeedRegistry {
         }
     }
 
-    /// Drops the copies not used for ``idleFeedLifetime`` seconds that nothing here needs
-    /// (``Feed/isIdle``), and stops following them; the next use reads the feed again. A use while a
-    /// copy is being asked whether it is idle keeps it.
+    /// Drops the copies that nothing has needed (``Feed/isIdle``) for ``idleFeedLifetime`` seconds, and
+    /// stops following them; the next use reads the feed again. A copy in use counts as used now, so the
+    /// time runs from when it was last needed (a stream that ends after an hour keeps the copy for the
+    /// reconnect). Nothing is dropped during an outage: the copies are what new subscribers get then.
     private func dropIdleFeeds(_ shared: any SharedFeedStore) async {
-        let cutoff = clock() - idleFeedLifetime
-        for (name, feed) in feeds where lastUsed[name, default: -.infinity] <= cutoff {
-            guard await feed.isIdle, feeds[name] === feed, lastUsed[name, default: -.infinity] <= cutoff else { continue }
+        guard outage == nil else { return }
+        for (name, feed) in feeds {
+            let idle = await feed.isIdle
+            guard feeds[name] === feed else { continue }  // dropped or replaced during the hop
+            let now = clock()
+            guard idle else {
+                lastUsed[name] = now
+                continue
+            }
+            // A use during the hop (``cached(_:)``) moved `lastUsed` and keeps the copy.
+            guard lastUsed[name, default: -.infinity] <= now - idleFeedLifetime else { continue }
             feeds[name] = nil
             lastUsed[name] = nil
             metrics.removeFeed(name)
             shared.unfollow(name)
         }
+    }
+
+    /// The feed to subscribe to for `feed`, marked used: `feed` itself, unless its copy was dropped as
+    /// idle since it was looked up (then the copy held now, read again if need be). The API calls it
+    /// right before subscribing, so that no subscription lands on a dropped copy, however long the
+    /// request took between its lookup and its subscription.
+    public func current(_ feed: Feed) async -> Feed {
+        guard shared != nil else { return feed }
+        if feeds[feed.name] === feed {
+            lastUsed[feed.name] = clock()
+            return feed
+        }
+        return (try? await cached(feed.name)) ?? feed
     }
 
     /// Whether the shared store can be reached and holds this instance's data (nil: ready), checked

@@ -302,6 +302,19 @@ struct SharedFeedRegistryTests {
             #expect(try await until("unused", has: 2))
             _ = try await a.registry.put("unused", snapshot: Self.snapshot([1, 2, 3]))
             #expect(Self.versions(await Self.events(late, upTo: 3)) == [2, 3])
+
+            // A copy in use counts as used at every check: the 60 s run from when its subscriber left.
+            let watched = try #require(await b.lookup("watched"))
+            time.withLock { $0 = 200 }
+            await b.checkPositions()  // in use: used now (200)
+            watching.disconnect()
+            while await watched.subscriberCount > 0 { await Task.yield() }
+            time.withLock { $0 = 259 }
+            await b.checkPositions()
+            #expect(try followers("watched") == 2, "idle for 59 s: kept")
+            time.withLock { $0 = 261 }
+            await b.checkPositions()
+            #expect(try await until("watched", has: 1), "idle for 61 s: dropped")
             await b.stopSharing()
             store.close()
             await a.close()
