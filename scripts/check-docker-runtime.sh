@@ -79,9 +79,12 @@ flock 9
 if [[ -f "$root/.diffstream-rootfs-complete" ]]; then
     echo "minimal root: reusing $root"
 else
-    # A run that died mid-way may have left /proc mounted; never rm -rf through a mount.
-    if mountpoint -q "$root/proc"; then umount "$root/proc"; fi
-    rm -rf "$root"
+    # A run that died mid-way may have left /proc (ours) or /sys (debootstrap's, killed hard) mounted:
+    # unmount whatever is under the root, deepest first, and never rm -rf through a mount.
+    if [[ -d "$root" ]]; then
+        findmnt -rno TARGET | awk -v root="$root/" 'index($0, root) == 1' | sort -r | xargs -r -n1 umount -l
+    fi
+    rm -rf --one-file-system "$root"
     mkdir -p "$root"
     echo "minimal root: debootstrap --variant=minbase bookworm from $mirror into $root"
     started=$SECONDS
@@ -93,8 +96,10 @@ else
     touch "$root/.diffstream-rootfs-complete"
     echo "minimal root: debootstrap took $((SECONDS - started)) s"
 fi
-flock -u 9
+# The maker exits holding the lock (released when it has exited, after its EXIT trap): a check waiting
+# for it must not mount /proc while that trap may still unmount it.
 [[ -z "$prepare_only" ]] || exit 0
+flock -u 9
 
 install -D -m 0755 "$binary" "$root/usr/local/bin/diffstream"
 rm -rf "$root/usr/share/diffstream/Public"

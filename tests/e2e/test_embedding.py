@@ -50,7 +50,13 @@ class ExampleServer(Server):
 
 @pytest.fixture(scope="module")
 def example_binary():
-    """Builds the example package (its own scratch directory, under the package) and returns its binary."""
+    """Builds the example package (its own scratch directory, under the package) and returns its binary;
+    or DIFFSTREAM_EXAMPLE_BINARY, a Scoreboard already built (scripts/test.sh builds it in release, in the
+    release binary's scratch directory, where it reuses every module of that build)."""
+    prebuilt = os.environ.get("DIFFSTREAM_EXAMPLE_BINARY")
+    if prebuilt:
+        assert os.access(prebuilt, os.X_OK), f"DIFFSTREAM_EXAMPLE_BINARY={prebuilt} is not an executable"
+        return prebuilt
     scratch = PACKAGE / ".build"
     build = subprocess.run(["swift", "build", "--package-path", str(PACKAGE), "--scratch-path", str(scratch), "--product", "Scoreboard"],
                            capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
