@@ -28,6 +28,10 @@ public actor FeedRegistry {
     private var outage: String? { commandsDown ?? eventsDown }
     /// Why the store's commands failed (a position check, `/readyz`); nil once one succeeds.
     private var commandsDown: String?
+    /// Calls to the store's commands numbered as they start (``askCommands()``), and the latest whose
+    /// result was recorded: a call that fails after a later one succeeded (an old connection's error
+    /// arriving after a restart of Redis) does not bring the outage back.
+    private var commandsAsked = 0, commandsHeard = 0
     /// Why the store's events stopped (`interrupted`); nil once their connection is back (`connected`).
     private var eventsDown: String?
     /// The recovery from lost data in progress, which later callers wait for.
@@ -266,13 +270,14 @@ public actor FeedRegistry {
         await dropIdleFeeds(shared)
         let names = Array(feeds.keys)
         let positions: StorePositions
+        let call = askCommands()
         do {
             positions = try await shared.positions(names)
         } catch {
-            await setCommandsDown(error.description)
+            await setCommandsDown(error.description, call: call)
             return
         }
-        await setCommandsDown(nil)
+        await setCommandsDown(nil, call: call)
         guard positions.intact else {
             await storeLostData()
             return
@@ -325,29 +330,38 @@ public actor FeedRegistry {
     /// without a shared store.
     public func readiness() async -> String? {
         guard let shared else { return nil }
+        let call = askCommands()
         do {
             let positions = try await shared.positions([])
             if !positions.intact {
                 await storeLostData()
                 return eventsDown
             }
-            await setCommandsDown(nil)
+            await setCommandsDown(nil, call: call)
             return eventsDown  // commands answer, but commits from other instances do not arrive yet
         } catch {
-            await setCommandsDown(error.description)
+            await setCommandsDown(error.description, call: call)
             return error.description
         }
     }
 
     /// Records why the store's commands fail (nil: they work), and tells subscribers when the store
     /// as a whole becomes unavailable or available again.
-    private func setCommandsDown(_ detail: String?) async {
+    private func setCommandsDown(_ detail: String?, call: Int) async {
+        guard call > commandsHeard else { return }  // a later call's result is recorded already
+        commandsHeard = call
         let before = outage
         commandsDown = detail
         await announce(from: before)
     }
 
-    /// Records why the store's events stopped (nil: they come again), as ``setCommandsDown(_:)``.
+    /// The number of a call to the store's commands that starts now, for ``setCommandsDown(_:call:)``.
+    private func askCommands() -> Int {
+        commandsAsked += 1
+        return commandsAsked
+    }
+
+    /// Records why the store's events stopped (nil: they come again), as ``setCommandsDown(_:call:)``.
     private func setEventsDown(_ detail: String?) async {
         let before = outage
         eventsDown = detail
@@ -378,8 +392,9 @@ public actor FeedRegistry {
     private func recoverLostData() async {
         guard let shared else { return }
         sharingLogger.error("Redis lost its data (its epoch is gone or another): every feed starts a new history")
+        let call = askCommands()
         do { try await shared.adoptNewEpoch() } catch {
-            await setCommandsDown(error.description)
+            await setCommandsDown(error.description, call: call)
             return
         }
         for feed in feeds.values {
