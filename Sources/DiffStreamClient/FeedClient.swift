@@ -49,6 +49,10 @@ public struct FeedClient: Sendable {
     /// ``FeedEvent/available(feed:)``, in seconds. The server says it right after the feed's first
     /// events, so this only needs to cover the time to read them.
     public var outageGrace: Double = 2
+    /// The most feeds one `GET /events` stream lists: the server's `--max-stream-feeds` (100 by
+    /// default). Following more feeds in one call opens one stream per this many, merged into one
+    /// sequence.
+    public var maxStreamFeeds = 100
 
     /// - Parameters:
     ///   - baseURL: the server, e.g. `http://127.0.0.1:8080`.
@@ -100,6 +104,13 @@ public struct FeedClient: Sendable {
     }
 
     private func follow<Transform: EventTransform>(_ route: StreamMachine.Route, transform: Transform) -> AsyncThrowingStream<Transform.Element, any Error> {
+        if case .multi(let feeds) = route, feeds.count > max(1, maxStreamFeeds) {
+            let size = max(1, maxStreamFeeds)
+            let parts = stride(from: 0, to: feeds.count, by: size).map { start in
+                follow(.multi(Array(feeds[start..<min(start + size, feeds.count)])), transform: transform)
+            }
+            return Self.merge(parts)
+        }
         var settings = StreamMachine.Settings()
         settings.stallFactor = stallFactor
         settings.defaultHeartbeat = assumedHeartbeat
@@ -114,6 +125,27 @@ public struct FeedClient: Sendable {
         return AsyncThrowingStream { continuation in
             let task = Task {
                 await StreamDriver.run(machine: machine, client: client, transform: transform, continuation: continuation)
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// One sequence of the elements of `parts`, in the order they come: it ends when every part has
+    /// ended (each ends when no feed of it is left), or with the first part's error.
+    private static func merge<Element: Sendable>(_ parts: [AsyncThrowingStream<Element, any Error>]) -> AsyncThrowingStream<Element, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for part in parts {
+                            group.addTask { for try await element in part { continuation.yield(element) } }
+                        }
+                        try await group.waitForAll()
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
             }
             continuation.onTermination = { _ in task.cancel() }
         }

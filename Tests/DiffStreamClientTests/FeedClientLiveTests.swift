@@ -124,6 +124,26 @@ struct FeedClientLiveTests {
         server.stop()
     }
 
+    /// More feeds than one stream may list: one stream per `maxStreamFeeds`, merged into one sequence.
+    @Test func moreFeedsThanOneStreamTakesAreSplitOverStreams() async throws {
+        let server = try LiveServer(["--max-stream-feeds", "2"])
+        let names = (1...5).map { "f\($0)" }
+        for name in names { _ = try await server.request("PUT", "/feeds/\(name)", body: #"{"sections":[]}"#) }
+        var client = FeedClient(baseURL: server.url)
+        client.maxStreamFeeds = 2
+        var events = client.updates(of: names).makeAsyncIterator()
+        var first: Set<String> = []
+        while first.count < names.count {
+            let update = try await events.next(where: isUpdate)
+            #expect(update.change == .full(.first), "\(update.feed) twice")
+            first.insert(update.feed)
+        }
+        _ = try await server.request("PUT", "/feeds/f5", body: #"{"sections":[{"id":"s","items":[]}]}"#)
+        let batch = try await events.next(where: isUpdate)
+        #expect(batch.feed == "f5" && batch.change == .batch)
+        server.stop()
+    }
+
     @Test func stalledStreamIsDetected() async throws {
         let server = try LiveServer(["--heartbeat", "1"])
         _ = try await server.request("PUT", "/feeds/news", body: #"{"sections":[]}"#)
