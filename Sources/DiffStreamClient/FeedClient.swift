@@ -49,9 +49,10 @@ public struct FeedClient: Sendable {
     /// ``FeedEvent/available(feed:)``, in seconds. The server says it right after the feed's first
     /// events, so this only needs to cover the time to read them.
     public var outageGrace: Double = 2
-    /// The most feeds one `GET /events` stream lists: the server's `--max-stream-feeds` (100 by
-    /// default). Following more feeds in one call opens one stream per this many, merged into one
-    /// sequence.
+    /// The most feeds one `GET /events` stream lists: set it to the server's `--max-stream-feeds` (100
+    /// by default). Following more feeds in one call opens one stream per this many, merged into one
+    /// sequence; each stream reconnects, and asks ``tokenHook`` for a fresh token, on its own, and its
+    /// ``FeedEvent/connection(_:)`` states come interleaved with the others'.
     public var maxStreamFeeds = 100
 
     /// - Parameters:
@@ -104,7 +105,9 @@ public struct FeedClient: Sendable {
     }
 
     private func follow<Transform: EventTransform>(_ route: StreamMachine.Route, transform: Transform) -> AsyncThrowingStream<Transform.Element, any Error> {
-        if case .multi(let feeds) = route, feeds.count > max(1, maxStreamFeeds) {
+        if case .multi(let listed) = route, listed.count > max(1, maxStreamFeeds) {
+            var seen: Set<String> = []
+            let feeds = listed.filter { seen.insert($0).inserted }  // a name twice would be followed on two streams
             let size = max(1, maxStreamFeeds)
             let parts = stride(from: 0, to: feeds.count, by: size).map { start in
                 follow(.multi(Array(feeds[start..<min(start + size, feeds.count)])), transform: transform)
@@ -140,7 +143,8 @@ public struct FeedClient: Sendable {
                         for part in parts {
                             group.addTask { for try await element in part { continuation.yield(element) } }
                         }
-                        try await group.waitForAll()
+                        // next() rethrows the first error, and leaving the group with it cancels the other parts.
+                        while try await group.next() != nil {}
                     }
                     continuation.finish()
                 } catch {

@@ -150,7 +150,7 @@ public actor FeedRegistry {
         case .success(let feed):
             if let existing = feeds[name] { return existing }
             feeds[name] = feed
-            if let outage { await feed.setOutage(outage) }
+            if outage != nil { await tellOutage(feed) }
             // Commits published between the read and now found no feed here: read once more.
             await feed.queueRefresh()
             return feed
@@ -293,7 +293,6 @@ public actor FeedRegistry {
     /// time runs from when it was last needed (a stream that ends after an hour keeps the copy for the
     /// reconnect). Nothing is dropped during an outage: the copies are what new subscribers get then.
     private func dropIdleFeeds(_ shared: any SharedFeedStore) async {
-        guard outage == nil else { return }
         for (name, feed) in feeds {
             let idle = await feed.isIdle
             guard feeds[name] === feed else { continue }  // dropped or replaced during the hop
@@ -302,6 +301,7 @@ public actor FeedRegistry {
                 lastUsed[name] = now
                 continue
             }
+            guard outage == nil else { continue }
             // A use during the hop (``cached(_:)``) moved `lastUsed` and keeps the copy.
             guard lastUsed[name, default: -.infinity] <= now - idleFeedLifetime else { continue }
             feeds[name] = nil
@@ -373,7 +373,19 @@ public actor FeedRegistry {
         let detail = outage
         guard (detail == nil) != (before == nil) else { return }
         if let detail { sharingLogger.warning("Redis unavailable: \(detail)") } else { sharingLogger.info("Redis available again") }
-        for feed in feeds.values { await feed.setOutage(detail) }
+        for feed in feeds.values { await tellOutage(feed) }
+    }
+
+    /// Brings `feed`'s outage to the registry's, as it is when the feed has taken it: another change
+    /// during the hop (announced by a loop of its own that may have passed this feed already) is told
+    /// too, so no feed is left with a stale outage.
+    private func tellOutage(_ feed: Feed) async {
+        var told: String??
+        while told != .some(outage) {
+            let now = outage
+            await feed.setOutage(now)
+            told = .some(now)
+        }
     }
 
     /// The shared store lost its data (a flushed database, an AOF gone): adopt its new epoch, end
