@@ -442,6 +442,20 @@ public actor Feed {
                 metrics.recordDiff(seconds: MonotonicClock.now() - started)
                 if batch.isEmpty {
                     guard let viewState, viewState != self.viewState else {
+                        // Nothing to commit, but this copy may be behind the store (another instance's
+                        // commit or delete not yet heard): answer only once the store is where it is.
+                        let position: StorePositions
+                        do { position = try await shared.positions([name]) } catch { throw .store(error) }
+                        guard position.intact else {
+                            await lostData?()
+                            if options.basis != nil { throw .conflict }
+                            continue
+                        }
+                        guard position.feeds[name] == FeedPosition(history: baseHistory, version: base) else {
+                            await refreshFromStore(shared)
+                            if options.basis != nil { throw .conflict }
+                            continue
+                        }
                         let unchanged = FeedWriteResult(created: false, version: version, operations: 0)
                         // A client's key is answered the same on a retry, even if the feed changes meanwhile.
                         if let key = options.writeID {

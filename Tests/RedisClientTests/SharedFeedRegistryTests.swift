@@ -44,6 +44,22 @@ struct SharedFeedRegistryTests {
         return events
     }
 
+    /// How many connections Redis counts as following `name`'s channel (`PUBSUB NUMSUB`).
+    static func followers(_ name: String, admin: RedisConnection) throws -> Int? {
+        if case .integer(let count)? = try admin.command(["PUBSUB", "NUMSUB", RedisKeys(prefix: "diffstream").channel(name)]).array?.last { Int(count) } else { nil }
+    }
+
+    /// Waits for Redis to count `count` followers of `name` (a subscriber's thread sends what changed
+    /// when woken); false if it does not within 10 s.
+    static func until(_ name: String, has count: Int, admin: RedisConnection) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try followers(name, admin: admin) != count {
+            guard ContinuousClock.now < deadline else { return false }
+            await Task.yield()
+        }
+        return true
+    }
+
     static func versions(_ events: [MemorySink.Event]) -> [Int] {
         events.compactMap { if case .number(let version)? = $0.json?["version"] { Int(version) } else { nil } }
     }
@@ -247,6 +263,34 @@ struct SharedFeedRegistryTests {
         }
     }
 
+    /// A write that changes nothing in an instance's copy is answered only once Redis holds the feed at
+    /// that copy's version: a copy behind (a delete or a commit elsewhere not heard yet) is read again
+    /// and the write computed against Redis's feed.
+    @Test func aWriteThatChangesNothingInAStaleCopyIsComputedAgainstRedis() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            for name in ["deleted", "moved"] {
+                _ = try await a.registry.put(name, snapshot: Self.snapshot([1]))
+                #expect(await b.registry.feed(name)?.version == 1)
+                #expect(try await Self.until(name, has: 2, admin: admin))
+                b.store.unfollow(name)  // B no longer hears A's commits of it: its copy goes stale
+                #expect(try await Self.until(name, has: 1, admin: admin))
+            }
+            #expect(try await a.registry.delete("deleted", writeID: nil))
+            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
+            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1]))
+
+            let created = try await b.registry.write("deleted", snapshot: Self.snapshot([1]), options: FeedWriteOptions())
+            #expect(created == FeedWriteResult(created: true, version: 1, operations: 2), "created again, not 'unchanged at 1'")
+            let unchanged = try await b.registry.write("moved", snapshot: Self.snapshot([1]), options: FeedWriteOptions(writeID: "k"))
+            #expect(unchanged == FeedWriteResult(created: false, version: 3, operations: 0), "unchanged at Redis's version")
+            let stored = try #require(try await a.store.read("deleted"))
+            #expect(stored.version == 1)
+            await a.close(); await b.close()
+        }
+    }
+
     /// An instance drops the copies of feeds nobody used for `idleFeedLifetime` seconds (on its
     /// injected clock) and that nothing needs, and stops following them; a feed used since, or with a
     /// subscriber, stays. A dropped feed is read again on its next use, at its current version, and
@@ -265,19 +309,8 @@ struct SharedFeedRegistryTests {
             let watching = MemorySink()
             try await #require(await b.lookup("watched")).subscribe(watching, lastEventID: nil)
             let admin = try RedisConnection(url: server.url, timeout: 2)
-            func followers(_ name: String) throws -> Int? {
-                if case .integer(let count)? = try admin.command(["PUBSUB", "NUMSUB", keys.channel(name)]).array?.last { Int(count) } else { nil }
-            }
-            /// Waits for Redis to count `count` followers of `name` (the subscriber's thread sends what
-            /// changed when woken); false if it does not within 10 s.
-            func until(_ name: String, has count: Int) async throws -> Bool {
-                let deadline = ContinuousClock.now + .seconds(10)
-                while try followers(name) != count {
-                    guard ContinuousClock.now < deadline else { return false }
-                    await Task.yield()
-                }
-                return true
-            }
+            func followers(_ name: String) throws -> Int? { try Self.followers(name, admin: admin) }
+            func until(_ name: String, has count: Int) async throws -> Bool { try await Self.until(name, has: count, admin: admin) }
             // A (which wrote them) and B follow all three.
             for name in ["used", "watched", "unused"] { #expect(try await until(name, has: 2)) }
 
