@@ -223,7 +223,7 @@ public struct FeedAPI: Sendable {
         case .getFeed:
             try await authorize(.read(name), request)
             let found: Feed?
-            do { found = try await registry.lookup(name) } catch { throw APIError(storeError: error) }
+            do { found = try await registry.latest(name) } catch { throw APIError(storeError: error) }
             guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
             return .json(await feed.document().json + [0x0A])
         case .putFeed:

@@ -124,6 +124,28 @@ public actor FeedRegistry {
         return await feed.exists ? feed : nil
     }
 
+    /// The feed for a read (`GET /feeds/{feed}`): ``lookup(_:)``, and with a shared store the held
+    /// copy's position checked in the store first, the copy read again when it is behind (a commit or
+    /// delete on another instance whose message is still on the way). A read so answers every write
+    /// acknowledged before it, on whichever instance. During an outage, the copy as it is.
+    public func latest(_ name: String) async throws(StoreError) -> Feed? {
+        guard let feed = try await lookup(name) else { return nil }
+        guard let shared else { return feed }
+        let call = askCommands()
+        let positions: StorePositions
+        do { positions = try await shared.positions([name]) } catch {
+            await setCommandsDown(error.description, call: call)
+            return feed
+        }
+        await setCommandsDown(nil, call: call)
+        guard positions.intact else {
+            await storeLostData()
+            return try await lookup(name)
+        }
+        if await feed.position != positions.feeds[name] { await feed.refreshNow() }
+        return await feed.exists ? feed : nil
+    }
+
     /// The one `Feed` of a name, loaded from the shared store on first use.
     private func cached(_ name: String) async throws(StoreError) -> Feed {
         guard let shared else { return entry(name) }

@@ -280,6 +280,7 @@ struct SharedFeedRegistryTests {
             #expect(try await a.registry.delete("deleted", writeID: nil))
             _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
             _ = try await a.registry.put("moved", snapshot: Self.snapshot([1]))
+            #expect(await b.registry.feed("moved")?.version == 1, "B's copy is stale")
 
             let created = try await b.registry.write("deleted", snapshot: Self.snapshot([1]), options: FeedWriteOptions())
             #expect(created == FeedWriteResult(created: true, version: 1, operations: 2), "created again, not 'unchanged at 1'")
@@ -287,6 +288,30 @@ struct SharedFeedRegistryTests {
             #expect(unchanged == FeedWriteResult(created: false, version: 3, operations: 0), "unchanged at Redis's version")
             let stored = try #require(try await a.store.read("deleted"))
             #expect(stored.version == 1)
+            await a.close(); await b.close()
+        }
+    }
+
+    /// A read (`GET /feeds/{feed}`, ``FeedRegistry/latest(_:)``) on one instance answers every write
+    /// acknowledged on another before it, even when that write's message has not arrived yet.
+    @Test func aReadAnswersWritesAcknowledgedOnAnotherInstance() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            for name in ["deleted", "moved"] {
+                _ = try await a.registry.put(name, snapshot: Self.snapshot([1]))
+                #expect(try await b.registry.latest(name)?.version == 1)
+                #expect(try await Self.until(name, has: 2, admin: admin))
+                b.store.unfollow(name)
+                #expect(try await Self.until(name, has: 1, admin: admin))
+            }
+            #expect(try await a.registry.delete("deleted", writeID: nil))
+            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
+            #expect(await b.registry.feed("moved")?.version == 1, "B's copy is stale")
+            #expect(try await b.registry.latest("moved")?.version == 2)
+            #expect(try await b.registry.latest("deleted") == nil)
+            _ = try await a.registry.put("deleted", snapshot: Self.snapshot([3]))
+            #expect(try await b.registry.latest("deleted")?.version == 1, "created again")
             await a.close(); await b.close()
         }
     }
