@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", "HTTPServer", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
-        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisFeedStore", "FeedStore", "FeedServer", "DiffStreamJSON", "TestSupport",
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisFeedStore", "FeedStore", "FeedServer", "DiffStream", "DiffStreamJSON", "TestSupport",
                                                          .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamTestingTests", dependencies: ["DiffStreamTesting", "DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),

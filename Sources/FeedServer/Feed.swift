@@ -312,7 +312,8 @@ public actor Feed {
     func missedBatches(since lastEventID: String?) -> [EventPayload]? {
         guard let text = lastEventID, let id = EventID(text), id.history == history, id.version <= version else { return nil }
         if id.version == version { return [] }
-        guard let first = replay.first, first.version <= id.version + 1 else { return nil }
+        // The window is the last `replayLimit` batches (more may be held between trims).
+        guard version - id.version <= replayLimit, let first = replay.first, first.version <= id.version + 1 else { return nil }
         return replay.filter { $0.version > id.version }.map(\.payload)
     }
 
@@ -419,11 +420,7 @@ public actor Feed {
             // the current one by now, which alone would answer "nothing changed").
             let previous: (version: Int, answer: [UInt8])?
             do { previous = try await shared.committedAnswer(name, writeID: key) } catch { throw .store(error) }
-            if let previous {
-                var replayed = FeedWriteResult(answer: previous.answer) ?? FeedWriteResult(created: false, version: previous.version, operations: 0)
-                replayed.replayed = true
-                return replayed
-            }
+            if let previous { return FeedWriteResult(replaying: previous.answer, version: previous.version) }
         }
         let writeID = options.writeID ?? Self.drawWriteID()
         for _ in 0..<Self.maxSharedAttempts {
@@ -459,7 +456,9 @@ public actor Feed {
                         let unchanged = FeedWriteResult(created: false, version: version, operations: 0)
                         // A client's key is answered the same on a retry, even if the feed changes meanwhile.
                         if let key = options.writeID {
-                            do { try await shared.recordAnswer(name, writeID: key, version: version, answer: unchanged.answer) } catch { throw .store(error) }
+                            let earlier: (version: Int, answer: [UInt8])?
+                            do { earlier = try await shared.recordAnswer(name, writeID: key, version: version, answer: unchanged.answer) } catch { throw .store(error) }
+                            if let earlier { return FeedWriteResult(replaying: earlier.answer, version: earlier.version) }
                         }
                         return unchanged
                     }
@@ -485,8 +484,7 @@ public actor Feed {
             switch outcome {
             case .committed(let version, let answer, let first):
                 guard first else {
-                    var replayed = FeedWriteResult(answer: answer) ?? FeedWriteResult(created: false, version: version, operations: 0)
-                    replayed.replayed = true
+                    let replayed = FeedWriteResult(replaying: answer, version: version)
                     // This instance skips its own published commits: read what the first commit left
                     // (a view state keeps the version, so the version alone cannot say).
                     await refreshFromStore(shared)
@@ -736,6 +734,12 @@ public struct FeedWriteResult: Sendable, Equatable {
 
     /// As a shared store keeps it with the write id: `<created 0|1> <version> <operations>`.
     var answer: [UInt8] { Array("\(created ? 1 : 0) \(version) \(operations)".utf8) }
+
+    /// The first answer of a write id committed before, kept by a shared store, as a retry gets it.
+    init(replaying answer: [UInt8], version: Int) {
+        self = FeedWriteResult(answer: answer) ?? FeedWriteResult(created: false, version: version, operations: 0)
+        replayed = true
+    }
 
     /// The answer a shared store kept; nil when it is not one.
     init?(answer: [UInt8]) {

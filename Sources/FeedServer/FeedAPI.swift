@@ -219,7 +219,7 @@ public struct FeedAPI: Sendable {
             }
             return HTTPResponse(status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4"], body: body)
         case .listFeeds:
-            return Self.json(await listFeeds(as: try await authorize(.list, request)))
+            return Self.json(try await listFeeds(as: try await authorize(.list, request)))
         case .getFeed:
             try await authorize(.read(name), request)
             let found: Feed?
@@ -306,8 +306,10 @@ public struct FeedAPI: Sendable {
 
     // MARK: Feeds
 
-    private func listFeeds(as principal: Principal) async -> [FeedListing] {
-        await registry.list().filter { authorizer.mayRead($0.name, as: principal) }.map { entry in
+    private func listFeeds(as principal: Principal) async throws(APIError) -> [FeedListing] {
+        let listed: [(name: String, version: Int)]
+        do { listed = try await registry.list() } catch { throw APIError(storeError: error) }
+        return listed.filter { authorizer.mayRead($0.name, as: principal) }.map { entry in
             guard let host = hosted?.hosted(entry.name) else {
                 return FeedListing(feed: entry.name, version: entry.version, kind: "snapshot")
             }
@@ -328,7 +330,7 @@ public struct FeedAPI: Sendable {
     private func subscribe(_ request: HTTPRequest, name: String) async throws(APIError) -> HTTPResponse {
         let principal = try await authorize(.subscribe(name), request)
         let found: Feed?
-        do { found = try await registry.lookup(name) } catch { throw APIError(storeError: error) }
+        do { found = try await registry.latest(name) } catch { throw APIError(storeError: error) }
         guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
         // A stream opened with a signed token ends when the token does (issue 13).
         let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }
@@ -365,14 +367,16 @@ public struct FeedAPI: Sendable {
         case .success(let decided):
             (principal, decisions) = decided
         }
+        let allowed = zip(listed.entries, decisions).compactMap { entry, decision in if case .allow = decision { entry.feed } else { nil } }
+        var found = await registry.latest(allowed).makeIterator()
         var opened: [(entry: MultiFeedRequest.Entry, outcome: MultiFeedOutcome)] = []
         for (entry, decision) in zip(listed.entries, decisions) {
             switch decision {
             case .allow:
-                do {
-                    if let feed = try await registry.lookup(entry.feed) { opened.append((entry, .open(feed))) } else { opened.append((entry, .notFound)) }
-                } catch {
-                    opened.append((entry, .unavailable(error.description)))
+                switch found.next() {
+                case .success(let feed?)?: opened.append((entry, .open(feed)))
+                case .failure(let error)?: opened.append((entry, .unavailable(error.description)))
+                case .success(nil)?, nil: opened.append((entry, .notFound))
                 }
             case .unauthorized(let detail, _): opened.append((entry, .unauthorized(detail)))
             case .forbidden(let detail): opened.append((entry, .forbidden(detail)))

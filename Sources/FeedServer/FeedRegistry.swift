@@ -124,26 +124,55 @@ public actor FeedRegistry {
         return await feed.exists ? feed : nil
     }
 
-    /// The feed for a read (`GET /feeds/{feed}`): ``lookup(_:)``, and with a shared store the held
-    /// copy's position checked in the store first, the copy read again when it is behind (a commit or
-    /// delete on another instance whose message is still on the way). A read so answers every write
-    /// acknowledged before it, on whichever instance. During an outage, the copy as it is.
+    /// The feed for a read or a new stream (`GET /feeds/{feed}`, `/feeds/{feed}/events`): with a shared
+    /// store, the feed's position is checked in the store first and a copy that is behind (a commit or
+    /// delete on another instance whose message is still on the way) read again, so the answer
+    /// reflects every write acknowledged before it, on whichever instance. During an outage, the copy
+    /// held (a feed not held throws). Without a shared store, ``lookup(_:)``.
     public func latest(_ name: String) async throws(StoreError) -> Feed? {
-        guard let feed = try await lookup(name) else { return nil }
-        guard let shared else { return feed }
+        try await latest([name])[0].get()
+    }
+
+    /// ``latest(_:)`` for several feeds (`GET /events`), with one position check for all of them.
+    /// - Returns: one result per name, in order: the feed, nil when there is none, or the store's error.
+    /// - Complexity: one round trip to the store, plus a read of each feed not held or behind.
+    public func latest(_ names: [String]) async -> [Result<Feed?, StoreError>] {
+        guard let shared else {
+            var found: [Result<Feed?, StoreError>] = []
+            for name in names {
+                do { found.append(.success(try await lookup(name))) } catch { found.append(.failure(error)) }
+            }
+            return found
+        }
         let call = askCommands()
         let positions: StorePositions
-        do { positions = try await shared.positions([name]) } catch {
+        do { positions = try await shared.positions(names) } catch {
             await setCommandsDown(error.description, call: call)
-            return feed
+            var held: [Result<Feed?, StoreError>] = []
+            for name in names {
+                if let feed = feeds[name] { held.append(.success(await feed.exists ? feed : nil)) } else { held.append(.failure(error)) }
+            }
+            return held
         }
         await setCommandsDown(nil, call: call)
-        guard positions.intact else {
-            await storeLostData()
-            return try await lookup(name)
+        if !positions.intact { await storeLostData() }
+        var found: [Result<Feed?, StoreError>] = []
+        for name in names {
+            // A name Redis does not have and this instance does not hold is answered without following it.
+            if positions.intact, positions.feeds[name] == nil, feeds[name] == nil, loading[name] == nil {
+                found.append(.success(nil))
+                continue
+            }
+            do {
+                let feed = try await cached(name)
+                let held = await feed.position
+                if !positions.intact || held != positions.feeds[name] { await feed.refreshNow() }
+                found.append(.success(await feed.exists ? feed : nil))
+            } catch {
+                found.append(.failure(error))
+            }
         }
-        if await feed.position != positions.feeds[name] { await feed.refreshNow() }
-        return await feed.exists ? feed : nil
+        return found
     }
 
     /// The one `Feed` of a name, loaded from the shared store on first use.
@@ -187,11 +216,12 @@ public actor FeedRegistry {
         }
     }
 
-    /// Names and versions, sorted by name (with a shared store: every instance's feeds; none when it
-    /// cannot be reached).
-    public func list() async -> [(name: String, version: Int)] {
+    /// Names and versions, sorted by name (with a shared store: every instance's feeds, asked of it).
+    /// - Throws: the shared store's error when it cannot be reached (an instance's copies are not the list).
+    public func list() async throws(StoreError) -> [(name: String, version: Int)] {
         if let shared {
-            guard let names = try? await shared.names(), let positions = try? await shared.positions(names) else { return [] }
+            let names = try await shared.names()
+            let positions = try await shared.positions(names)
             return names.compactMap { name in positions.feeds[name].map { (name, $0.version) } }
         }
         var result: [(String, Int)] = []
@@ -218,6 +248,13 @@ public actor FeedRegistry {
         do { feed = try await cached(name) } catch { throw .store(error) }
         if hosted { await feed.markHosted() }
         return try await feed.write(snapshot, viewState: viewState, options: options)
+    }
+
+    /// With a shared store, the first answer of the write a client's `Idempotency-Key` committed on
+    /// `name` (``FeedWriteResult/replayed``), else nil (also without a shared store, which keeps no keys).
+    public func committedAnswer(_ name: String, writeID: String) async throws(StoreError) -> FeedWriteResult? {
+        guard let shared, let previous = try await shared.committedAnswer(name, writeID: writeID) else { return nil }
+        return FeedWriteResult(replaying: previous.answer, version: previous.version)
     }
 
     /// The version and view-model state held for `name` (version 0: no feed): what a hosted view

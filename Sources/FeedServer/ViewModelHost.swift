@@ -92,6 +92,26 @@ public actor ViewModelHost<Model: HostedViewModel> {
         return current
     }
 
+    /// With a shared store, after a change was refused on the copy's state: whether the store holds
+    /// another state (a change on another instance whose message is still on the way), now read into
+    /// the copy.
+    private func storeMovedOn() async -> Bool {
+        let used = basis
+        _ = try? await registry.latest(name)
+        guard let now = try? await registry.basis(name) else { return false }
+        return now != used
+    }
+
+    /// What a change's refusal is to the client: an ``InvalidInput`` is an invalid field, a
+    /// ``ViewModelError`` stays as it is, and any other error is ``ViewModelError/changeRefused(_:)``.
+    private static func refusal(_ error: any Error) -> ViewModelError {
+        switch error {
+        case let error as ViewModelError: error
+        case let error as InvalidInput: .invalidField(field: error.field, reason: error.reason)
+        default: .changeRefused("\(error)")
+        }
+    }
+
     private func takeTurn() async {
         if !turn.tryTake() { await withCheckedContinuation { turn.enqueue($0) } }
     }
@@ -116,18 +136,24 @@ public actor ViewModelHost<Model: HostedViewModel> {
     func update(options: FeedWriteOptions, _ body: (inout Model.State) throws -> Void) async throws(ViewModelError) -> FeedWriteResult {
         await takeTurn()
         defer { passTurn() }
+        if let key = options.writeID {
+            // A client's retry: the first answer, before the change runs again on today's state (where
+            // it may no longer apply, or apply twice).
+            let previous: FeedWriteResult?
+            do { previous = try await registry.committedAnswer(name, writeID: key) } catch { throw .notPublished(.store(error)) }
+            if let previous { return previous }
+        }
         for _ in 0..<Feed.maxSharedAttempts {
             var options = options
             options.basis = try await catchUp()
             var next = state
             do {
                 try body(&next)
-            } catch let error as ViewModelError {
-                throw error
-            } catch let error as InvalidInput {
-                throw .invalidField(field: error.field, reason: error.reason)
             } catch {
-                throw .changeRefused("\(error)")
+                // Refused on this instance's copy of the state: with a shared store, another instance's
+                // change may not have arrived yet; run again on the state the store holds.
+                if registry.shared != nil, await storeMovedOn() { continue }
+                throw Self.refusal(error)
             }
             do {
                 return try await commit(next, options: options)
@@ -200,11 +226,13 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// each element updates the state, which re-renders and publishes one batch if the snapshot changed.
     /// An element whose update or render throws changes nothing. Cancel the task to stop following.
     ///
-    /// With a shared store (several instances host this view model), the source's elements are
-    /// applied on one instance at a time: the one holding the feed's lease (``SharedLease``), renewed
-    /// every second. Every other instance reads the source and drops its elements, ready to take the
-    /// lease over within about ``SharedLease/milliseconds`` of the holder's end; a holder that lost it
-    /// (a pause past the lease) has its commits refused by their fencing token.
+    /// With a shared store (several instances host this view model), the source runs on one instance
+    /// at a time: the one holding the feed's lease (``SharedLease``), renewed every second. The others
+    /// do not start it; one takes the lease over within about ``SharedLease/milliseconds`` of the
+    /// holder's end and starts the source then. An instance that held the lease and lost it (a pause
+    /// past the lease) keeps reading its source, as an `AsyncStream` cannot be started again, and drops
+    /// the elements until it holds the lease again; a commit it made meanwhile is refused by its
+    /// fencing token.
     @discardableResult
     public nonisolated func follow<Source: AsyncSequence & Sendable>(
         _ source: Source, update: @escaping @Sendable (inout Model.State, Source.Element) throws -> Void
@@ -221,6 +249,8 @@ public actor ViewModelHost<Model: HostedViewModel> {
             let keeper = Task { await lease.keep() }
             defer { keeper.cancel() }
             try await withTaskCancellationHandler {
+                await lease.untilFirstHeld()
+                guard !Task.isCancelled else { return }
                 for try await element in source {
                     guard let token = lease.token else { continue }  // another instance applies it
                     if await !self.apply(element, fence: token, update) { lease.lost(token) }

@@ -37,8 +37,10 @@ public protocol SharedFeedStore: FeedStore {
     /// else nil: a retry with a client's `Idempotency-Key` is answered from it before anything runs.
     func committedAnswer(_ name: String, writeID: String) async throws(StoreError) -> (version: Int, answer: [UInt8])?
     /// Keeps `answer` under a client's `writeID` (24 h) for a write that changed nothing, so a retry
-    /// gets it even after the feed changed; a write id already kept stays as it is.
-    func recordAnswer(_ name: String, writeID: String, version: Int, answer: [UInt8]) async throws(StoreError)
+    /// gets it even after the feed changed. A write id already kept stays as it is, and its answer is
+    /// returned (the first attempt committed meanwhile, on another instance): that is the answer then.
+    /// nil when `answer` is the one kept.
+    func recordAnswer(_ name: String, writeID: String, version: Int, answer: [UInt8]) async throws(StoreError) -> (version: Int, answer: [UInt8])?
     /// The feeds counted against the most feeds, and the bytes of every feed, over every instance.
     func usage() async throws(StoreError) -> (feeds: Int, bytes: Int)
     /// Gives the feed found at `version` of `history` a new history `fresh` at the next version (same

@@ -53,7 +53,7 @@ public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
 /// Percent-decoding of paths and queries (RFC 3986 §2.1).
 public enum PercentDecoding {
     /// Decodes `%XX` escapes; `nil` if an escape is malformed or the result is not UTF-8.
-    public static func decode(_ text: String, plusIsSpace: Bool = false) -> String? {
+    public static func decode(_ text: String) -> String? {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
         var iterator = text.utf8.makeIterator()
@@ -61,8 +61,6 @@ public enum PercentDecoding {
             if byte == UInt8(ascii: "%") {
                 guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
                 bytes.append(high << 4 | low)
-            } else if plusIsSpace && byte == UInt8(ascii: "+") {
-                bytes.append(UInt8(ascii: " "))
             } else {
                 bytes.append(byte)
             }
@@ -70,13 +68,14 @@ public enum PercentDecoding {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    /// Splits and decodes `a=1&b=2`. Malformed escapes keep the raw text.
+    /// Splits and decodes `a=1&b=2` (RFC 3986 §3.4: `+` stays a `+`; no parameter the server reads
+    /// (feed names, event ids, tokens) holds a space). Malformed escapes keep the raw text.
     public static func queryItems(_ query: String) -> [(name: String, value: String)] {
         query.split(separator: "&").map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0])
             let value = parts.count > 1 ? String(parts[1]) : ""
-            return (decode(name, plusIsSpace: true) ?? name, decode(value, plusIsSpace: true) ?? value)
+            return (decode(name) ?? name, decode(value) ?? value)
         }
     }
 

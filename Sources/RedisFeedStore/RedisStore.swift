@@ -291,11 +291,16 @@ public final class RedisStore: SharedFeedStore {
         }
     }
 
-    /// `SET write:<name>:<id> "done <version> <answer>" NX EX` (24 h).
-    public func recordAnswer(_ name: String, writeID: String, version: Int, answer: [UInt8]) async throws(StoreError) {
+    /// `SET write:<name>:<id> "done <version> <answer>" NX EX` (24 h), and a `GET` of it in the same
+    /// pipeline for when another answer was kept first.
+    public func recordAnswer(_ name: String, writeID: String, version: Int, answer: [UInt8]) async throws(StoreError) -> (version: Int, answer: [UInt8])? {
+        let key = Array(keys.write(name, id: writeID).utf8)
+        let commands = [[Array("SET".utf8), key, Array("done \(version) ".utf8) + answer, Array("NX".utf8), Array("EX".utf8), Array(String(committers[0].writeTTL).utf8)],
+                        [Array("GET".utf8), key]]
         do throws(RedisError) {
-            _ = try await client.command([Array("SET".utf8), Array(keys.write(name, id: writeID).utf8), Array("done \(version) ".utf8) + answer,
-                                          Array("NX".utf8), Array("EX".utf8), Array(String(committers[0].writeTTL).utf8)])
+            let replies = try await client.run { connection throws(RedisError) in try connection.pipeline(commands) }
+            guard replies.count == 2, replies[0].bytes == nil else { return nil }  // `OK`: this answer is the one kept
+            return replies[1].bytes.flatMap(RedisFeedCommitter.parseDone)
         } catch {
             throw storeError(error)
         }

@@ -62,6 +62,11 @@ enum JWTSecret {
 }
 
 extension DiffStreamCommand {
+    /// A bound as a person writes it: `3600`, `0.1`.
+    static func spelled(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+
     func settings(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Settings {
         func value(_ flag: String?, _ name: String) -> (text: String, source: String)? {
             if let flag { return (flag, "--\(name)") }
@@ -73,6 +78,15 @@ extension DiffStreamCommand {
             guard let (text, source) = value(flag, name) else { return fallback }
             guard let number = Int(text), range.contains(number) else {
                 throw ConfigurationError(message: "\(source) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            }
+            return number
+        }
+
+        /// Seconds, whole or with a fraction (`0.5`), within `range`.
+        func seconds(_ flag: String?, _ name: String, _ range: ClosedRange<Double>, default fallback: Double) throws -> Double {
+            guard let (text, source) = value(flag, name) else { return fallback }
+            guard !text.contains(where: { !("0"..."9").contains($0) && $0 != "." }), let number = Double(text), range.contains(number) else {
+                throw ConfigurationError(message: "\(source) must be a number of seconds from \(Self.spelled(range.lowerBound)) to \(Self.spelled(range.upperBound)), not '\(text)'")
             }
             return number
         }
@@ -90,15 +104,15 @@ extension DiffStreamCommand {
         var configuration = DiffStreamServer.Configuration()
         configuration.host = value(host, "host")?.text ?? "127.0.0.1"
         configuration.port = UInt16(try integer(port, "port", 0...65535, default: 8080))
-        configuration.heartbeat = Double(try integer(heartbeat, "heartbeat", 1...3600, default: 15))
+        configuration.heartbeat = try seconds(heartbeat, "heartbeat", 0.1...3600, default: 15)
         configuration.maxConnections = try integer(maxConnections, "max-connections", 1...1_000_000, default: 10_000)
         configuration.maxConnectionsPerAddress = try integer(maxConnectionsPerIp, "max-connections-per-ip", 0...1_000_000, default: 256)
         configuration.loops = try integer(loops, "loops", 1...256, default: ProcessInfo.processInfo.activeProcessorCount)
         configuration.streamBufferLimit = try integer(streamBuffer, "stream-buffer", 4096...(1 << 30), default: 1 << 20)
-        configuration.headerTimeout = Double(try integer(headerTimeout, "header-timeout", 1...3600, default: 10))
-        configuration.idleTimeout = Double(try integer(idleTimeout, "idle-timeout", 1...86400, default: 60))
-        configuration.bodyTimeout = Double(try integer(bodyTimeout, "body-timeout", 1...3600, default: 30))
-        configuration.writeTimeout = Double(try integer(writeTimeout, "write-timeout", 1...3600, default: 30))
+        configuration.headerTimeout = try seconds(headerTimeout, "header-timeout", 0.1...3600, default: 10)
+        configuration.idleTimeout = try seconds(idleTimeout, "idle-timeout", 0.1...86400, default: 60)
+        configuration.bodyTimeout = try seconds(bodyTimeout, "body-timeout", 0.1...3600, default: 30)
+        configuration.writeTimeout = try seconds(writeTimeout, "write-timeout", 0.1...3600, default: 30)
         configuration.maxBodyBytes = try integer(maxBody, "max-body", 0...(1 << 30), default: 8 << 20)
         if let (text, source) = value(compression, "compression") {
             switch text.lowercased() {

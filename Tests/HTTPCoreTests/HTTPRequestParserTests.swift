@@ -152,6 +152,16 @@ struct HTTPRequestParserTests {
         #expect(result?.queryValue("lastEventId") == "x.y")
     }
 
+    /// Query values are percent-decoded (RFC 3986 §2.1), a `+` stays a `+` (a token may hold one), and a
+    /// malformed escape keeps the raw text.
+    @Test(arguments: [("a+b", "a+b"), ("a%2Bb", "a+b"), ("a%20b", "a b"), ("x%2Ey", "x.y"), ("%zz", "%zz")])
+    func queryValuesArePercentDecodedAndAPlusStaysAPlus(raw: String, decoded: String) {
+        var parser = HTTPRequestParser()
+        parser.append(Array("GET /feeds/a/events?authorization=\(raw) HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        guard case .request(let request) = parser.next() else { Issue.record("no request"); return }
+        #expect(request.queryValue("authorization") == decoded)
+    }
+
     @Test func pipelinedRequestsComeOutInOrder() {
         var parser = HTTPRequestParser()
         parser.append(Array("GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /3".utf8))

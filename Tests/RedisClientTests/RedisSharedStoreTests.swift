@@ -85,6 +85,21 @@ struct RedisSharedStoreTests {
         }
     }
 
+    /// A client's key for a write that changed nothing keeps the first answer: a second record (a retry
+    /// on another instance after the first attempt committed) gets that answer back, and keeps it.
+    @Test func anAnswerRecordedForAKeyKeepsTheFirst() async throws {
+        try await RedisTestServer.with { server in
+            let store = try RedisStore.open(url: server.url, keys: RedisKeys(prefix: "r"), replay: 4)
+            defer { store.close() }
+            _ = try await store.commit(Self.put("news", 1), base: 0, writeID: "k", fence: nil, answer: Array("0 1 2".utf8))
+            let kept = try await store.recordAnswer("news", writeID: "k", version: 1, answer: Array("0 1 0".utf8))
+            #expect(kept?.version == 1 && kept?.answer == Array("0 1 2".utf8))
+            #expect(try await store.recordAnswer("news", writeID: "fresh", version: 1, answer: Array("0 1 0".utf8)) == nil)
+            #expect(try await store.committedAnswer("news", writeID: "fresh")?.answer == Array("0 1 0".utf8))
+            #expect(try await store.recordAnswer("news", writeID: "fresh", version: 2, answer: Array("0 2 0".utf8))?.answer == Array("0 1 0".utf8))
+        }
+    }
+
     /// `CLIENT KILL TYPE pubsub`: the store says it was interrupted, follows the feed again (its owner
     /// then checks the position), and later commits arrive.
     @Test func aLostPubSubConnectionIsFollowedAgain() async throws {

@@ -31,7 +31,7 @@ struct RedisStoreRegistryTests {
             let contents = try reopened.load()
             let restarted = FeedRegistry(replayLimit: 4, store: reopened)
             #expect(await restarted.restore(contents.feeds).isEmpty)
-            #expect(await restarted.list().map(\.name) == ["news"])
+            #expect(try await restarted.list().map(\.name) == ["news"])
             let after = try #require(await restarted.feed("news"))
             #expect(await after.history == history)
             let restored = await after.document()

@@ -1,3 +1,4 @@
+import DiffStream
 import DiffStreamJSON
 import FeedServer
 import FeedStore
@@ -308,10 +309,136 @@ struct SharedFeedRegistryTests {
             #expect(try await a.registry.delete("deleted", writeID: nil))
             _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
             #expect(await b.registry.feed("moved")?.version == 1, "B's copy is stale")
+            // Several at once (`GET /events`): one position check.
+            let several = await b.registry.latest(["moved", "deleted", "never"])
+            var versions: [Int?] = []
+            for found in several { versions.append(await (try found.get())?.version) }
+            #expect(versions == [2, nil, nil])
             #expect(try await b.registry.latest("moved")?.version == 2)
             #expect(try await b.registry.latest("deleted") == nil)
             _ = try await a.registry.put("deleted", snapshot: Self.snapshot([3]))
             #expect(try await b.registry.latest("deleted")?.version == 1, "created again")
+            await a.close(); await b.close()
+        }
+    }
+
+    /// A list of names, one item each: `add` and `remove` by name; removing a name not there is refused.
+    struct Shelf: HostedViewModel {
+        struct State: Codable, Sendable, Equatable { var names: [String] = [] }
+        struct Shelf: Identifiable, Equatable, WireSectionConvertible {
+            var id = "shelf"
+            var wireSection: WireSection { WireSection(id: id, model: nil) }
+        }
+        struct Name: Identifiable, Equatable, WireItemConvertible {
+            var id: String
+            var wireItem: WireItem { WireItem(id: id, kind: "name", model: nil) }
+        }
+        struct Input: Decodable, Sendable { var name: String }
+
+        var initialState: State { State() }
+
+        func render(_ state: State) throws -> Snapshot<Shelf, Name> {
+            try Snapshot { Section(Shelf()) { state.names.map(Name.init) } }
+        }
+
+        var actions: [HostedAction<State>] {
+            [
+                HostedAction("add", input: Input.self, fields: [ActionField("name", .string)], isPublic: true) { state, input in
+                    state.names.append(input.name)
+                },
+                HostedAction("remove", input: Input.self, fields: [ActionField("name", .string)], isPublic: true) { state, input in
+                    guard let index = state.names.firstIndex(of: input.name) else { throw InvalidInput(field: "name", "no '\(input.name)' on the shelf") }
+                    state.names.remove(at: index)
+                },
+            ]
+        }
+    }
+
+    /// A hosted view model's action runs on the state Redis holds: one refused on an instance's stale
+    /// copy (another instance's change not heard yet) runs again on Redis's state. A retry with a
+    /// client's key gets the first answer even where the action no longer applies.
+    @Test func actionsRunOnTheStateRedisHoldsAndARetryGetsItsFirstAnswer() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            let onA = try await HostedFeeds(registry: a.registry).host(Shelf(), as: "shelf")
+            let onB = try await HostedFeeds(registry: b.registry).host(Shelf(), as: "shelf")
+            #expect(try await Self.until("shelf", has: 2, admin: admin))
+            b.store.unfollow("shelf")
+            #expect(try await Self.until("shelf", has: 1, admin: admin))
+            let added = try await onA.perform("add", body: Array(#"{"name":"x"}"#.utf8), writeID: nil)
+            #expect(await b.registry.feed("shelf")?.version == added.version - 1, "B has not heard of x")
+
+            let removed = try await onB.perform("remove", body: Array(#"{"name":"x"}"#.utf8), writeID: "k")
+            #expect(removed == FeedWriteResult(created: false, version: added.version + 1, operations: 1))
+            let retried = try await onA.perform("remove", body: Array(#"{"name":"x"}"#.utf8), writeID: "k")
+            #expect(retried == FeedWriteResult(created: false, version: added.version + 1, operations: 1, replayed: true))
+            await #expect(throws: ViewModelError.invalidField(field: "name", reason: "no 'y' on the shelf")) {
+                try await onB.perform("remove", body: Array(#"{"name":"y"}"#.utf8), writeID: nil)
+            }
+            await a.close(); await b.close()
+        }
+    }
+
+    /// A source whose elements the test gives, counting the times it is started (an iterator made).
+    struct CountedSource: AsyncSequence, Sendable {
+        let stream: AsyncStream<String>
+        let started: Counter
+        func makeAsyncIterator() -> AsyncStream<String>.Iterator {
+            started.value.withLock { $0 += 1 }
+            return stream.makeAsyncIterator()
+        }
+    }
+
+    final class Counter: Sendable {
+        let value = Mutex(0)
+        var count: Int { value.withLock { $0 } }
+    }
+
+    /// Waits for `condition`; false if it does not hold within 10 s.
+    static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            await Task.yield()
+        }
+        return true
+    }
+
+    /// A hosted view model's source is started only on the instance holding the feed's lease: another
+    /// instance that follows the same source does not start it until it takes the lease over.
+    @Test func aHostedSourceStartsOnlyWhereTheLeaseIsHeld() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            /// `SET` calls Redis has run: a lease is taken with `SET NX PX` (renewals are scripts).
+            func setCalls() throws -> Int {
+                let info = try admin.command(["INFO", "commandstats"]).string ?? ""
+                guard let line = info.split(separator: "\r\n").first(where: { $0.hasPrefix("cmdstat_set:") }),
+                      let calls = line.split(separator: "=").dropFirst().first?.split(separator: ",").first else { return 0 }
+                return Int(calls) ?? 0
+            }
+            let onA = try await HostedFeeds(registry: a.registry).host(Shelf(), as: "shelf")
+            let onB = try await HostedFeeds(registry: b.registry).host(Shelf(), as: "shelf")
+            let (streamA, givesA) = AsyncStream.makeStream(of: String.self)
+            let (streamB, givesB) = AsyncStream.makeStream(of: String.self)
+            let startedA = Counter(), startedB = Counter()
+            let followingA = onA.follow(CountedSource(stream: streamA, started: startedA)) { state, name in state.names.append(name) }
+            #expect(try await Self.eventually { startedA.count == 1 }, "A takes the lease and starts its source")
+            let before = try setCalls()
+            let followingB = onB.follow(CountedSource(stream: streamB, started: startedB)) { state, name in state.names.append(name) }
+            #expect(try await Self.eventually { try setCalls() > before }, "B tries to take the lease")
+            givesA.yield("from A")
+            #expect(try await Self.eventually { await b.registry.feed("shelf")?.version == 2 })
+            #expect(startedB.count == 0, "B does not start the source while A holds the lease")
+
+            followingA.cancel()  // A gives the lease up: B takes it over and starts its source
+            #expect(try await Self.eventually { startedB.count == 1 })
+            givesB.yield("from B")
+            #expect(try await Self.eventually { await a.registry.feed("shelf")?.version == 3 })
+            #expect(try await a.registry.latest("shelf")?.document().json == b.registry.latest("shelf")?.document().json)
+            followingB.cancel()
+            givesA.finish(); givesB.finish()
             await a.close(); await b.close()
         }
     }

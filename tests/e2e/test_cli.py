@@ -23,7 +23,8 @@ def test_help_exits_zero_and_lists_every_option():
 
 BAD_VALUES = [
     (["--port", "70000"], "--port"), (["--port", "-1"], "--port"), (["--port", "http"], "--port"),
-    (["--heartbeat", "x"], "--heartbeat"), (["--heartbeat", "0"], "--heartbeat"), (["--replay", "-5"], "--replay"),
+    (["--heartbeat", "x"], "--heartbeat"), (["--heartbeat", "0"], "--heartbeat"), (["--heartbeat", "0.05"], "--heartbeat"),
+    (["--heartbeat", "1e3"], "--heartbeat"), (["--replay", "-5"], "--replay"),
     (["--max-connections", "0"], "--max-connections"), (["--log-level", "loud"], "--log-level"), (["--log-format", "xml"], "--log-format"),
     (["--max-connections-per-ip", "-1"], "--max-connections-per-ip"),
     (["--stream-buffer", "10"], "--stream-buffer"), (["--compression", "maybe"], "--compression"),
@@ -75,6 +76,16 @@ def test_environment_variables_are_used(start):
         client.expect_event("snapshot")
         block = client.next_block(timeout=2.5)
         assert block is not None and block["comment"] == ["heartbeat"]
+
+
+def test_a_heartbeat_with_a_fraction_is_announced_as_given_and_kept(start):
+    server = start("--heartbeat", "0.5")
+    with SSEClient(server.port, "/feeds/week/events") as client:
+        first = client.next_block(timeout=5)
+        assert first is not None and first["comment"] == ["heartbeat 0.5"], first
+        client.expect_event("snapshot")
+        block = client.next_block(timeout=1.5)
+        assert block is not None and block["comment"] == ["heartbeat"], block
 
 
 def test_environment_port_host_and_public_directory(tmp_path):

@@ -276,6 +276,10 @@ def test_kill_9_redis_during_a_write_storm_and_restart_it_on_its_aof(cluster):
                                    message="/readyz 503 while Redis is down")
         assert ready.get("status") == "unavailable" and ready.get("redis") not in (None, "ok"), ready
         assert instance.http("GET", "/healthz").status == 200
+    # Reads during the outage: a feed the instance holds is its copy; the list of every feed is Redis's.
+    assert a.http("GET", "/feeds/outage", timeout=10).status == 200
+    listing = a.http("GET", "/feeds", timeout=10)
+    assert listing.status == 503 and listing.json().get("error") == "redis unavailable", f"GET /feeds while Redis is down -> {listing}"
     # New subscribers during the outage: a feed the instance holds is served from it, then marked.
     with SSEClient(a.port, "/feeds/outage/events") as late:
         late.expect_event("snapshot")
@@ -502,6 +506,15 @@ def test_todo_actions_run_once_whichever_instance_and_idempotency_keys(cluster):
     assert first.status == 200 and (again.status, again.body) == (first.status, first.body), (first, again)
     state, titles = todo_titles(instances[1], first.json()["version"])
     assert titles.count("retried") == 1 and state["version"] == first.json()["version"]
+    # A retry of an action that no longer applies (its item is gone by then): still the first answer.
+    retried_id = next(item["id"] for section in state["sections"] for item in section.get("items") or []
+                      if item["model"]["title"] == "retried")
+    key = uuid.uuid4().hex
+    removed = instances[2].http("POST", "/feeds/todo/actions/remove", json_body={"id": retried_id}, headers={"Idempotency-Key": key})
+    assert removed.status == 200, removed
+    for instance in (instances[0], instances[2]):
+        again = instance.http("POST", "/feeds/todo/actions/remove", json_body={"id": retried_id}, headers={"Idempotency-Key": key})
+        assert (again.status, again.body) == (removed.status, removed.body), (removed, again)
     for bad in ["has space", "x" * 129, "tab\there", "é"]:
         reply = instances[1].http("POST", "/feeds/todo/actions/add", json_body={"title": "never"},
                                   headers={"Idempotency-Key": bad.encode("utf-8").decode("latin-1")})
