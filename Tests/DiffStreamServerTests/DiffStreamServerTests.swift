@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -57,7 +58,7 @@ struct DiffStreamServerTests {
         let server = try await DiffStreamServer(configuration: Self.configuration())
         let group = ServiceGroup(configuration: .init(services: [server], logger: Logger(label: "test") { SwiftLogNoOpLogHandler($0) }))
         let running = Task { try await group.run() }
-        while server.port == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try #require(await eventually { server.port != 0 }, "the server starts")
         #expect(try await get("/feeds", port: server.port).status == 200)
         await group.triggerGracefulShutdown()
         try await running.value
@@ -67,7 +68,7 @@ struct DiffStreamServerTests {
     @Test func runEndsWhenItsTaskIsCancelled() async throws {
         let server = try await DiffStreamServer(configuration: Self.configuration())
         let running = Task { try await server.run() }
-        while server.port == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try #require(await eventually { server.port != 0 }, "the server starts")
         running.cancel()
         try await running.value
     }

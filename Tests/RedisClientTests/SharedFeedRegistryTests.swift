@@ -53,12 +53,7 @@ struct SharedFeedRegistryTests {
     /// Waits for Redis to count `count` followers of `name` (a subscriber's thread sends what changed
     /// when woken); false if it does not within 10 s.
     static func until(_ name: String, has count: Int, admin: RedisConnection) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try followers(name, admin: admin) != count {
-            guard ContinuousClock.now < deadline else { return false }
-            await Task.yield()
-        }
-        return true
+        try await eventually { try followers(name, admin: admin) == count }
     }
 
     static func versions(_ events: [MemorySink.Event]) -> [Int] {
@@ -395,16 +390,6 @@ struct SharedFeedRegistryTests {
         var count: Int { value.withLock { $0 } }
     }
 
-    /// Waits for `condition`; false if it does not hold within 10 s.
-    static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else { return false }
-            await Task.yield()
-        }
-        return true
-    }
-
     /// A hosted view model's source is started only on the instance holding the feed's lease: another
     /// instance that follows the same source does not start it until it takes the lease over.
     @Test func aHostedSourceStartsOnlyWhereTheLeaseIsHeld() async throws {
@@ -424,18 +409,18 @@ struct SharedFeedRegistryTests {
             let (streamB, givesB) = AsyncStream.makeStream(of: String.self)
             let startedA = Counter(), startedB = Counter()
             let followingA = onA.follow(CountedSource(stream: streamA, started: startedA)) { state, name in state.names.append(name) }
-            #expect(try await Self.eventually { startedA.count == 1 }, "A takes the lease and starts its source")
+            #expect(await eventually { startedA.count == 1 }, "A takes the lease and starts its source")
             let before = try setCalls()
             let followingB = onB.follow(CountedSource(stream: streamB, started: startedB)) { state, name in state.names.append(name) }
-            #expect(try await Self.eventually { try setCalls() > before }, "B tries to take the lease")
+            #expect(try await eventually { try setCalls() > before }, "B tries to take the lease")
             givesA.yield("from A")
-            #expect(try await Self.eventually { await b.registry.feed("shelf")?.version == 2 })
+            #expect(await eventually { await b.registry.feed("shelf")?.version == 2 })
             #expect(startedB.count == 0, "B does not start the source while A holds the lease")
 
             followingA.cancel()  // A gives the lease up: B takes it over and starts its source
-            #expect(try await Self.eventually { startedB.count == 1 })
+            #expect(await eventually { startedB.count == 1 })
             givesB.yield("from B")
-            #expect(try await Self.eventually { await a.registry.feed("shelf")?.version == 3 })
+            #expect(await eventually { await a.registry.feed("shelf")?.version == 3 })
             #expect(try await a.registry.latest("shelf")?.document().json == b.registry.latest("shelf")?.document().json)
             followingB.cancel()
             givesA.finish(); givesB.finish()
@@ -493,7 +478,7 @@ struct SharedFeedRegistryTests {
             time.withLock { $0 = 200 }
             await b.checkPositions()  // in use: used now (200)
             watching.disconnect()
-            while await watched.subscriberCount > 0 { await Task.yield() }
+            #expect(await eventually { await watched.subscriberCount == 0 })
             time.withLock { $0 = 259 }
             await b.checkPositions()
             #expect(try followers("watched") == 2, "idle for 59 s: kept")
