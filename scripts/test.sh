@@ -64,7 +64,7 @@ step "swift test"
 if ! timeout --kill-after=10 900 swift test -Xswiftc -warnings-as-errors 2>&1 | tee test-artifacts/swift-test.log; then
     echo "swift test failed or did not end within 15 minutes; tests that started and did not end:"
     comm -23 <(sed -n 's/^◇ Test \([^ ]*\) started\.$/\1/p' test-artifacts/swift-test.log | sort -u) \
-             <(sed -n 's/^[✔✘] Test \([^ ]*\) .*/\1/p' test-artifacts/swift-test.log | sort -u)
+             <(sed -n 's/^\(✔\|✘\) Test \([^ ]*\) .*/\2/p' test-artifacts/swift-test.log | sort -u)
     exit 1
 fi
 
