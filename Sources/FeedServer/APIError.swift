@@ -61,6 +61,15 @@ public struct APIError: Error, Sendable, Equatable {
         }
     }
 
+    /// A read the store could not answer (Redis unreachable for a feed this instance does not hold,
+    /// or the list of every feed): 503, so the client retries.
+    init(readError: StoreError) {
+        switch readError {
+        case .unreachable: self.init(.serviceUnavailable, "redis unavailable", "\(readError.description); retry once Redis is back")
+        default: self.init(.serviceUnavailable, "storage error", "\(readError.description); retry later")
+        }
+    }
+
     /// A write the store could not make durable: 503, so the client retries; nothing changed.
     init(storeError: StoreError) {
         switch storeError {

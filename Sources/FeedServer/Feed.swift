@@ -438,7 +438,9 @@ public actor Feed {
                 let batch = WireSnapshot.diff(from: snapshot, to: new)
                 metrics.recordDiff(seconds: MonotonicClock.now() - started)
                 if batch.isEmpty {
-                    guard let viewState, viewState != self.viewState else {
+                    // A view model's change (it has a basis) commits its state even when it equals the
+                    // copy's: the script compares it with Redis's, which the position alone does not say.
+                    guard let viewState, viewState != self.viewState || options.basis != nil else {
                         // Nothing to commit, but this copy may be behind the store (another instance's
                         // commit or delete not yet heard): answer only once the store is where it is.
                         let position: StorePositions
@@ -453,11 +455,11 @@ public actor Feed {
                             if options.basis != nil { throw .conflict }
                             continue
                         }
-                        let unchanged = FeedWriteResult(created: false, version: version, operations: 0)
+                        let unchanged = FeedWriteResult(created: false, version: base, operations: 0)
                         // A client's key is answered the same on a retry, even if the feed changes meanwhile.
                         if let key = options.writeID {
                             let earlier: (version: Int, answer: [UInt8])?
-                            do { earlier = try await shared.recordAnswer(name, writeID: key, version: version, answer: unchanged.answer) } catch { throw .store(error) }
+                            do { earlier = try await shared.recordAnswer(name, writeID: key, version: base, answer: unchanged.answer) } catch { throw .store(error) }
                             if let earlier { return FeedWriteResult(replaying: earlier.answer, version: earlier.version) }
                         }
                         return unchanged

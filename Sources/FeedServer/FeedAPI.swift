@@ -223,7 +223,7 @@ public struct FeedAPI: Sendable {
         case .getFeed:
             try await authorize(.read(name), request)
             let found: Feed?
-            do { found = try await registry.latest(name) } catch { throw APIError(storeError: error) }
+            do { found = try await registry.latest(name) } catch { throw APIError(readError: error) }
             guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
             return .json(await feed.document().json + [0x0A])
         case .putFeed:
@@ -308,7 +308,7 @@ public struct FeedAPI: Sendable {
 
     private func listFeeds(as principal: Principal) async throws(APIError) -> [FeedListing] {
         let listed: [(name: String, version: Int)]
-        do { listed = try await registry.list() } catch { throw APIError(storeError: error) }
+        do { listed = try await registry.list() } catch { throw APIError(readError: error) }
         return listed.filter { authorizer.mayRead($0.name, as: principal) }.map { entry in
             guard let host = hosted?.hosted(entry.name) else {
                 return FeedListing(feed: entry.name, version: entry.version, kind: "snapshot")
@@ -330,7 +330,7 @@ public struct FeedAPI: Sendable {
     private func subscribe(_ request: HTTPRequest, name: String) async throws(APIError) -> HTTPResponse {
         let principal = try await authorize(.subscribe(name), request)
         let found: Feed?
-        do { found = try await registry.latest(name) } catch { throw APIError(storeError: error) }
+        do { found = try await registry.latest(name) } catch { throw APIError(readError: error) }
         guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
         // A stream opened with a signed token ends when the token does (issue 13).
         let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }

@@ -144,6 +144,12 @@ public actor FeedRegistry {
             }
             return found
         }
+        if outage != nil, names.allSatisfy({ feeds[$0] != nil }) {
+            // Redis is known to be down: the copies, without waiting for a call to time out.
+            var held: [Result<Feed?, StoreError>] = []
+            for name in names { if let feed = feeds[name] { held.append(.success(await feed.exists ? feed : nil)) } }
+            return held
+        }
         let call = askCommands()
         let positions: StorePositions
         do { positions = try await shared.positions(names) } catch {
@@ -166,13 +172,22 @@ public actor FeedRegistry {
             do {
                 let feed = try await cached(name)
                 let held = await feed.position
-                if !positions.intact || held != positions.feeds[name] { await feed.refreshNow() }
+                if !positions.intact || Self.isBehind(held, positions.feeds[name]) { await feed.refreshNow() }
                 found.append(.success(await feed.exists ? feed : nil))
             } catch {
                 found.append(.failure(error))
             }
         }
         return found
+    }
+
+    /// Whether a copy at `held` misses something the store holds at `stored` (nil: no feed): another
+    /// history, a later version, or a delete. A copy ahead (a commit heard after the store answered)
+    /// is not behind.
+    static func isBehind(_ held: FeedPosition?, _ stored: FeedPosition?) -> Bool {
+        guard let stored else { return held != nil }
+        guard let held else { return true }
+        return held.history != stored.history || stored.version > held.version
     }
 
     /// The one `Feed` of a name, loaded from the shared store on first use.

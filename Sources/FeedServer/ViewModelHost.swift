@@ -143,6 +143,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
             do { previous = try await registry.committedAnswer(name, writeID: key) } catch { throw .notPublished(.store(error)) }
             if let previous { return previous }
         }
+        var refused: ViewModelError?
         for _ in 0..<Feed.maxSharedAttempts {
             var options = options
             options.basis = try await catchUp()
@@ -152,16 +153,18 @@ public actor ViewModelHost<Model: HostedViewModel> {
             } catch {
                 // Refused on this instance's copy of the state: with a shared store, another instance's
                 // change may not have arrived yet; run again on the state the store holds.
+                refused = Self.refusal(error)
                 if registry.shared != nil, await storeMovedOn() { continue }
                 throw Self.refusal(error)
             }
+            refused = nil
             do {
                 return try await commit(next, options: options)
             } catch .notPublished(.conflict) where options.basis != nil {
                 continue  // another instance changed the state first: run again on its state
             }
         }
-        throw .notPublished(.conflict)
+        throw refused ?? .notPublished(.conflict)
     }
 
     /// Runs an action by name with the request body as its input.
@@ -226,13 +229,12 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// each element updates the state, which re-renders and publishes one batch if the snapshot changed.
     /// An element whose update or render throws changes nothing. Cancel the task to stop following.
     ///
-    /// With a shared store (several instances host this view model), the source runs on one instance
-    /// at a time: the one holding the feed's lease (``SharedLease``), renewed every second. The others
-    /// do not start it; one takes the lease over within about ``SharedLease/milliseconds`` of the
-    /// holder's end and starts the source then. An instance that held the lease and lost it (a pause
-    /// past the lease) keeps reading its source, as an `AsyncStream` cannot be started again, and drops
-    /// the elements until it holds the lease again; a commit it made meanwhile is refused by its
-    /// fencing token.
+    /// With a shared store (several instances host this view model), the source's elements are
+    /// applied on one instance at a time: the one holding the feed's lease (``SharedLease``), renewed
+    /// every second. Every other instance reads the source and drops its elements (a source such as an
+    /// `AsyncStream` produces whether read or not, and would pile up unread), ready to take the lease
+    /// over within about ``SharedLease/milliseconds`` of the holder's end; a holder that lost it (a
+    /// pause past the lease) has its commits refused by their fencing token.
     @discardableResult
     public nonisolated func follow<Source: AsyncSequence & Sendable>(
         _ source: Source, update: @escaping @Sendable (inout Model.State, Source.Element) throws -> Void
@@ -249,8 +251,6 @@ public actor ViewModelHost<Model: HostedViewModel> {
             let keeper = Task { await lease.keep() }
             defer { keeper.cancel() }
             try await withTaskCancellationHandler {
-                await lease.untilFirstHeld()
-                guard !Task.isCancelled else { return }
                 for try await element in source {
                     guard let token = lease.token else { continue }  // another instance applies it
                     if await !self.apply(element, fence: token, update) { lease.lost(token) }

@@ -281,7 +281,7 @@ package struct ConnectionMachine: Sendable {
                 let info = RequestInfo.unknown(at: now)
                 current = info
                 phase = .processing
-                let response = HTTPResponse.error(.requestTimeout, "request timeout", detail: "the request body did not arrive within \(Int(limits.bodyTimeout)) s",
+                let response = HTTPResponse.error(.requestTimeout, "request timeout", detail: "the request body did not arrive within \(limits.bodyTimeout == limits.bodyTimeout.rounded() ? String(Int(limits.bodyTimeout)) : String(limits.bodyTimeout)) s",
                                                   headers: ["Connection": "close"])
                 respond(PreparedResponse.prepare(response, for: info, compressAbove: .max), now: now, date: date, into: &actions)
             } else if let started = requestStartedAt, bodyStartedAt == nil, parser.isMidRequest, now - started > limits.headerTimeout {

@@ -299,6 +299,7 @@ public final class RedisStore: SharedFeedStore {
                         [Array("GET".utf8), key]]
         do throws(RedisError) {
             let replies = try await client.run { connection throws(RedisError) in try connection.pipeline(commands) }
+            if case .error(let message) = replies[0] { throw .server(command: "SET NX", message: message) }
             guard replies.count == 2, replies[0].bytes == nil else { return nil }  // `OK`: this answer is the one kept
             return replies[1].bytes.flatMap(RedisFeedCommitter.parseDone)
         } catch {
