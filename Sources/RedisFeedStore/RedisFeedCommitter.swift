@@ -133,14 +133,15 @@ public struct RedisFeedCommitter: Sendable {
     /// Replaces a feed's view-model state at `version` of `history` (``RedisScripts/viewState``), settling a lost answer.
     /// - Parameter history: the history `version` belongs to (nil: not checked).
     /// - Parameter expectedState: the state the stored one must be (nil: not checked).
+    /// - Parameter fence: a lease's fencing token the lease must still hold (nil: none).
     public func setViewState(feed: String, epoch: String, version: Int, history: String? = nil, state: [UInt8], writeID: String, clientKey: Bool = true,
-                             expectedState: [UInt8]? = nil, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
+                             expectedState: [UInt8]? = nil, fence: String? = nil, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
         let attempt = Self.nonce()
         do {
             let keys = scriptKeys(feed, writeID: writeID, attempt: attempt)
             let arguments = [Array(epoch.utf8), Array(String(version).utf8), state, Array(String(clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8),
                              Array((expectedState == nil ? "0" : "1").utf8), expectedState ?? [], Array(self.keys.channel(feed).utf8), answer, Array(origin.utf8),
-                             Array((history ?? "").utf8)]
+                             Array((history ?? "").utf8), Array((fence ?? "").utf8)]
             let outcome = try Self.outcome(try await evaluate(RedisScripts.viewState, name: "viewState", keys: keys, arguments: arguments), first: true)
             if case .committed(let version, _, true) = outcome { return .committed(version: version, answer: answer, first: true) }
             return outcome

@@ -134,8 +134,9 @@ public enum RedisScripts {
     ///
     /// KEYS as ``commit``'s. ARGV: 1 epoch, 2 the version the state belongs to, 3 state, 4 seconds the
     /// write id is kept, 5 `1` when the stored state must be ARGV 6, 6 that state, 7 channel, 8 answer,
-    /// 9 the instance's id, 10 the history of that version (empty: not checked).
-    /// The epoch, a done write id and a given-up attempt as in ``commit``; the feed must be at that
+    /// 9 the instance's id, 10 the history of that version (empty: not checked), 11 a lease's fencing
+    /// token (empty: none).
+    /// The epoch, a done write id, a given-up attempt and the lease as in ``commit``; the feed must be at that
     /// version of that history with the expected state (else `{"conflict", version, history}`). Publishes the state
     /// (no snapshot, no batch) so other instances' caches hold it, with ARGV 9, the instance's id, as
     /// ``commit`` does. Answers `{"ok", version}`.
@@ -145,6 +146,10 @@ public enum RedisScripts {
         local written = redis.call('GET', KEYS[3])
         if written then return {'done', written} end
         if redis.call('EXISTS', KEYS[6]) == 1 then return {'aborted'} end
+        if ARGV[11] ~= '' then
+          local holder = redis.call('GET', KEYS[5])
+          if holder ~= ARGV[11] then return {'fenced', holder or ''} end
+        end
         local stored = redis.call('HMGET', KEYS[1], 'version', 'history', 'state')
         local current = tonumber(stored[1] or '0')
         if current == 0 or current ~= tonumber(ARGV[2]) or (ARGV[10] ~= '' and stored[2] ~= ARGV[10]) then return {'conflict', current, stored[2] or ''} end

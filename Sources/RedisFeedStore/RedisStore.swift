@@ -213,7 +213,7 @@ public final class RedisStore: SharedFeedStore {
                                                                     expectedState: expectedState, maxFeeds: maxFeeds, counted: counted, maxBytes: maxBytes, clientKey: clientKey))
             case .viewState(let name, let bytes):
                 outcome = try await committer.setViewState(feed: name, epoch: epoch, version: base, history: baseHistory, state: bytes, writeID: writeID, clientKey: clientKey,
-                                                           expectedState: expectedState, answer: answer)
+                                                           expectedState: expectedState, fence: fence, answer: answer)
             case .delete(let name):
                 outcome = try await committer.delete(feed: name, epoch: epoch, writeID: writeID, clientKey: clientKey, answer: answer)
             }

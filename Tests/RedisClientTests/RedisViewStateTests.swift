@@ -52,6 +52,23 @@ struct RedisViewStateTests {
         }
     }
 
+    /// A state written under a lease's fencing token is refused once another instance holds the lease
+    /// (a stale holder of a hosted source), as a commit is.
+    @Test func aStateUnderAStaleFencingTokenIsRefused() async throws {
+        try await RedisTestServer.with { server in
+            let fixture = try await Fixture(server: server)
+            defer { fixture.client.stop() }
+            _ = try await fixture.committer.commit(fixture.write(base: 0))
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            _ = try admin.command(["SET", fixture.committer.keys.lease("news"), "holder"])
+            #expect(try await fixture.committer.setViewState(feed: "news", epoch: fixture.epoch, version: 1, state: Array("stale".utf8), writeID: "s1", fence: "old")
+                    == .fenced(holder: "holder"))
+            #expect(try await fixture.committer.setViewState(feed: "news", epoch: fixture.epoch, version: 1, state: Array("held".utf8), writeID: "s2", fence: "holder")
+                    == .committed(version: 1, answer: [], first: true))
+            #expect(try await fixture.stored().state == "held")
+        }
+    }
+
     @Test func aRetryOfTheSameWriteGetsItsFirstAnswerAndALostDataEpochIsRefused() async throws {
         try await RedisTestServer.with { server in
             let fixture = try await Fixture(server: server)
