@@ -57,6 +57,14 @@ struct SharedFeedRegistryTests {
         try await eventually { try followers(name, admin: admin) == count }
     }
 
+    /// Once both instances follow `name` (Redis counts two), `b` stops following it and Redis counts
+    /// one: `b` no longer hears the other's commits of it, so its copy goes stale from then on.
+    static func deafen(_ b: Instance, to name: String, admin: RedisConnection) async throws {
+        #expect(try await until(name, has: 2, admin: admin))
+        b.store.unfollow(name)
+        #expect(try await until(name, has: 1, admin: admin))
+    }
+
     static func versions(_ events: [MemorySink.Event]) -> [Int] {
         events.compactMap { if case .number(let version)? = $0.json?["version"] { Int(version) } else { nil } }
     }
@@ -270,9 +278,7 @@ struct SharedFeedRegistryTests {
             for name in ["deleted", "moved"] {
                 _ = try await a.registry.put(name, snapshot: Self.snapshot([1]))
                 #expect(await b.registry.feed(name)?.version == 1)
-                #expect(try await Self.until(name, has: 2, admin: admin))
-                b.store.unfollow(name)  // B no longer hears A's commits of it: its copy goes stale
-                #expect(try await Self.until(name, has: 1, admin: admin))
+                try await Self.deafen(b, to: name, admin: admin)
             }
             #expect(try await a.registry.delete("deleted", writeID: nil))
             _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
@@ -298,9 +304,7 @@ struct SharedFeedRegistryTests {
             for name in ["deleted", "moved"] {
                 _ = try await a.registry.put(name, snapshot: Self.snapshot([1]))
                 #expect(try await b.registry.latest(name)?.version == 1)
-                #expect(try await Self.until(name, has: 2, admin: admin))
-                b.store.unfollow(name)
-                #expect(try await Self.until(name, has: 1, admin: admin))
+                try await Self.deafen(b, to: name, admin: admin)
             }
             #expect(try await a.registry.delete("deleted", writeID: nil))
             _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
@@ -363,9 +367,7 @@ struct SharedFeedRegistryTests {
             let admin = try RedisConnection(url: server.url, timeout: 2)
             let onA = try await HostedFeeds(registry: a.registry).host(Shelf(), as: "shelf")
             let onB = try await HostedFeeds(registry: b.registry).host(Shelf(), as: "shelf")
-            #expect(try await Self.until("shelf", has: 2, admin: admin))
-            b.store.unfollow("shelf")
-            #expect(try await Self.until("shelf", has: 1, admin: admin))
+            try await Self.deafen(b, to: "shelf", admin: admin)
             let added = try await onA.perform("add", body: Array(#"{"name":"x"}"#.utf8), writeID: nil)
             #expect(await b.registry.feed("shelf")?.version == added.version - 1, "B has not heard of x")
 
@@ -389,9 +391,7 @@ struct SharedFeedRegistryTests {
             let admin = try RedisConnection(url: server.url, timeout: 2)
             let onA = try await HostedFeeds(registry: a.registry).host(Shelf(), as: "shelf")
             let onB = try await HostedFeeds(registry: b.registry).host(Shelf(), as: "shelf")
-            #expect(try await Self.until("shelf", has: 2, admin: admin))
-            b.store.unfollow("shelf")
-            #expect(try await Self.until("shelf", has: 1, admin: admin))
+            try await Self.deafen(b, to: "shelf", admin: admin)
             let noted = try await onA.perform("note", body: Array(#"{"name":"x"}"#.utf8), writeID: nil)
             #expect(noted.operations == 0, "the note is not shown: the state alone changed")
             let cleared = try await onB.perform("note", body: Array(#"{"name":""}"#.utf8), writeID: nil)
