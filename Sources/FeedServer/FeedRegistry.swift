@@ -144,21 +144,15 @@ public actor FeedRegistry {
             }
             return found
         }
-        if outage != nil, names.allSatisfy({ feeds[$0] != nil }) {
+        if let outage, names.allSatisfy({ feeds[$0] != nil }) {
             // Redis is known to be down: the copies, without waiting for a call to time out.
-            var held: [Result<Feed?, StoreError>] = []
-            for name in names { if let feed = feeds[name] { held.append(.success(await feed.exists ? feed : nil)) } }
-            return held
+            return await copies(names, or: .unreachable(url: "redis", reason: outage))
         }
         let call = askCommands()
         let positions: StorePositions
         do { positions = try await shared.positions(names) } catch {
             await setCommandsDown(error.description, call: call)
-            var held: [Result<Feed?, StoreError>] = []
-            for name in names {
-                if let feed = feeds[name] { held.append(.success(await feed.exists ? feed : nil)) } else { held.append(.failure(error)) }
-            }
-            return held
+            return await copies(names, or: error)
         }
         await setCommandsDown(nil, call: call)
         if !positions.intact { await storeLostData() }
@@ -179,6 +173,16 @@ public actor FeedRegistry {
             }
         }
         return found
+    }
+
+    /// The copies held of `names` during an outage: each feed as this instance holds it, or `error`
+    /// for a name it does not hold.
+    private func copies(_ names: [String], or error: StoreError) async -> [Result<Feed?, StoreError>] {
+        var held: [Result<Feed?, StoreError>] = []
+        for name in names {
+            if let feed = feeds[name] { held.append(.success(await feed.exists ? feed : nil)) } else { held.append(.failure(error)) }
+        }
+        return held
     }
 
     /// Whether a copy at `held` misses something the store holds at `stored` (nil: no feed): another
