@@ -51,6 +51,14 @@ final class EventLoop: @unchecked Sendable {
     @inline(__always)
     static func now() -> Double { MonotonicClock.now() }
 
+    /// The `epoll_wait` timeout that sleeps until `deadline`: whole milliseconds, rounded up. Rounded
+    /// down, the last fraction of a millisecond before each tick became a timeout of 0, and the loop
+    /// spun through it (about 0.8 ms of CPU per tick, 1.6% of a core for an idle server).
+    static func waitMilliseconds(until deadline: Double, now: Double) -> Int32 {
+        let milliseconds = ((deadline - now) * 1000).rounded(.up)
+        return milliseconds <= 0 ? 0 : Int32(min(milliseconds, Double(Int32.max)))
+    }
+
     /// Runs `work` on the loop's thread, after the work queued before it.
     func execute(_ work: @escaping @Sendable () -> Void) {
         let wasEmpty = inbox.withLock { queue in
@@ -122,8 +130,7 @@ final class EventLoop: @unchecked Sendable {
         defer { events.deallocate() }
         var nextTick = Self.now() + tickInterval
         while running.load(ordering: .acquiring) {
-            let timeout = max(0, Int32((nextTick - Self.now()) * 1000))
-            let count = epoll_wait(epollFD, events, Int32(capacity), timeout)
+            let count = epoll_wait(epollFD, events, Int32(capacity), Self.waitMilliseconds(until: nextTick, now: Self.now()))
             if count > 0 {
                 for index in 0..<Int(count) {
                     let fd = events[index].data.fd

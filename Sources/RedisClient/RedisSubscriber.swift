@@ -194,7 +194,7 @@ public final class RedisSubscriber: @unchecked Sendable {
 
     private func waitForWake(seconds: Double) -> Bool {
         var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-        let woken = Glibc.poll(&fds, 1, Int32(seconds * 1000)) > 0
+        let woken = Glibc.poll(&fds, 1, Int32((seconds * 1000).rounded(.up))) > 0
         if woken { drainWake() }
         return woken
     }
