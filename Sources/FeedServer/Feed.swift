@@ -266,9 +266,9 @@ public actor Feed {
         // events are on their way): bring the copy up to date first, so it resumes with batches.
         if let shared, let text = lastEventID, let id = EventID(text), id.history == history, id.version > version {
             await acquireWrite()
-            let refreshed = await refreshFromStore(shared)
+            let readError = await refreshFromStore(shared)
             releaseWrite()
-            if !refreshed, id.history == history, id.version > version, version > 0 {
+            if readError != nil, id.history == history, id.version > version, version > 0 {
                 // Redis cannot be reached and this copy is behind the client: send nothing older than
                 // what it holds; the refresh after the outage brings it (and the batches it has, which
                 // it skips as duplicates).
@@ -451,7 +451,7 @@ public actor Feed {
                             continue
                         }
                         guard position.feeds[name] == FeedPosition(history: baseHistory, version: base) else {
-                            await refreshFromStore(shared)
+                            if let error = await refreshFromStore(shared) { throw .store(error) }
                             if options.basis != nil { throw .conflict }
                             continue
                         }
@@ -502,7 +502,9 @@ public actor Feed {
                 }
                 return result
             case .conflict:
-                await refreshFromStore(shared)
+                // A store that cannot be read now cannot say what to compute against: its error, not
+                // a conflict after every attempt.
+                if let error = await refreshFromStore(shared) { throw .store(error) }
                 if options.basis != nil { throw .conflict }
             case .notCommitted:
                 continue
@@ -603,26 +605,27 @@ public actor Feed {
     /// state (another history: a feed deleted and created again, or data lost), or `event: deleted`
     /// when the feed is gone. Redis being unreachable leaves the copy as it is (the registry's
     /// position check tries again). The caller holds the write turn.
+    /// - Returns: the read's error when the store could not be read (nothing changed), else nil.
     @discardableResult
-    private func refreshFromStore(_ shared: any SharedFeedStore) async -> Bool {
+    private func refreshFromStore(_ shared: any SharedFeedStore) async -> StoreError? {
         let (readFrom, readAt, readGeneration) = (history, version, generation)
         let stored: StoredFeed?
-        do { stored = try await shared.read(name) } catch { return false }
+        do { stored = try await shared.read(name) } catch { return error }
         // The feed ended (deleted elsewhere) during the read: what was read may be older than that.
         if generation != readGeneration, version == 0 {
             queueRefresh()
-            return true
+            return nil
         }
         guard let stored else {
             if version > 0 { endEverySubscription() }
-            return true
+            return nil
         }
         if stored.history == history, stored.version == version {
             viewState = stored.viewState
-            return true
+            return nil
         }
         // Commits that arrived during the read moved the copy past what was read: never go back.
-        if stored.history == history, stored.version < version, readFrom == history, stored.version >= readAt { return true }
+        if stored.history == history, stored.version < version, readFrom == history, stored.version >= readAt { return nil }
         // Redis holds an older version than this instance served (an old backup, a lagging replica):
         // the feed gets a new history there, so no version is numbered twice; every copy resyncs.
         if stored.history == history, stored.version < readAt, readFrom == history {
@@ -632,9 +635,9 @@ public actor Feed {
                 await refreshFromStore(shared)
                 rereading = false
             }
-            return true
+            return nil
         }
-        guard let decoded = try? WireCodec.decodeSnapshot(stored.snapshot) else { return true }
+        guard let decoded = try? WireCodec.decodeSnapshot(stored.snapshot) else { return nil }
         let window = stored.batches.suffix(replayLimit).map { ($0.version, EventPayload($0.bytes)) }
         let continues = version > 0 && stored.history == history && stored.version > version
             && (stored.batches.first.map { $0.version <= version + 1 } ?? false)
@@ -647,7 +650,7 @@ public actor Feed {
         viewState = stored.viewState
         replay = window
         replayBytes = window.reduce(0) { $0 + $1.1.bytes.count }
-        if wasEmpty { return true }
+        if wasEmpty { return nil }
         if continues {
             transport?.broadcast(EventPayload(missed), to: Array(subscribers.values))
             if !taggedSubscribers.isEmpty {
@@ -658,7 +661,7 @@ public actor Feed {
             if !subscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: false), to: Array(subscribers.values)) }
             if !taggedSubscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: true), to: Array(taggedSubscribers.values)) }
         }
-        return true
+        return nil
     }
 
     /// The shared store lost its data: every subscription ends with `event: deleted` and the copy is

@@ -295,6 +295,38 @@ struct SharedFeedRegistryTests {
         }
     }
 
+    /// A write that loses its race must read the feed again; when Redis answers the commit but not
+    /// that read (here an ACL takes `XRANGE` away), the write fails with the store's error at once,
+    /// not a conflict after every attempt, and goes through once Redis can be read again.
+    @Test func aWriteWhoseRereadFailsAnswersTheStoresError() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1]))
+            #expect(await b.registry.feed("moved")?.version == 1)
+            try await Self.deafen(b, to: "moved", admin: admin)
+            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
+            #expect(await b.registry.feed("moved")?.version == 1, "B's copy is stale")
+
+            _ = try admin.command(["ACL", "SETUSER", "default", "-xrange"])
+            let next = try Self.snapshot([1, 2, 3])
+            var refused: FeedWriteError?
+            do throws(FeedWriteError) {
+                _ = try await b.registry.write("moved", snapshot: next, options: FeedWriteOptions())
+            } catch {
+                refused = error
+            }
+            guard case .store? = refused else {
+                Issue.record("expected the store's error, got \(String(describing: refused))")
+                return
+            }
+            _ = try admin.command(["ACL", "SETUSER", "default", "+xrange"])
+            let written = try await b.registry.write("moved", snapshot: next, options: FeedWriteOptions())
+            #expect(written.version == 3)
+            await a.close(); await b.close()
+        }
+    }
+
     /// A read (`GET /feeds/{feed}`, ``FeedRegistry/latest(_:)``) on one instance answers every write
     /// acknowledged on another before it, even when that write's message has not arrived yet.
     @Test func aReadAnswersWritesAcknowledgedOnAnotherInstance() async throws {
