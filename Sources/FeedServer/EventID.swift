@@ -26,11 +26,4 @@ public struct EventID: Equatable, Sendable, CustomStringConvertible {
         self.init(history: String(parts[1]), version: version)
     }
 
-    /// A new random history.
-    public static func newHistory() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let value = generator.next() as UInt64
-        let hex = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
-    }
 }

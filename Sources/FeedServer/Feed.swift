@@ -68,7 +68,7 @@ public actor Feed {
         self.shared = store as? any SharedFeedStore
         self.lostData = lostData
         self.account = account
-        self.history = EventID.newHistory()
+        self.history = RandomID.history()
         self.snapshot = WireSnapshot()
         self.version = 0
         self.replayLimit = max(0, replayLimit)
@@ -157,7 +157,7 @@ public actor Feed {
             do { try account.checkSnapshot(bytes: encoded.count) } catch { throw .limit(error) }
         }
         if version == 0 {
-            let fresh = EventID.newHistory()
+            let fresh = RandomID.history()
             if let account {
                 do { try account.admitFeed(bytes: encoded.count, counted: !isHosted) } catch { throw .limit(error) }
             }
@@ -353,7 +353,7 @@ public actor Feed {
         defer { releaseWrite() }
         if let shared {
             // Whatever this copy holds, the store decides (another instance may have created it).
-            let id = writeID ?? Self.drawWriteID()
+            let id = writeID ?? RandomID.perWrite()
             for _ in 0..<Self.maxSharedAttempts {
                 switch try await shared.commit(.delete(name: name), base: 0, baseHistory: nil, writeID: id, clientKey: writeID != nil,
                                                fence: nil, answer: [], expectedState: nil, counted: !isHosted) {
@@ -403,8 +403,6 @@ public actor Feed {
 
     // MARK: A cache of a shared store (Redis)
 
-    /// A write's id when the client gave none: 128 random bits as hex.
-    static func drawWriteID() -> String { EventID.newHistory() + EventID.newHistory() }
 
     /// The most attempts of one write that lose a race to another instance before it is refused.
     static let maxSharedAttempts = 16
@@ -422,7 +420,7 @@ public actor Feed {
             do { previous = try await shared.committedAnswer(name, writeID: key) } catch { throw .store(error) }
             if let previous { return FeedWriteResult(replaying: previous.answer, version: previous.version) }
         }
-        let writeID = options.writeID ?? Self.drawWriteID()
+        let writeID = options.writeID ?? RandomID.perWrite()
         for _ in 0..<Self.maxSharedAttempts {
             if let basis = options.basis, basis.version != version { throw .conflict }
             let (base, baseHistory) = (version, history)
@@ -430,7 +428,7 @@ public actor Feed {
             var event: [UInt8] = []
             var result: FeedWriteResult
             if base == 0 {
-                let fresh = EventID.newHistory()
+                let fresh = RandomID.history()
                 write = .put(name: name, history: fresh, version: 1, snapshot: encoded, batch: nil, keepFrom: 2, viewState: viewState)
                 result = FeedWriteResult(created: true, version: 1, operations: new.numberOfSections + new.numberOfItems)
             } else {
@@ -629,7 +627,7 @@ public actor Feed {
         // Redis holds an older version than this instance served (an old backup, a lagging replica):
         // the feed gets a new history there, so no version is numbered twice; every copy resyncs.
         if stored.history == history, stored.version < readAt, readFrom == history {
-            _ = try? await shared.restartHistory(name, from: stored.history, at: stored.version, to: EventID.newHistory())
+            _ = try? await shared.restartHistory(name, from: stored.history, at: stored.version, to: RandomID.history())
             if !rereading {
                 rereading = true
                 await refreshFromStore(shared)
@@ -668,7 +666,7 @@ public actor Feed {
     /// emptied; what the store holds next (nothing, or an old backup) is read on the next refresh.
     func dropForLostData() {
         if version > 0 { endEverySubscription() }
-        history = EventID.newHistory()
+        history = RandomID.history()
     }
 
     /// The shared store cannot be reached (`detail`), or can again (nil): subscribers are told once

@@ -147,7 +147,7 @@ extension LogFeedStore {
         } else {
             // Set aside: what could be read becomes a new checkpoint; the damaged files are kept aside.
             if historiesInDoubt {
-                state.restartHistories(Self.newHistory)
+                state.restartHistories(RandomID.history)
                 contents.setAside.append(("*", "damage hid which feeds it touched: every feed starts a new history, so clients resync"))
             }
             contents.setAside += setAside.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
@@ -254,9 +254,4 @@ extension LogFeedStore {
                              notes: ["migrated \(contents.feeds.count) feeds from \(old.path) (kept as \(SQLiteMigrator.fileName).migrated-\(stamp))"])
     }
 
-    /// A new history id: 16 hexadecimal digits, as the feeds make them.
-    static func newHistory() -> String {
-        let digits = String(UInt64.random(in: 1...UInt64.max), radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
-    }
 }

@@ -1,4 +1,5 @@
 import RedisClient
+import FeedStore
 
 /// One write of one feed, as the commit script takes it. Everything but the names is opaque bytes, as
 /// in the `FeedStore` seam: the snapshot as `WireCodec` encodes it, the batch as the SSE event sent.
@@ -107,7 +108,7 @@ public struct RedisFeedCommitter: Sendable {
     /// - Throws: ``RedisError`` when Redis cannot be reached, or did not answer and could not be asked
     ///   again; the write may then have happened (``RedisError/outcomeUnknown``).
     public func commit(_ write: RedisFeedWrite) async throws(RedisError) -> RedisCommitOutcome {
-        let attempt = Self.nonce()
+        let attempt = RandomID.perWrite()
         do {
             return try await run(write, attempt: attempt)
         } catch where error.outcomeUnknown {
@@ -118,7 +119,7 @@ public struct RedisFeedCommitter: Sendable {
     /// Deletes a feed (``RedisScripts/delete``), settling a lost answer as ``commit(_:)`` does.
     /// - Returns: `.committed(version: 1, …)` when the feed existed, `version: 0` when it did not.
     public func delete(feed: String, epoch: String, writeID: String, clientKey: Bool = true, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
-        let attempt = Self.nonce()
+        let attempt = RandomID.perWrite()
         do {
             let keys = scriptKeys(feed, writeID: writeID, attempt: attempt)
             let arguments = [Array(epoch.utf8), Array(String(clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8), Array(self.keys.channel(feed).utf8), answer]
@@ -136,7 +137,7 @@ public struct RedisFeedCommitter: Sendable {
     /// - Parameter fence: a lease's fencing token the lease must still hold (nil: none).
     public func setViewState(feed: String, epoch: String, version: Int, history: String? = nil, state: [UInt8], writeID: String, clientKey: Bool = true,
                              expectedState: [UInt8]? = nil, fence: String? = nil, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
-        let attempt = Self.nonce()
+        let attempt = RandomID.perWrite()
         do {
             let keys = scriptKeys(feed, writeID: writeID, attempt: attempt)
             let arguments = [Array(epoch.utf8), Array(String(version).utf8), state, Array(String(clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8),
@@ -256,12 +257,4 @@ public struct RedisFeedCommitter: Sendable {
         return (version, Array(rest[(space + 1)...]))
     }
 
-    /// 128 random bits as hex: an attempt's nonce, or a write id when the client gave none.
-    public static func nonce() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<2).map { _ in
-            let hex = String(generator.next() as UInt64, radix: 16)
-            return String(repeating: "0", count: 16 - hex.count) + hex
-        }.joined()
-    }
 }

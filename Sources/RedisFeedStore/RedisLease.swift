@@ -1,4 +1,5 @@
 import RedisClient
+import FeedStore
 
 /// A lease in Redis (`lease:<name>`): the right to run a hosted view model's source on one instance at
 /// a time. It is held under a fencing token, which the holder passes with each commit
@@ -34,7 +35,7 @@ public struct RedisLease: Sendable {
     /// Takes the lease for `milliseconds` if no one holds it (`SET NX PX`).
     /// - Returns: the fencing token to commit with, or nil when another instance holds it.
     public func acquire(_ feed: String, milliseconds: Int) async throws(RedisError) -> String? {
-        let token = RedisFeedCommitter.nonce()
+        let token = RandomID.token()
         let reply = try await client.command("SET", keys.lease(feed), token, "NX", "PX", String(milliseconds))
         switch reply {
         case .status("OK"): return token

@@ -47,7 +47,7 @@ public final class RedisStore: SharedFeedStore {
         self.url = url
         self.keys = keys
         self.currentEpoch = Mutex(epoch)
-        let instanceID = RedisFeedCommitter.nonce()
+        let instanceID = RandomID.token()
         self.instanceID = instanceID
         self.maxFeeds = maxFeeds
         self.maxBytes = maxBytes
@@ -118,7 +118,7 @@ public final class RedisStore: SharedFeedStore {
                             timeout: Double = 2, pingInterval: Double = 1, connections: Int = 1) throws(RedisError) -> RedisStore {
         let connection = try RedisConnection(url: url, timeout: timeout)
         defer { connection.close() }
-        let replies = try connection.pipeline([["SET", keys.epoch, RedisFeedCommitter.nonce(), "NX"], ["GET", keys.epoch]].map { $0.map { Array($0.utf8) } })
+        let replies = try connection.pipeline([["SET", keys.epoch, RandomID.token(), "NX"], ["GET", keys.epoch]].map { $0.map { Array($0.utf8) } })
         guard let epoch = replies[1].string else { throw .unexpectedReply(command: "GET \(keys.epoch)", reply: replies[1].description) }
         return RedisStore(url: url, keys: keys, epoch: epoch, replay: replay, maxFeeds: maxFeeds, maxBytes: maxBytes, timeout: timeout, pingInterval: pingInterval, connections: connections)
     }
@@ -189,7 +189,7 @@ public final class RedisStore: SharedFeedStore {
             }
         case .delete: base = 0
         }
-        let refusal: String? = switch try await commit(write, base: base, writeID: RedisFeedCommitter.nonce(), fence: nil, answer: []) {
+        let refusal: String? = switch try await commit(write, base: base, writeID: RandomID.perWrite(), fence: nil, answer: []) {
         case .committed: nil
         case .conflict(let version, let history): "another writer changed the feed (Redis holds version \(version) of history \(history))"
         case .lostData: "Redis lost its data (epoch \(epoch) is gone); restart to start new histories"
@@ -362,7 +362,7 @@ public final class RedisStore: SharedFeedStore {
     public func adoptNewEpoch() async throws(StoreError) {
         do throws(RedisError) {
             let replies = try await client.run { connection throws(RedisError) in
-                try connection.pipeline([["SET", self.keys.epoch, RedisFeedCommitter.nonce(), "NX"], ["GET", self.keys.epoch]].map { $0.map { Array($0.utf8) } })
+                try connection.pipeline([["SET", self.keys.epoch, RandomID.token(), "NX"], ["GET", self.keys.epoch]].map { $0.map { Array($0.utf8) } })
             }
             guard let epoch = replies[1].string else { throw .unexpectedReply(command: "GET \(keys.epoch)", reply: replies[1].description) }
             currentEpoch.withLock { $0 = epoch }

@@ -1,4 +1,5 @@
 import FeedServer
+import FeedStore
 import Testing
 
 struct EventIDTests {
@@ -16,9 +17,10 @@ struct EventIDTests {
         #expect(EventID(text) == nil)
     }
 
-    @Test func historiesAreRandom() {
-        #expect(EventID.newHistory() != EventID.newHistory())
-        #expect(EventID.newHistory().count == 16)
+    @Test func aNewHistoryIsAnIDsHistory() throws {
+        let history = RandomID.history()
+        #expect(history != RandomID.history())
+        #expect(try #require(EventID("ds1.\(history).7")).history == history)
     }
 }
 

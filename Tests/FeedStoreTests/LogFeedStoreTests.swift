@@ -21,7 +21,7 @@ struct WriteScript {
             return .delete(name: name)
         }
         if roll == 1 { return .viewState(name: name, bytes: Array("state \(Int.random(in: 0..<99, using: &rng))".utf8)) }
-        let (history, version) = versions[name].map { ($0.history, $0.version + 1) } ?? (LogFeedStore.newHistory(), 1)
+        let (history, version) = versions[name].map { ($0.history, $0.version + 1) } ?? (RandomID.history(), 1)
         versions[name] = (history, version)
         var snapshot = snapshots[name] ?? (0..<Int.random(in: 200...400, using: &rng)).map { _ in UInt8.random(in: 97...122, using: &rng) }
         let at = Int.random(in: 0..<snapshot.count, using: &rng)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import FeedStore
 import RedisClient
 @testable import RedisFeedStore
 
@@ -19,7 +20,7 @@ struct RedisFeedCommitterTests {
             _ = try await client.command("SET", committer.keys.epoch, epoch, "NX")
         }
 
-        func write(_ feed: String = "news", base: Int, history: String = "h1", batch: String? = nil, id: String = RedisFeedCommitter.nonce(),
+        func write(_ feed: String = "news", base: Int, history: String = "h1", batch: String? = nil, id: String = RandomID.perWrite(),
                    window: Int = 100, fence: String? = nil, answer: String = "") -> RedisFeedWrite {
             RedisFeedWrite(feed: feed, epoch: epoch, baseVersion: base, history: history, snapshot: Array("snapshot \(base + 1)".utf8),
                            viewState: Array("state \(base + 1)".utf8), batch: Array((batch ?? (base == 0 ? "" : "batch \(base + 1)")).utf8),
@@ -125,7 +126,7 @@ struct RedisFeedCommitterTests {
             defer { fixture.client.stop() }
             _ = try await fixture.committer.commit(fixture.write(base: 0))
             let write = fixture.write(base: 1, answer: "{\"version\":2}")
-            let attempt = RedisFeedCommitter.nonce()
+            let attempt = RandomID.perWrite()
             _ = try await fixture.committer.run(write, attempt: attempt)  // its answer is dropped: "lost"
             #expect(try await fixture.committer.resolve(feed: "news", writeID: write.writeID, attempt: attempt)
                     == .committed(version: 2, answer: Array("{\"version\":2}".utf8), first: false))
@@ -141,7 +142,7 @@ struct RedisFeedCommitterTests {
             defer { fixture.client.stop() }
             _ = try await fixture.committer.commit(fixture.write(base: 0))
             let write = fixture.write(base: 1)
-            let attempt = RedisFeedCommitter.nonce()
+            let attempt = RandomID.perWrite()
             #expect(try await fixture.committer.resolve(feed: "news", writeID: write.writeID, attempt: attempt) == .notCommitted)
             #expect(try await fixture.committer.run(write, attempt: attempt) == .notCommitted)
             #expect(try await fixture.stored().version == 1)
