@@ -163,8 +163,8 @@ public final class DiffStreamServer: Service, Sendable {
         guard let text = configuration.redisURL else { return nil }
         let url: RedisURL
         do { url = try RedisURL(parsing: text) } catch { throw StartError(.redis, "--redis: \(error.description)") }
-        guard !configuration.redisPrefix.isEmpty, !configuration.redisPrefix.contains(where: { $0 == ":" || $0.isWhitespace }) else {
-            throw StartError(.redis, "--redis-prefix must be a non-empty name without ':' or spaces, not '\(configuration.redisPrefix)'")
+        if let problem = RedisKeys.problem(withPrefix: configuration.redisPrefix) {
+            throw StartError(.redis, "--redis-prefix '\(configuration.redisPrefix)': \(problem)")
         }
         let keys = RedisKeys(prefix: configuration.redisPrefix)
         let maxStoreBytes = configuration.maxStoreBytes ?? redisMaxStoreBytes
@@ -178,11 +178,13 @@ public final class DiffStreamServer: Service, Sendable {
             let check = try await RedisServerCheck.run(client)
             for warning in check.warnings { logger.warning("\(warning)") }
             if !check.errors.isEmpty { return .failure(StartError(.redis, check.errors.joined(separator: "; "))) }
-            let differing = try RedisStore.agree(on: settings, url: url, keys: keys, timeout: configuration.redisTimeout)
+            let instance = RandomID.token()
+            let differing = try RedisStore.agree(on: settings, url: url, keys: keys, instance: instance, timeout: configuration.redisTimeout)
             if !differing.isEmpty {
-                return .failure(StartError(.redis, "settings differ from the other instances' (every instance sharing Redis needs the same): \(differing.joined(separator: "; "))"))
+                return .failure(StartError(.redis, "settings differ from the running instances' (every instance sharing Redis needs the same; "
+                    + "once none is running, the next start's are taken): \(differing.joined(separator: "; "))"))
             }
-            return .success(try RedisStore.open(url: url, keys: keys, replay: configuration.replay, maxFeeds: configuration.maxFeeds, maxBytes: maxStoreBytes,
+            return .success(try RedisStore.open(url: url, keys: keys, instanceID: instance, replay: configuration.replay, maxFeeds: configuration.maxFeeds, maxBytes: maxStoreBytes,
                                                 timeout: configuration.redisTimeout))
         }
         while true {
@@ -190,7 +192,7 @@ public final class DiffStreamServer: Service, Sendable {
             do throws(RedisError) {
                 outcome = try await connect()
             } catch {
-                if case .server(_, let message) = error, !message.hasPrefix("LOADING") {
+                if case .server = error, !error.temporarilyRefused {
                     throw StartError(.redis, "Redis at \(url) refused the start: \(error.description)")
                 }
                 logger.warning("Redis at \(url) is not reachable (\(error.description)); retrying every 2 s")

@@ -47,6 +47,9 @@ public final class RedisConnection {
             if url.database != 0 { try expectOK(command(["SELECT", String(url.database)]), "SELECT") }
         } catch {
             close()
+            // An answer (a wrong password, a database past the server's count) is the server's
+            // refusal; a lost or silent connection is a connection that could not be made.
+            if case .server = error { throw error }
             throw .connect(endpoint: url.endpoint, reason: error.description)
         }
     }

@@ -1,8 +1,8 @@
 /// Why a call to Redis failed. Every case names the call (a hiredis function, or the Redis command)
 /// and keeps what the system or the server said.
 public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The connection could not be made (`redisConnectWithTimeout`), or the handshake after it
-    /// (`AUTH`, `SELECT`, `HELLO`) was refused.
+    /// The connection could not be made (`redisConnectWithTimeout`, `redisSetTimeout`). A handshake
+    /// the server refused (`AUTH`, `SELECT`) is ``server(command:message:)``: trying again does not help.
     case connect(endpoint: String, reason: String)
     /// A read or write failed (`call`: the hiredis function), with the system's errno.
     case io(call: String, errno: Int32, reason: String)
@@ -26,6 +26,14 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
         case .io, .timedOut, .closed, .protocolError: true
         case .connect, .server, .unexpectedReply, .notConnected: false
         }
+    }
+
+    /// True for an error answer that says the server cannot serve now but will: `LOADING` (it replays
+    /// its AOF after a restart), `BUSY` (a script runs too long), `MASTERDOWN`, `READONLY` (a replica,
+    /// during a failover), `NOREPLICAS`, `TRYAGAIN`. Nothing ran; the same call can succeed later.
+    public var temporarilyRefused: Bool {
+        guard case .server(_, let message) = self else { return false }
+        return ["LOADING", "BUSY", "MASTERDOWN", "READONLY", "NOREPLICAS", "TRYAGAIN"].contains { message.hasPrefix($0 + " ") || message == $0 }
     }
 
     /// True when the connection is broken after this error (anything but an answer from the server).

@@ -13,6 +13,9 @@
 /// | `write:<name>:<id>` | string, with a TTL | `done <version> <answer>`: a committed write's answer |
 /// | `attempt:<name>:<nonce>` | string, with a TTL | an attempt given up after a lost answer |
 /// | `lease:<name>` | string, with a TTL | the fencing token of the instance that runs the feed's source |
+/// | `usage` | hash | `feeds`, `bytes`: what `--max-feeds` and `--max-store-bytes` count, over every instance |
+/// | `settings` | hash | `replay`, `max-feeds`, `max-feed-bytes`, `max-store-bytes`: the running instances' |
+/// | `instances` | sorted set | the running instances' ids, scored by when each one's presence ends (ms) |
 /// | channel `publish:<name>` | pub/sub | `<history> <version> <batch, snapshot, state lengths> <instance>\n<batch><snapshot><state>` after each commit; `<history> 0\n` after a delete |
 public struct RedisKeys: Sendable, Equatable {
     /// The key schema this build writes and reads.
@@ -21,6 +24,16 @@ public struct RedisKeys: Sendable, Equatable {
     public let prefix: String
     /// `<prefix>:v<schema>:`.
     public let base: String
+
+    /// Why `prefix` cannot be a `--redis-prefix`, or nil when it can: 1 to 128 visible ASCII
+    /// characters (`:` too, as in `myapp:diffstream`), none of `* ? [ ] \\`, which `SCAN MATCH`
+    /// would read as a pattern.
+    public static func problem(withPrefix prefix: String) -> String? {
+        guard (1...128).contains(prefix.utf8.count) else { return "it must be 1 to 128 characters" }
+        guard prefix.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else { return "it must be visible ASCII, without spaces" }
+        guard !prefix.contains(where: { "*?[]\\".contains($0) }) else { return "it must not hold * ? [ ] or \\ (SCAN MATCH patterns)" }
+        return nil
+    }
 
     public init(prefix: String = "diffstream") {
         self.prefix = prefix
@@ -38,4 +51,7 @@ public struct RedisKeys: Sendable, Equatable {
     public var usage: String { base + "usage" }
     /// The settings every instance must agree on (`--replay`, the limits), written by the first.
     public var settings: String { base + "settings" }
+    /// The running instances: a sorted set of instance ids, scored by the time (ms, Redis's clock)
+    /// each one's presence ends unless renewed.
+    public var instances: String { base + "instances" }
 }

@@ -43,11 +43,15 @@ public final class RedisStore: SharedFeedStore {
     private let eventSink: AsyncStream<SharedStoreEvent>.Continuation
     private let counters = Mutex(StoreMetrics())
 
-    private init(url: RedisURL, keys: RedisKeys, epoch: String, replay: Int, maxFeeds: Int?, maxBytes: Int?, timeout: Double, pingInterval: Double, connections: Int) {
+    /// Milliseconds an instance counts as running (``agree(on:url:keys:instance:presenceMilliseconds:timeout:)``)
+    /// unless its store renews it, which it does every second until ``close()``.
+    public static let presenceMilliseconds = 5_000
+    private let presence: Task<Void, Never>
+
+    private init(url: RedisURL, keys: RedisKeys, instanceID: String, epoch: String, replay: Int, maxFeeds: Int?, maxBytes: Int?, timeout: Double, pingInterval: Double, connections: Int) {
         self.url = url
         self.keys = keys
         self.currentEpoch = Mutex(epoch)
-        let instanceID = RandomID.token()
         self.instanceID = instanceID
         self.maxFeeds = maxFeeds
         self.maxBytes = maxBytes
@@ -57,6 +61,13 @@ public final class RedisStore: SharedFeedStore {
             RedisFeedCommitter(client: RedisClient(url: url, timeout: timeout, name: "redis-commit-\(index)"), keys: keys, origin: instanceID)
         }
         self.reader = RedisFeedReader(client: client, keys: keys)
+        self.presence = Task { [client] in
+            let renew = [RedisScripts.present, "1", keys.instances, instanceID, String(Self.presenceMilliseconds)]
+            while !Task.isCancelled {
+                _ = try? await client.command([Array("EVAL".utf8)] + renew.map { Array($0.utf8) })
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
         self.lease = RedisLease(client: client, keys: keys)
         let (events, sink) = AsyncStream.makeStream(of: SharedStoreEvent.self)
         self.events = events
@@ -114,34 +125,45 @@ public final class RedisStore: SharedFeedStore {
     /// - Parameter maxFeeds: `--max-feeds`, counted over every instance's feeds (nil: no limit).
     /// - Parameter maxBytes: `--max-store-bytes`, the same (nil: no limit).
     /// - Parameter connections: connections commits go out on (each with a thread, each pipelined).
-    public static func open(url: RedisURL, keys: RedisKeys, replay: Int, maxFeeds: Int? = nil, maxBytes: Int? = nil,
+    /// - Parameter instanceID: this instance's id (the one ``agree(on:url:keys:instance:presenceMilliseconds:timeout:)`` was given).
+    public static func open(url: RedisURL, keys: RedisKeys, instanceID: String = RandomID.token(), replay: Int, maxFeeds: Int? = nil, maxBytes: Int? = nil,
                             timeout: Double = 2, pingInterval: Double = 1, connections: Int = 1) throws(RedisError) -> RedisStore {
         let connection = try RedisConnection(url: url, timeout: timeout)
         defer { connection.close() }
         let replies = try connection.pipeline([["SET", keys.epoch, RandomID.token(), "NX"], ["GET", keys.epoch]].map { $0.map { Array($0.utf8) } })
         guard let epoch = replies[1].string else { throw .unexpectedReply(command: "GET \(keys.epoch)", reply: replies[1].description) }
-        return RedisStore(url: url, keys: keys, epoch: epoch, replay: replay, maxFeeds: maxFeeds, maxBytes: maxBytes, timeout: timeout, pingInterval: pingInterval, connections: connections)
+        return RedisStore(url: url, keys: keys, instanceID: instanceID, epoch: epoch, replay: replay, maxFeeds: maxFeeds, maxBytes: maxBytes, timeout: timeout, pingInterval: pingInterval, connections: connections)
     }
 
-    /// The settings every instance must agree on (`--replay`, the limits): the first instance stores
-    /// them (`HSETNX`), every later one compares.
+    /// The settings every instance must agree on (`--replay`, the limits), compared with the running
+    /// instances' (``RedisScripts/agree``): while any other instance is present they must be equal;
+    /// with none, this instance's become the shared ones. Agreeing, `instance` is present for
+    /// `presenceMilliseconds` (the store it opens renews it).
     /// - Returns: one line per setting whose value differs: the name, this instance's value and the stored one.
-    public static func agree(on settings: [(name: String, value: String)], url: RedisURL, keys: RedisKeys, timeout: Double = 2) throws(RedisError) -> [String] {
+    public static func agree(on settings: [(name: String, value: String)], url: RedisURL, keys: RedisKeys, instance: String,
+                             presenceMilliseconds: Int = RedisStore.presenceMilliseconds, timeout: Double = 2) throws(RedisError) -> [String] {
         let connection = try RedisConnection(url: url, timeout: timeout)
         defer { connection.close() }
-        let commands = settings.map { ["HSETNX", keys.settings, $0.name, $0.value] } + [["HMGET", keys.settings] + settings.map(\.name)]
-        let replies = try connection.pipeline(commands.map { $0.map { Array($0.utf8) } })
-        guard let stored = replies.last?.array, stored.count == settings.count else {
-            throw .unexpectedReply(command: "HMGET \(keys.settings)", reply: replies.last?.description ?? "nothing")
-        }
-        return zip(settings, stored).compactMap { setting, value in
-            let kept = value.string ?? ""
-            return kept == setting.value ? nil : "\(setting.name): this instance has \(setting.value), the instances sharing '\(keys.base)' have \(kept)"
+        let arguments = ["EVAL", RedisScripts.agree, "2", keys.settings, keys.instances, instance, String(presenceMilliseconds)]
+            + settings.flatMap { [$0.name, $0.value] }
+        let reply = try connection.command(arguments.map { Array($0.utf8) })
+        if case .error(let message) = reply { throw .server(command: "EVAL (agree)", message: message) }
+        guard let pairs = reply.array?.compactMap(\.string), pairs.count % 2 == 0 else { throw .unexpectedReply(command: "EVAL (agree)", reply: reply.description) }
+        let stored = Dictionary(stride(from: 0, to: pairs.count, by: 2).map { (pairs[$0], pairs[$0 + 1]) }) { first, _ in first }
+        return settings.compactMap { setting in
+            stored[setting.name].map { "\(setting.name): this instance has \(setting.value), the instances sharing '\(keys.base)' have \($0)" }
         }
     }
 
-    /// Stops the client's and the subscriber's threads and ends ``events``; later calls fail.
+    /// Leaves the running instances (so that a start with other settings need not wait for this
+    /// one's presence to end), stops the client's and the subscriber's threads and ends ``events``;
+    /// later calls fail.
     public func close() {
+        presence.cancel()
+        if let connection = try? RedisConnection(url: url, timeout: client.timeout) {
+            _ = try? connection.command(["ZREM", keys.instances, instanceID])
+            connection.close()
+        }
         subscriber.stop()
         eventSink.finish()
         client.stop()
@@ -355,8 +377,12 @@ public final class RedisStore: SharedFeedStore {
 
     /// A Redis error as the seam says it: the connection's failures are `unreachable` (503 "redis
     /// unavailable"), the server's refusals `io`; both name the URL (its password hidden).
+    /// A Redis that cannot be reached, or answers that it cannot serve now (``RedisError/temporarilyRefused``:
+    /// replaying its AOF, a failover), is unreachable for the API (`503 redis unavailable`); any other
+    /// error answer is a storage error.
     func storeError(_ error: RedisError) -> StoreError {
-        error.breaksConnection ? .unreachable(url: url.description, reason: error.description) : .io(path: url.description, reason: error.description)
+        error.breaksConnection || error.temporarilyRefused
+            ? .unreachable(url: url.description, reason: error.description) : .io(path: url.description, reason: error.description)
     }
 
     public func adoptNewEpoch() async throws(StoreError) {

@@ -43,10 +43,17 @@ struct RedisConnectionTests {
             #expect(try app.command(["SET", "x", "1"]) == .status("OK"))
             #expect(try admin.command(["SELECT", "3"]) == .status("OK"))
             #expect(try admin.command(["GET", "x"]) == .bulk(Array("1".utf8)))
+            // A refusal is the server's answer (the start stops on it), not a connection to try again.
             url.password = "wrong"
             #expect { try RedisConnection(url: url, timeout: 2) } throws: { error in
-                guard case .connect(let endpoint, let reason) = error as? RedisError else { return false }
-                return endpoint == server.url.endpoint && reason.contains("AUTH")
+                guard case .server(let command, let message) = error as? RedisError else { return false }
+                return command == "AUTH" && message.hasPrefix("WRONGPASS")
+            }
+            url.password = "s3cret"
+            url.database = 100_000
+            #expect { try RedisConnection(url: url, timeout: 2) } throws: { error in
+                guard case .server(let command, _) = error as? RedisError else { return false }
+                return command == "SELECT"
             }
         }
     }

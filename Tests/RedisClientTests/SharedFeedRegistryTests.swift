@@ -190,14 +190,46 @@ struct SharedFeedRegistryTests {
         }
     }
 
-    @Test func settingsUnlikeTheFirstInstancesAreNamed() async throws {
+    /// While an instance runs, another with other settings is refused, naming them; once none runs
+    /// (each left, or its presence ran out), the next start's settings are taken.
+    @Test func settingsMustEqualTheRunningInstancesAndAreTakenWhenNoneRuns() async throws {
         try await RedisTestServer.with { server in
             let keys = RedisKeys(prefix: "settings")
-            let first = try RedisStore.agree(on: [("replay", "1024"), ("max-feeds", "10")], url: server.url, keys: keys)
-            let same = try RedisStore.agree(on: [("replay", "1024"), ("max-feeds", "10")], url: server.url, keys: keys)
-            let other = try RedisStore.agree(on: [("replay", "512"), ("max-feeds", "10")], url: server.url, keys: keys)
-            #expect(first.isEmpty && same.isEmpty)
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            func present() throws -> [String] { try admin.command(["ZRANGE", keys.instances, "0", "-1"]).array?.compactMap(\.string) ?? [] }
+            #expect(try RedisStore.agree(on: [("replay", "1024"), ("max-feeds", "10")], url: server.url, keys: keys, instance: "a").isEmpty)
+            #expect(try RedisStore.agree(on: [("replay", "1024"), ("max-feeds", "10")], url: server.url, keys: keys, instance: "b").isEmpty)
+            let other = try RedisStore.agree(on: [("replay", "512"), ("max-feeds", "10")], url: server.url, keys: keys, instance: "c")
             #expect(other == ["replay: this instance has 512, the instances sharing 'settings:v1:' have 1024"])
+            #expect(try present() == ["a", "b"], "a refused instance does not join")
+
+            // A store leaves when closed; an instance that died is gone once its presence runs out (0 ms here).
+            let store = try RedisStore.open(url: server.url, keys: keys, instanceID: "a", replay: 1024)
+            store.close()
+            _ = try admin.command(["ZADD", keys.instances, "0", "b"])
+            #expect(try RedisStore.agree(on: [("replay", "512"), ("max-feeds", "10")], url: server.url, keys: keys, instance: "c").isEmpty)
+            #expect(try present() == ["c"])
+            #expect(try admin.command(["HGET", keys.settings, "replay"]) == .bulk(Array("512".utf8)))
+            // Agreeing again (a start retried) does not count the instance as another.
+            #expect(try RedisStore.agree(on: [("replay", "256"), ("max-feeds", "10")], url: server.url, keys: keys, instance: "c").isEmpty)
+        }
+    }
+
+    /// An open store keeps its instance present: its presence is renewed before it ends.
+    @Test func anOpenStoreStaysPresent() async throws {
+        try await RedisTestServer.with { server in
+            let keys = RedisKeys(prefix: "presence")
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            #expect(try RedisStore.agree(on: [("replay", "8")], url: server.url, keys: keys, instance: "a", presenceMilliseconds: 0).isEmpty)
+            let store = try RedisStore.open(url: server.url, keys: keys, instanceID: "a", replay: 8)
+            defer { store.close() }
+            let renewed = await eventually {
+                let now = (try? admin.command(["TIME"]).array?.first?.string).flatMap { Double($0) } ?? .infinity
+                let until = (try? admin.command(["ZSCORE", keys.instances, "a"]).string).flatMap { Double($0) } ?? 0
+                return until / 1000 > now + 1
+            }
+            #expect(renewed, "the store renews its presence")
+            #expect(!(try RedisStore.agree(on: [("replay", "9")], url: server.url, keys: keys, instance: "b").isEmpty))
         }
     }
 

@@ -238,6 +238,15 @@ def test_kill_9_an_instance_during_a_write_storm_its_subscribers_resume_elsewher
 # 5. kill -9 Redis, restart it on its AOF
 
 
+def documented_outage_refusal(status, body):
+    """`503 {"error":"redis unavailable","detail":…}` (docs/protocol.md), the one answer to a write Redis cannot take."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return False
+    return status == 503 and parsed.get("error") == "redis unavailable" and bool(parsed.get("detail"))
+
+
 def test_kill_9_redis_during_a_write_storm_and_restart_it_on_its_aof(cluster):
     a, b = cluster.launch(2, *PLAIN)
     rng = random.Random(2605)
@@ -294,8 +303,8 @@ def test_kill_9_redis_during_a_write_storm_and_restart_it_on_its_aof(cluster):
             summary == [("snapshot", "outage"), ("unavailable", "nosuch"), ("unavailable", "outage")], summary
     writers.wait_refusals(2)
     with writers.changed:
-        wrong = [(s, body) for s, body in writers.refusals if s != 503 or "redis" not in body.lower()]
-    assert not wrong, f"writes during the outage answered other than 503 naming Redis: {wrong[:3]}"
+        wrong = [(s, body) for s, body in writers.refusals if not documented_outage_refusal(s, body)]
+    assert not wrong, f"writes during the outage answered other than 503 redis unavailable: {wrong[:3]}"
     before_restart = writers.count()
 
     cluster.redis.start()  # same port, same directory: its AOF
@@ -306,6 +315,9 @@ def test_kill_9_redis_during_a_write_storm_and_restart_it_on_its_aof(cluster):
     for follower, mark in zip(followers, marks):
         follower.wait_event("available", since=mark, timeout=10)
     writers.stop()
+    with writers.changed:  # also while the restarted Redis replayed its AOF (`-LOADING`)
+        wrong = [(s, body) for s, body in writers.refusals if not documented_outage_refusal(s, body)]
+    assert not wrong, f"writes during the outage or the AOF replay answered other than 503 redis unavailable: {wrong[:3]}"
     health_stop.set()
     health.join(10)
     assert not health_problems, f"/healthz was not 200 during the outage: {health_problems[:5]}"
@@ -642,6 +654,22 @@ def test_start_checks_settings_eviction_and_appendfsync(cluster):
         f"an instance with another --replay on the same Redis: exit {other.returncode}, {other.stderr!r}"
     same = cluster.add(*PLAIN, "--replay", "100")  # the same values: it starts
     assert same.alive()
+    # Once no instance runs (both stopped), the next start's settings are taken, and then held.
+    for instance in cluster.instances:
+        instance.stop()
+    changed = cluster.add(*PLAIN, "--replay", "200")
+    assert changed.alive()
+    old = exits("--port", "0", *PLAIN, *cluster.flags(), "--replay", "100")
+    assert old.returncode == 2 and "replay" in old.stderr, f"--replay 100 beside a running --replay 200: exit {old.returncode}, {old.stderr!r}"
+
+    # A password Redis refuses stops the start (exit 2), rather than being retried as unreachable.
+    refused = exits("--port", "0", *PLAIN, "--redis", cluster.redis.url.replace("redis://", "redis://:wrong@"), "--redis-prefix", new_prefix())
+    assert refused.returncode == 2 and "AUTH" in refused.stderr, f"a refused password: exit {refused.returncode}, {refused.stderr!r}"
+    # A prefix in Redis's usual style (with ':') names the keys; one with a space does not start.
+    colon = cluster.start(*PLAIN, "--redis", cluster.redis.url, "--redis-prefix", f"app:{new_prefix()}")
+    assert colon.http("PUT", "/feeds/x", json_body={"sections": []}).status == 201
+    spaced = exits("--port", "0", *PLAIN, "--redis", cluster.redis.url, "--redis-prefix", "my app")
+    assert spaced.returncode == 2 and "--redis-prefix" in spaced.stderr, f"a prefix with a space: exit {spaced.returncode}, {spaced.stderr!r}"
 
     assert cluster.redis.command("CONFIG", "SET", "maxmemory-policy", "allkeys-lru") == "OK"
     try:
