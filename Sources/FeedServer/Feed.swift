@@ -271,9 +271,14 @@ public actor Feed {
             if readError != nil, id.history == history, id.version > version, version > 0 {
                 // Redis cannot be reached and this copy is behind the client: send nothing older than
                 // what it holds; the refresh after the outage brings it (and the batches it has, which
-                // it skips as duplicates).
+                // it skips as duplicates). Told `unavailable` only during a known outage, which ends
+                // with `available`; a one-off failure is read again at once.
                 if tagged { taggedSubscribers[stream.id] = stream } else { subscribers[stream.id] = stream }
-                stream.send(EventPayload(FeedEvents.unavailableEvent(feed: name, detail: outage ?? "Redis cannot be reached")))
+                if let outage {
+                    stream.send(EventPayload(FeedEvents.unavailableEvent(feed: name, detail: outage)))
+                } else {
+                    queueRefresh()
+                }
                 watch(stream)
                 return
             }
@@ -587,15 +592,19 @@ public actor Feed {
     }
 
     /// Refreshes from the shared store now, in turn with the writes.
-    func refreshNow() async {
+    /// - Returns: the read's error when the store could not be read (the copy is as it was), else nil.
+    @discardableResult
+    func refreshNow() async -> StoreError? {
         await refreshInTurn()
     }
 
-    private func refreshInTurn() async {
+    @discardableResult
+    private func refreshInTurn() async -> StoreError? {
         await acquireWrite()
         defer { releaseWrite() }
         refreshQueued = false
-        if let shared { await refreshFromStore(shared) }
+        guard let shared else { return nil }
+        return await refreshFromStore(shared)
     }
 
     /// Reads the feed from the shared store and brings the copy and its subscribers to it: the
@@ -609,8 +618,9 @@ public actor Feed {
         let (readFrom, readAt, readGeneration) = (history, version, generation)
         let stored: StoredFeed?
         do { stored = try await shared.read(name) } catch { return error }
-        // The feed ended (deleted elsewhere) during the read: what was read may be older than that.
-        if generation != readGeneration, version == 0 {
+        // Commits or a delete reached the copy during the read: what was read may be older than they
+        // are (a create read as "no feed", a recreated history read as the old one). Read again.
+        if generation != readGeneration {
             queueRefresh()
             return nil
         }

@@ -166,7 +166,11 @@ public actor FeedRegistry {
             do {
                 let feed = try await cached(name)
                 let held = await feed.position
-                if !positions.intact || Self.isBehind(held, positions.feeds[name]) { await feed.refreshNow() }
+                // A copy known to be behind that cannot be read again is not an answer (503).
+                if !positions.intact || Self.isBehind(held, positions.feeds[name]), let error = await feed.refreshNow() {
+                    found.append(.failure(error))
+                    continue
+                }
                 found.append(.success(await feed.exists ? feed : nil))
             } catch {
                 found.append(.failure(error))

@@ -112,7 +112,7 @@ public struct RedisFeedCommitter: Sendable {
         do {
             return try await run(write, attempt: attempt)
         } catch where error.outcomeUnknown {
-            return try await resolve(feed: write.feed, writeID: write.writeID, attempt: attempt)
+            return try await settle(feed: write.feed, writeID: write.writeID, attempt: attempt, lost: error)
         }
     }
 
@@ -127,7 +127,7 @@ public struct RedisFeedCommitter: Sendable {
             if case .committed(let existed, _, true) = outcome { return .committed(version: existed, answer: answer, first: true) }
             return outcome
         } catch where error.outcomeUnknown {
-            return try await resolve(feed: feed, writeID: writeID, attempt: attempt)
+            return try await settle(feed: feed, writeID: writeID, attempt: attempt, lost: error)
         }
     }
 
@@ -147,7 +147,7 @@ public struct RedisFeedCommitter: Sendable {
             if case .committed(let version, _, true) = outcome { return .committed(version: version, answer: answer, first: true) }
             return outcome
         } catch where error.outcomeUnknown {
-            return try await resolve(feed: feed, writeID: writeID, attempt: attempt)
+            return try await settle(feed: feed, writeID: writeID, attempt: attempt, lost: error)
         }
     }
 
@@ -180,6 +180,13 @@ public struct RedisFeedCommitter: Sendable {
     private func scriptKeys(_ feed: String, writeID: String, attempt: String) -> [[UInt8]] {
         [keys.feed(feed), keys.batches(feed), keys.write(feed, id: writeID), keys.epoch, keys.lease(feed),
          keys.attempt(feed, nonce: attempt), keys.usage].map { Array($0.utf8) }
+    }
+
+    /// ``resolve(feed:writeID:attempt:)``; when that fails too, the error of the call whose answer was
+    /// `lost` (its outcome stays unknown: a retry with the same write id settles it), never the
+    /// settling call's own, which could read as "nothing was written".
+    private func settle(feed: String, writeID: String, attempt: String, lost: RedisError) async throws(RedisError) -> RedisCommitOutcome {
+        do { return try await resolve(feed: feed, writeID: writeID, attempt: attempt) } catch { throw lost }
     }
 
     /// Settles an attempt whose answer was lost (``RedisScripts/resolve``).

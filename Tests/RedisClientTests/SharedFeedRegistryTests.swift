@@ -359,6 +359,32 @@ struct SharedFeedRegistryTests {
         }
     }
 
+    /// A copy known to be behind that Redis answers the position of but not the read of (an ACL takes
+    /// `XRANGE` away) is no answer: a read gets the store's error (503), not the old version; and a
+    /// client resuming from a later version is not told `unavailable` (no outage is known, so no
+    /// `available` would follow): the copy is read again instead.
+    @Test func aStaleCopyThatCannotBeReadAgainIsNotServed() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1]))
+            let held = try #require(await b.registry.feed("moved"))
+            try await Self.deafen(b, to: "moved", admin: admin)
+            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
+            #expect(await held.version == 1, "B's copy is stale")
+            let history = await held.history
+
+            _ = try admin.command(["ACL", "SETUSER", "default", "-xrange"])
+            await #expect(throws: StoreError.self) { try await b.registry.latest("moved") }
+            let sink = MemorySink()
+            await held.subscribe(sink, lastEventID: "ds1.\(history).2")
+            #expect(!sink.text.contains("event: unavailable"), "\(sink.text)")
+            _ = try admin.command(["ACL", "SETUSER", "default", "+xrange"])
+            #expect(try await b.registry.latest("moved")?.version == 2)
+            await a.close(); await b.close()
+        }
+    }
+
     /// A read (`GET /feeds/{feed}`, ``FeedRegistry/latest(_:)``) on one instance answers every write
     /// acknowledged on another before it, even when that write's message has not arrived yet.
     @Test func aReadAnswersWritesAcknowledgedOnAnotherInstance() async throws {
