@@ -100,11 +100,18 @@ public final class RedisSubscriber: @unchecked Sendable {
         RedisConnection.blockSIGPIPEOnThisThread()
         var lastError: RedisError?
         while !isStopping {
+            var served = false
             do throws(RedisError) {
                 let connection = try RedisConnection(url: url, timeout: timeout)
                 defer { connection.close() }
-                try serve(connection, lastError: &lastError)
+                try serve(connection, lastError: &lastError, served: &served)
             } catch {
+                // A connection that served and then broke (`CLIENT KILL TYPE pubsub`, a proxy's restart)
+                // is made again at once, and only an attempt that fails is an outage: its `confirmed`
+                // channels get their positions checked, which fills what was missed. No busy loop: an
+                // attempt at once follows only a connection that subscribed and had its PING answered,
+                // and one that fails before that waits the reconnect delay.
+                if served, !isStopping { continue }
                 if error != lastError { onEvent(.disconnected(error)) }  // once per outage, not once per attempt
                 lastError = error
                 if isStopping { break }
@@ -119,8 +126,8 @@ public final class RedisSubscriber: @unchecked Sendable {
     /// the `PING` sent after the first `SUBSCRIBE` is answered: Redis answers in order, so every channel
     /// is subscribed by then, and the server is known to be awake.
     /// `lastError` is cleared once subscribed: a connection that fails again the same way before that
-    /// (a SUBSCRIBE refused each time) is the same outage, announced once.
-    private func serve(_ connection: RedisConnection, lastError: inout RedisError?) throws(RedisError) {
+    /// (a SUBSCRIBE refused each time) is the same outage, announced once. `served` says it got that far.
+    private func serve(_ connection: RedisConnection, lastError: inout RedisError?, served: inout Bool) throws(RedisError) {
         subscribed = []
         try sync(connection)
         try ping(connection)
@@ -150,6 +157,7 @@ public final class RedisSubscriber: @unchecked Sendable {
                 if reply == .status("PONG") || reply.array?.first?.string == "pong" {
                     if !announced { onEvent(.subscribed) }
                     announced = true
+                    served = true
                     lastError = nil
                 } else if let parts = reply.array, parts.count == 3, parts[0].string == "message" {
                     onEvent(.message(channel: parts[1].string ?? "", payload: parts[2].bytes ?? []))

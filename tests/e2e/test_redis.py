@@ -411,9 +411,15 @@ def test_client_kill_type_pubsub_while_writing_gaps_are_filled(cluster):
     for _ in range(5):
         writers.wait_acks(writers.count() + 12)
         killed.append(cluster.redis.command("CLIENT", "KILL", "TYPE", "pubsub"))
+        # A connection made again at once is no outage: Redis is there all along.
+        for instance in instances:
+            status, body = readyz(instance)
+            assert status == 200, f"/readyz after CLIENT KILL TYPE pubsub: {status} {body}"
     writers.wait_acks(writers.count() + 12)
     writers.stop()
     assert killed[0] >= 1, f"no pub/sub connection to kill: {killed}"
+    for follower in followers:
+        assert "unavailable" not in follower.kinds(), f"an outage told for a pub/sub connection made again: {follower.describe()}"
     for feed in feeds:
         mine = [f for f in followers if f.feed == feed]
         final = converge(mine, instances[1], feed, writers.last_version(feed))
