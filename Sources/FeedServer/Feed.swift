@@ -409,8 +409,11 @@ public actor Feed {
     // MARK: A cache of a shared store (Redis)
 
 
-    /// The most attempts of one write that lose a race to another instance before it is refused.
-    static let maxSharedAttempts = 16
+    /// The most attempts of one write that lose a race to another instance before it is refused. A
+    /// loser reads again while the winner may already send its next write, so under a storm on one
+    /// feed an instance can lose several races in a row: with three instances about 2 in 3 each, which
+    /// 16 attempts would make 1 in 700 writes refused, and 64 about 1 in 10^11.
+    static let maxSharedAttempts = 64
 
     /// ``write(_:viewState:options:)`` against a shared store; the caller holds the write turn.
     private func writeShared(_ shared: any SharedFeedStore, _ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions) async throws(FeedWriteError) -> FeedWriteResult {
