@@ -23,6 +23,9 @@ public actor Feed {
     /// Encoded bytes of the current snapshot, and of the payloads in `replay`.
     private var snapshotBytes = 0
     private var replayBytes = 0
+    /// Redis was found to hold versions this copy served with other content (``rewrites(_:)``): no
+    /// commit is applied on top of them until a refresh has replaced the copy with Redis's new history.
+    private var rewritten = false
     /// What this feed is charged in the shared ``StorageAccount`` (0 while it does not exist).
     var storedBytes: Int { snapshotBytes + replayBytes }
     private let account: StorageAccount?
@@ -389,6 +392,7 @@ public actor Feed {
     /// The feed is gone: every subscription ends with `event: deleted`, and the copy is emptied.
     private func endEverySubscription() {
         generation &+= 1
+        rewritten = false
         version = 0
         snapshotPayload = nil
         taggedSnapshotPayload = nil
@@ -532,6 +536,7 @@ public actor Feed {
     /// twice: as this instance's answer and through the store's events).
     /// - Returns: false when it does not follow (a gap, or another history): the copy must be refreshed.
     private func applyCommit(history: String, version: Int, snapshot new: WireSnapshot, encodedBytes: Int, event: [UInt8], state: [UInt8]?) -> Bool {
+        guard !rewritten else { return false }
         if self.version > 0, history == self.history, version <= self.version { return true }
         let creates = self.version == 0 && version == 1
         guard creates || (history == self.history && version == self.version + 1) else { return false }
@@ -570,11 +575,31 @@ public actor Feed {
             if history == self.history, version == self.version, let state { viewState = state }
             return
         }
-        if self.version > 0, history == self.history, version <= self.version { return }
+        if self.version > 0, history == self.history, version <= self.version {
+            // A version this copy holds, with other content: Redis's history was rewritten past it.
+            if rewrites([StoredBatch(version: version, bytes: batch)]) {
+                rewritten = true
+                queueRefresh()
+            }
+            return
+        }
         guard let decoded = try? WireCodec.decodeSnapshot(encoded),
               applyCommit(history: history, version: version, snapshot: decoded, encodedBytes: encoded.count, event: batch, state: state) else {
             queueRefresh()
             return
+        }
+    }
+
+    /// Whether `batches` (of this copy's history) hold a version this copy's window holds too, with
+    /// other content: Redis went back past versions this instance served (an older backup, a lagging
+    /// replica promoted) and another instance numbered them again. Nothing can tell for a version
+    /// outside the window (`--replay 0`).
+    private func rewrites(_ batches: [StoredBatch]) -> Bool {
+        guard let first = replay.first?.version else { return false }
+        return batches.contains { batch in
+            let index = batch.version - first
+            guard !batch.bytes.isEmpty, index >= 0, index < replay.count, replay[index].version == batch.version else { return false }
+            return replay[index].payload.bytes != batch.bytes
         }
     }
 
@@ -631,15 +656,17 @@ public actor Feed {
             if version > 0 { endEverySubscription() }
             return nil
         }
-        if stored.history == history, stored.version == version {
+        if stored.history == history, stored.version == version, !rewrites(stored.batches) {
             viewState = stored.viewState
             return nil
         }
         // Commits that arrived during the read moved the copy past what was read: never go back.
         if stored.history == history, stored.version < version, readFrom == history, stored.version >= readAt { return nil }
-        // Redis holds an older version than this instance served (an old backup, a lagging replica):
-        // the feed gets a new history there, so no version is numbered twice; every copy resyncs.
-        if stored.history == history, stored.version < readAt, readFrom == history {
+        // Redis holds an older version than this instance served (an old backup, a lagging replica),
+        // or versions it served numbered again with other content (another instance wrote on from
+        // there): the feed gets a new history there, so no version is numbered twice; every copy resyncs.
+        if stored.history == history, readFrom == history, stored.version < readAt || rewrites(stored.batches) {
+            rewritten = true
             _ = try? await shared.restartHistory(name, from: stored.history, at: stored.version, to: RandomID.history())
             if !rereading {
                 rereading = true
@@ -649,6 +676,7 @@ public actor Feed {
             return nil
         }
         guard let decoded = try? WireCodec.decodeSnapshot(stored.snapshot) else { return nil }
+        rewritten = false
         let window = stored.batches.suffix(replayLimit).map { ($0.version, EventPayload($0.bytes)) }
         let continues = version > 0 && stored.history == history && stored.version > version
             && (stored.batches.first.map { $0.version <= version + 1 } ?? false)

@@ -233,6 +233,36 @@ struct SharedFeedRegistryTests {
         }
     }
 
+    /// Redis went back to version 2 (an older backup) and another instance wrote on from there before
+    /// A's position check: its version 3 is not A's. A notices the content differs from what it served
+    /// and gives the feed a new history, so its subscribers get a snapshot, never a batch continuing
+    /// the rewritten history.
+    @Test func versionsNumberedAgainWithOtherContentStartANewHistory() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server)
+            for n in 1...3 { _ = try await a.registry.put("news", snapshot: Self.snapshot(Array(1...n))) }
+            let feed = try #require(try await a.registry.lookup("news"))
+            let old = await feed.history
+            let sink = MemorySink()
+            await feed.subscribe(sink, lastEventID: nil)
+            #expect(await sink.next()?.id == "ds1.\(old).3")
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            _ = try admin.command(["HSET", RedisKeys().feed("news"), "version", "2", "snapshot", String(decoding: WireCodec.encode(try Self.snapshot([1, 2])), as: UTF8.self)])
+            // The window as the backup had it: up to version 2 (a stream's ids only grow, so it is made again).
+            let window = RedisKeys().batches("news")
+            let second = try #require(try admin.command(["XRANGE", window, "2-0", "2-0"]).array?.first?.array?.last?.array?.last?.bytes)
+            _ = try admin.command(["DEL", window])
+            _ = try admin.command([Array("XADD".utf8), Array(window.utf8), Array("2-0".utf8), Array("e".utf8), second])
+            let b = try await Instance(server)
+            _ = try await b.registry.put("news", snapshot: Self.snapshot([7]))
+            _ = try await b.registry.put("news", snapshot: Self.snapshot([7, 8]))
+            let next = try #require(await sink.next())
+            #expect(next.type == "snapshot", "\(next) \(sink.text)")
+            #expect(next.id?.hasPrefix("ds1.\(old).") == false, "\(next)")
+            await a.close(); await b.close()
+        }
+    }
+
     @Test func aRedisBehindWhatWasServedGivesTheFeedANewHistory() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server)
