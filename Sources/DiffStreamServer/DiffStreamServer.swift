@@ -184,8 +184,9 @@ public final class DiffStreamServer: Service, Sendable {
                 return .failure(StartError(.redis, "settings differ from the running instances' (every instance sharing Redis needs the same; "
                     + "once none is running, the next start's are taken): \(differing.joined(separator: "; "))"))
             }
-            return .success(try RedisStore.open(url: url, keys: keys, instanceID: instance, replay: configuration.replay, maxFeeds: configuration.maxFeeds, maxBytes: maxStoreBytes,
-                                                timeout: configuration.redisTimeout))
+            return .success(try RedisStore.open(url: url, keys: keys, instanceID: instance, settings: settings, onSettingsConflict: { differing in
+                logger.error("settings differ from a running instance's (it started while Redis held no instance's presence): \(differing.joined(separator: "; ")); stop the instances whose settings are not wanted")
+            }, replay: configuration.replay, maxFeeds: configuration.maxFeeds, maxBytes: maxStoreBytes, timeout: configuration.redisTimeout))
         }
         while true {
             let outcome: Result<RedisStore, StartError>

@@ -434,6 +434,13 @@ public actor Feed {
         }
         let writeID = options.writeID ?? RandomID.perWrite()
         for _ in 0..<Self.maxSharedAttempts {
+            // Versions this copy served were numbered again in Redis (``rewrites(_:)``): nothing is
+            // diffed from them until the copy is Redis's new history.
+            if rewritten {
+                if let error = await refreshFromStore(shared) { throw .store(error) }
+                if options.basis != nil { throw .conflict }
+                continue
+            }
             if let basis = options.basis, basis.version != version { throw .conflict }
             let (base, baseHistory) = (version, history)
             let write: FeedWrite
@@ -508,7 +515,9 @@ public actor Feed {
                     if baseHistory == history, version == self.version { self.viewState = viewState } else { queueRefresh() }
                 } else {
                     let history: String = if case .put(_, let history, _, _, _, _, _) = write { history } else { self.history }
-                    _ = applyCommit(history: history, version: version, snapshot: new, encodedBytes: encoded.count, event: event, state: viewState)
+                    if !applyCommit(history: history, version: version, snapshot: new, encodedBytes: encoded.count, event: event, state: viewState) {
+                        queueRefresh()  // committed, but not on what this copy holds (a rewrite found meanwhile): Redis's state reaches the subscribers
+                    }
                 }
                 return result
             case .conflict:
@@ -647,10 +656,15 @@ public actor Feed {
         let stored: StoredFeed?
         do { stored = try await shared.read(name) } catch { return error }
         // Commits or a delete reached the copy during the read: what was read may be older than they
-        // are (a create read as "no feed", a recreated history read as the old one). Read again.
+        // are. Further along the copy's history, it is applied below; at or behind the copy's version,
+        // the copy has it already; no feed or another history (a create read as "no feed", a
+        // recreated history read as the old one) is read again.
         if generation != readGeneration {
-            queueRefresh()
-            return nil
+            guard let stored, stored.history == history else {
+                queueRefresh()
+                return nil
+            }
+            if stored.version <= version { return nil }
         }
         guard let stored else {
             if version > 0 { endEverySubscription() }

@@ -49,7 +49,7 @@ public struct RedisKeys: Sendable, Equatable {
     public func channel(_ name: String) -> String { base + "publish:" + name }
     /// The feeds counted against `--max-feeds` and the bytes of every feed, kept by the scripts.
     public var usage: String { base + "usage" }
-    /// The settings every instance must agree on (`--replay`, the limits), written by the first.
+    /// The settings every running instance must agree on (`--replay`, the limits): ``RedisScripts/agree``.
     public var settings: String { base + "settings" }
     /// The running instances: a sorted set of instance ids, scored by the time (ms, Redis's clock)
     /// each one's presence ends unless renewed.

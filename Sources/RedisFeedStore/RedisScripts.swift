@@ -97,8 +97,8 @@ public enum RedisScripts {
     /// Presences past their time (Redis's clock, `TIME`) are dropped first. With no other instance
     /// present, this one's settings become the shared ones (a deployment stopped and started again
     /// with a new `--replay` takes it); else each must equal the stored one (a setting not stored yet
-    /// is stored). Agreeing, the instance is present until ARGV 2 milliseconds from now (``present``
-    /// renews it). Returns the differing settings as name, stored value pairs (empty: agreed).
+    /// is stored). Agreeing, the instance is present until ARGV 2 milliseconds from now (its store
+    /// runs this again every second to renew it). Returns the differing settings as name, stored value pairs (empty: agreed).
     public static let agree = """
         local time = redis.call('TIME')
         local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -117,16 +117,6 @@ public enum RedisScripts {
         end
         if #differing == 0 then redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1]) end
         return differing
-        """
-
-    /// Keeps an instance present (see ``agree``): drops presences past their time and sets this one's
-    /// to ARGV 2 milliseconds from now. KEYS: 1 `instances`. ARGV: 1 the instance's id, 2 milliseconds.
-    public static let present = """
-        local time = redis.call('TIME')
-        local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-        redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-        return 1
         """
 
     /// Settles a commit whose answer was lost: either it is done (its answer comes back), or its attempt

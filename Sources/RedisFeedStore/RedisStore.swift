@@ -44,11 +44,14 @@ public final class RedisStore: SharedFeedStore {
     private let counters = Mutex(StoreMetrics())
 
     /// Milliseconds an instance counts as running (``agree(on:url:keys:instance:presenceMilliseconds:timeout:)``)
-    /// unless its store renews it, which it does every second until ``close()``.
+    /// unless its store renews it, which it does every second until ``close()``, agreeing again each
+    /// time: should every presence have lapsed (Redis away longer) and an instance with other settings
+    /// have started meanwhile, the renewal finds the difference and reports it.
     public static let presenceMilliseconds = 5_000
     private let presence: Task<Void, Never>
 
-    private init(url: RedisURL, keys: RedisKeys, instanceID: String, epoch: String, replay: Int, maxFeeds: Int?, maxBytes: Int?, timeout: Double, pingInterval: Double, connections: Int) {
+    private init(url: RedisURL, keys: RedisKeys, instanceID: String, settings: [(name: String, value: String)], onSettingsConflict: @escaping @Sendable ([String]) -> Void,
+                 epoch: String, replay: Int, maxFeeds: Int?, maxBytes: Int?, timeout: Double, pingInterval: Double, connections: Int) {
         self.url = url
         self.keys = keys
         self.currentEpoch = Mutex(epoch)
@@ -61,10 +64,14 @@ public final class RedisStore: SharedFeedStore {
             RedisFeedCommitter(client: RedisClient(url: url, timeout: timeout, name: "redis-commit-\(index)"), keys: keys, origin: instanceID)
         }
         self.reader = RedisFeedReader(client: client, keys: keys)
+        let renewal = Self.agreeCommand(settings, keys: keys, instance: instanceID, presenceMilliseconds: Self.presenceMilliseconds)
         self.presence = Task { [client] in
-            let renew = [RedisScripts.present, "1", keys.instances, instanceID, String(Self.presenceMilliseconds)]
+            var reported: [String] = []
             while !Task.isCancelled {
-                _ = try? await client.command([Array("EVAL".utf8)] + renew.map { Array($0.utf8) })
+                if let reply = try? await client.command(renewal), let differing = try? Self.differences(reply, settings: settings, keys: keys), differing != reported {
+                    reported = differing
+                    if !differing.isEmpty { onSettingsConflict(differing) }
+                }
                 try? await Task.sleep(for: .seconds(1))
             }
         }
@@ -126,13 +133,16 @@ public final class RedisStore: SharedFeedStore {
     /// - Parameter maxBytes: `--max-store-bytes`, the same (nil: no limit).
     /// - Parameter connections: connections commits go out on (each with a thread, each pipelined).
     /// - Parameter instanceID: this instance's id (the one ``agree(on:url:keys:instance:presenceMilliseconds:timeout:)`` was given).
-    public static func open(url: RedisURL, keys: RedisKeys, instanceID: String = RandomID.token(), replay: Int, maxFeeds: Int? = nil, maxBytes: Int? = nil,
+    /// - Parameter settings: the settings it agreed on, agreed on again with each renewal of its presence;
+    ///   `onSettingsConflict` hears of a difference found then (the differing settings, as `agree` names them).
+    public static func open(url: RedisURL, keys: RedisKeys, instanceID: String = RandomID.token(), settings: [(name: String, value: String)] = [],
+                            onSettingsConflict: @escaping @Sendable ([String]) -> Void = { _ in }, replay: Int, maxFeeds: Int? = nil, maxBytes: Int? = nil,
                             timeout: Double = 2, pingInterval: Double = 1, connections: Int = 1) throws(RedisError) -> RedisStore {
         let connection = try RedisConnection(url: url, timeout: timeout)
         defer { connection.close() }
         let replies = try connection.pipeline([["SET", keys.epoch, RandomID.token(), "NX"], ["GET", keys.epoch]].map { $0.map { Array($0.utf8) } })
         guard let epoch = replies[1].string else { throw .unexpectedReply(command: "GET \(keys.epoch)", reply: replies[1].description) }
-        return RedisStore(url: url, keys: keys, instanceID: instanceID, epoch: epoch, replay: replay, maxFeeds: maxFeeds, maxBytes: maxBytes, timeout: timeout, pingInterval: pingInterval, connections: connections)
+        return RedisStore(url: url, keys: keys, instanceID: instanceID, settings: settings, onSettingsConflict: onSettingsConflict, epoch: epoch, replay: replay, maxFeeds: maxFeeds, maxBytes: maxBytes, timeout: timeout, pingInterval: pingInterval, connections: connections)
     }
 
     /// The settings every instance must agree on (`--replay`, the limits), compared with the running
@@ -144,9 +154,17 @@ public final class RedisStore: SharedFeedStore {
                              presenceMilliseconds: Int = RedisStore.presenceMilliseconds, timeout: Double = 2) throws(RedisError) -> [String] {
         let connection = try RedisConnection(url: url, timeout: timeout)
         defer { connection.close() }
-        let arguments = ["EVAL", RedisScripts.agree, "2", keys.settings, keys.instances, instance, String(presenceMilliseconds)]
-            + settings.flatMap { [$0.name, $0.value] }
-        let reply = try connection.command(arguments.map { Array($0.utf8) })
+        let reply = try connection.command(agreeCommand(settings, keys: keys, instance: instance, presenceMilliseconds: presenceMilliseconds))
+        return try differences(reply, settings: settings, keys: keys)
+    }
+
+    private static func agreeCommand(_ settings: [(name: String, value: String)], keys: RedisKeys, instance: String, presenceMilliseconds: Int) -> [[UInt8]] {
+        (["EVAL", RedisScripts.agree, "2", keys.settings, keys.instances, instance, String(presenceMilliseconds)] + settings.flatMap { [$0.name, $0.value] })
+            .map { Array($0.utf8) }
+    }
+
+    /// ``RedisScripts/agree``'s answer as one line per differing setting.
+    private static func differences(_ reply: RedisReply, settings: [(name: String, value: String)], keys: RedisKeys) throws(RedisError) -> [String] {
         if case .error(let message) = reply { throw .server(command: "EVAL (agree)", message: message) }
         guard let pairs = reply.array?.compactMap(\.string), pairs.count % 2 == 0 else { throw .unexpectedReply(command: "EVAL (agree)", reply: reply.description) }
         let stored = Dictionary(stride(from: 0, to: pairs.count, by: 2).map { (pairs[$0], pairs[$0 + 1]) }) { first, _ in first }
@@ -160,14 +178,14 @@ public final class RedisStore: SharedFeedStore {
     /// later calls fail.
     public func close() {
         presence.cancel()
+        subscriber.stop()
+        eventSink.finish()
+        client.stop()  // finishes a renewal already queued, so the removal below comes after it
+        for committer in committers { committer.client.stop() }
         if let connection = try? RedisConnection(url: url, timeout: client.timeout) {
             _ = try? connection.command(["ZREM", keys.instances, instanceID])
             connection.close()
         }
-        subscriber.stop()
-        eventSink.finish()
-        client.stop()
-        for committer in committers { committer.client.stop() }
     }
 
     /// Every feed under the prefix (`SCAN`), each read in one `MULTI`/`EXEC`.

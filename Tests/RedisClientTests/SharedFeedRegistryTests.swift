@@ -233,6 +233,26 @@ struct SharedFeedRegistryTests {
         }
     }
 
+    /// Every presence lapsed (Redis was away) and an instance with other settings started meanwhile:
+    /// the next renewal of a running store finds the difference and reports it.
+    @Test func aRenewalReportsSettingsThatDifferSinceALapse() async throws {
+        try await RedisTestServer.with { server in
+            let keys = RedisKeys(prefix: "lapse")
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            let reports = Mutex<[[String]]>([])
+            #expect(try RedisStore.agree(on: [("replay", "8")], url: server.url, keys: keys, instance: "a").isEmpty)
+            let store = try RedisStore.open(url: server.url, keys: keys, instanceID: "a", settings: [("replay", "8")],
+                                            onSettingsConflict: { differing in reports.withLock { $0.append(differing) } }, replay: 8)
+            defer { store.close() }
+            // At once, as a lapse leaves it: A's presence gone, and B, started meanwhile, present with its settings.
+            let lapse = [["MULTI"], ["ZREM", keys.instances, "a"], ["HSET", keys.settings, "replay", "9"],
+                         ["ZADD", keys.instances, "99999999999999", "b"], ["EXEC"]]
+            for command in lapse { _ = try admin.command(command) }
+            #expect(await eventually { reports.withLock { !$0.isEmpty } }, "the next renewal finds the difference")
+            #expect(reports.withLock { $0.first } == ["replay: this instance has 8, the instances sharing 'lapse:v1:' have 9"])
+        }
+    }
+
     /// Redis went back to version 2 (an older backup) and another instance wrote on from there before
     /// A's position check: its version 3 is not A's. A notices the content differs from what it served
     /// and gives the feed a new history, so its subscribers get a snapshot, never a batch continuing
