@@ -65,6 +65,16 @@ struct SharedFeedRegistryTests {
         #expect(try await until(name, has: 1, admin: admin))
     }
 
+    /// `name` at version 2 in Redis (written through `written`), and `held`'s copy of it at 1: stale.
+    static func staleCopy(_ name: String, written a: Instance, held b: Instance, admin: RedisConnection) async throws -> Feed {
+        _ = try await a.registry.put(name, snapshot: snapshot([1]))
+        let held = try #require(await b.registry.feed(name))
+        try await deafen(b, to: name, admin: admin)
+        _ = try await a.registry.put(name, snapshot: snapshot([1, 2]))
+        #expect(await held.version == 1, "B's copy is stale")
+        return held
+    }
+
     static func versions(_ events: [MemorySink.Event]) -> [Int] {
         events.compactMap { if case .number(let version)? = $0.json?["version"] { Int(version) } else { nil } }
     }
@@ -384,12 +394,7 @@ struct SharedFeedRegistryTests {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance(server)
             let admin = try RedisConnection(url: server.url, timeout: 2)
-            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1]))
-            #expect(await b.registry.feed("moved")?.version == 1)
-            try await Self.deafen(b, to: "moved", admin: admin)
-            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
-            #expect(await b.registry.feed("moved")?.version == 1, "B's copy is stale")
-
+            _ = try await Self.staleCopy("moved", written: a, held: b, admin: admin)
             _ = try admin.command(["ACL", "SETUSER", "default", "-xrange"])
             let next = try Self.snapshot([1, 2, 3])
             var refused: FeedWriteError?
@@ -417,11 +422,7 @@ struct SharedFeedRegistryTests {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance(server)
             let admin = try RedisConnection(url: server.url, timeout: 2)
-            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1]))
-            let held = try #require(await b.registry.feed("moved"))
-            try await Self.deafen(b, to: "moved", admin: admin)
-            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
-            #expect(await held.version == 1, "B's copy is stale")
+            let held = try await Self.staleCopy("moved", written: a, held: b, admin: admin)
             let history = await held.history
 
             _ = try admin.command(["ACL", "SETUSER", "default", "-xrange"])
