@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),  // 1.6: @ParentCommand
         // JWT verification (HS256, RS256, ES256) for per-feed rights; see docs/architecture.md.
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        // SHA-256 of the request an Idempotency-Key came with (already in the graph through jwt-kit).
+        .package(url: "https://github.com/apple/swift-crypto.git", "4.1.0"..<"6.0.0"),
         // Logging through swift-log: the library logs to whatever backend the program bootstraps.
         // 1.16.2: `LogHandler.log(event:)`; implementing the older, now deprecated entry point warns.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -78,7 +80,7 @@ let package = Package(
         .target(name: "LogLines", dependencies: ["JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Feeds, the HTTP API and hosting view models: joins the diff engine and HTTP through the
         // transport seam of HTTPCore; never the epoll runtime.
-        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPCore", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"),
+        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPCore", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
                                                   .product(name: "Logging", package: "swift-log"),
                                                   .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.

@@ -58,6 +58,9 @@ public struct APIError: Error, Sendable, Equatable {
         case .store(let error): self.init(storeError: error)
         case .conflict: self.init(.serviceUnavailable, "conflict", "other writes to this feed won every attempt; nothing was written, retry")
         case .fenced: self.init(.serviceUnavailable, "fenced", "another instance holds this feed's lease; nothing was written")
+        case .idempotencyKeyReused:
+            self.init(.unprocessableContent, "idempotency key reused",
+                      "this Idempotency-Key was sent with another request to this feed (another method, action or body); nothing was written: use a new key for a new request")
         }
     }
 

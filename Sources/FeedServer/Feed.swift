@@ -356,19 +356,27 @@ public actor Feed {
 
     /// Deletes the feed once the store has (durably) forgotten it, then ends every subscription with
     /// `event: deleted`. False if it did not exist.
-    func delete(writeID: String? = nil) async throws(StoreError) -> Bool {
+    /// - Throws: ``FeedWriteError/store(_:)``, or ``FeedWriteError/idempotencyKeyReused`` when a shared
+    ///   store kept `writeID` for another request.
+    func delete(writeID: String? = nil) async throws(FeedWriteError) -> Bool {
         await acquireWrite()
         defer { releaseWrite() }
         if let shared {
             // Whatever this copy holds, the store decides (another instance may have created it).
             let id = writeID ?? RandomID.perWrite()
+            let request = RequestDigest.of("DELETE")
             for _ in 0..<Self.maxSharedAttempts {
-                switch try await shared.commit(.delete(name: name), base: 0, baseHistory: nil, writeID: id, clientKey: writeID != nil,
-                                               fence: nil, answer: [], expectedState: nil, counted: !isHosted) {
-                case .committed(let existed, _, let first):
+                let outcome: SharedCommitResult
+                do {
+                    outcome = try await shared.commit(.delete(name: name), base: 0, baseHistory: nil, writeID: id, clientKey: writeID != nil, fence: nil,
+                                                      answer: FeedWriteResult(created: false, version: 0, operations: 0).answer(request: request), expectedState: nil, counted: !isHosted)
+                } catch { throw .store(error) }
+                switch outcome {
+                case .committed(let existed, let answer, let first):
                     if first {
                         if version > 0 { endEverySubscription() }
                     } else {
+                        _ = try FeedWriteResult(replaying: answer, version: existed, request: request)  // the key's first request was a delete too
                         await refreshFromStore(shared)  // a retry: the first answer; the feed may exist again since
                     }
                     return existed == 1
@@ -380,10 +388,10 @@ public actor Feed {
                     return false  // not answers a delete gets
                 }
             }
-            throw .io(path: name, reason: "the delete could not be settled after \(Self.maxSharedAttempts) attempts")
+            throw .store(.io(path: name, reason: "the delete could not be settled after \(Self.maxSharedAttempts) attempts"))
         }
         guard version > 0 else { return false }
-        try await store?.commit(.delete(name: name))
+        do { try await store?.commit(.delete(name: name)) } catch { throw .store(error) }
         account?.releaseFeed(bytes: storedBytes, counted: !isHosted)
         endEverySubscription()
         return true
@@ -425,12 +433,13 @@ public actor Feed {
         if let account {
             do { try account.checkSnapshot(bytes: encoded.count) } catch { throw .limit(error) }
         }
+        let request = options.request ?? RequestDigest.of("PUT", encoded)
         if let key = options.writeID {
             // A client's retry: its first answer, before anything is computed (the content may equal
             // the current one by now, which alone would answer "nothing changed").
             let previous: (version: Int, answer: [UInt8])?
             do { previous = try await shared.committedAnswer(name, writeID: key) } catch { throw .store(error) }
-            if let previous { return FeedWriteResult(replaying: previous.answer, version: previous.version) }
+            if let previous { return try FeedWriteResult(replaying: previous.answer, version: previous.version, request: request) }
         }
         let writeID = options.writeID ?? RandomID.perWrite()
         for _ in 0..<Self.maxSharedAttempts {
@@ -476,8 +485,8 @@ public actor Feed {
                         // A client's key is answered the same on a retry, even if the feed changes meanwhile.
                         if let key = options.writeID {
                             let earlier: (version: Int, answer: [UInt8])?
-                            do { earlier = try await shared.recordAnswer(name, writeID: key, version: base, answer: unchanged.answer) } catch { throw .store(error) }
-                            if let earlier { return FeedWriteResult(replaying: earlier.answer, version: earlier.version) }
+                            do { earlier = try await shared.recordAnswer(name, writeID: key, version: base, answer: unchanged.answer(request: request)) } catch { throw .store(error) }
+                            if let earlier { return try FeedWriteResult(replaying: earlier.answer, version: earlier.version, request: request) }
                         }
                         return unchanged
                     }
@@ -492,7 +501,7 @@ public actor Feed {
             }
             let outcome: SharedCommitResult
             do {
-                outcome = try await shared.commit(write, base: base, baseHistory: baseHistory, writeID: writeID, clientKey: options.writeID != nil, fence: options.fence, answer: result.answer,
+                outcome = try await shared.commit(write, base: base, baseHistory: baseHistory, writeID: writeID, clientKey: options.writeID != nil, fence: options.fence, answer: result.answer(request: request),
                                                   expectedState: options.basis.map { $0.state ?? [] }, counted: !isHosted)
             } catch {
                 // The outcome may be unknown (the store could not settle it): the commit may be in the
@@ -503,7 +512,7 @@ public actor Feed {
             switch outcome {
             case .committed(let version, let answer, let first):
                 guard first else {
-                    let replayed = FeedWriteResult(replaying: answer, version: version)
+                    let replayed = try FeedWriteResult(replaying: answer, version: version, request: request)
                     // This instance skips its own published commits: read what the first commit left
                     // (a view state keeps the version, so the version alone cannot say).
                     await refreshFromStore(shared)
@@ -753,11 +762,16 @@ public struct FeedWriteOptions: Sendable, Equatable {
     /// them, else ``FeedWriteError/conflict`` (compute again). Nil: the write is a whole snapshot,
     /// which the feed diffs again against whatever version won.
     public var basis: FeedBasis?
+    /// A digest of the request that sent ``writeID`` (``RequestDigest``), kept with its answer: a later
+    /// request with the same key and another digest is refused (``FeedWriteError/idempotencyKeyReused``)
+    /// instead of getting the first answer. Nil: a digest of the snapshot written (a `PUT`).
+    public var request: String?
 
-    public init(writeID: String? = nil, fence: String? = nil, basis: FeedBasis? = nil) {
+    public init(writeID: String? = nil, fence: String? = nil, basis: FeedBasis? = nil, request: String? = nil) {
         self.writeID = writeID
         self.fence = fence
         self.basis = basis
+        self.request = request
     }
 }
 
@@ -790,19 +804,26 @@ public struct FeedWriteResult: Sendable, Equatable {
         self.replayed = replayed
     }
 
-    /// As a shared store keeps it with the write id: `<created 0|1> <version> <operations>`.
-    var answer: [UInt8] { Array("\(created ? 1 : 0) \(version) \(operations)".utf8) }
+    /// As a shared store keeps it with the write id: `<created 0|1> <version> <operations> [<request>]`,
+    /// where `request` is the ``FeedWriteOptions/request`` digest of the request that used the key.
+    func answer(request: String?) -> [UInt8] {
+        Array("\(created ? 1 : 0) \(version) \(operations)\(request.map { " " + $0 } ?? "")".utf8)
+    }
 
     /// The first answer of a write id committed before, kept by a shared store, as a retry gets it.
-    init(replaying answer: [UInt8], version: Int) {
-        self = FeedWriteResult(answer: answer) ?? FeedWriteResult(created: false, version: version, operations: 0)
+    /// - Throws: ``FeedWriteError/idempotencyKeyReused`` when the answer was kept for another request
+    ///   than `request` (both digests known and different).
+    init(replaying answer: [UInt8], version: Int, request: String?) throws(FeedWriteError) {
+        let kept = Self.parse(answer)
+        if let request, let first = kept?.request, first != request { throw .idempotencyKeyReused }
+        self = kept?.result ?? FeedWriteResult(created: false, version: version, operations: 0)
         replayed = true
     }
 
-    /// The answer a shared store kept; nil when it is not one.
-    init?(answer: [UInt8]) {
+    /// The answer a shared store kept and the request digest kept with it; nil when it is not one.
+    static func parse(_ answer: [UInt8]) -> (result: FeedWriteResult, request: String?)? {
         let parts = String(decoding: answer, as: UTF8.self).split(separator: " ")
-        guard parts.count == 3, let created = Int(parts[0]), let version = Int(parts[1]), let operations = Int(parts[2]) else { return nil }
-        self.init(created: created == 1, version: version, operations: operations)
+        guard parts.count == 3 || parts.count == 4, let created = Int(parts[0]), let version = Int(parts[1]), let operations = Int(parts[2]) else { return nil }
+        return (FeedWriteResult(created: created == 1, version: version, operations: operations), parts.count == 4 ? String(parts[3]) : nil)
     }
 }

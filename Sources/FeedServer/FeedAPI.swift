@@ -243,7 +243,7 @@ public struct FeedAPI: Sendable {
             try await authorize(.write(name), request)
             let writeID = try Self.idempotencyKey(request)
             let deleted: Bool
-            do { deleted = try await registry.delete(name, writeID: writeID) } catch { throw APIError(storeError: error) }
+            do { deleted = try await registry.delete(name, writeID: writeID) } catch { throw APIError(writeError: error) }
             guard deleted else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
             return HTTPResponse(status: .noContent)
         case .refuseViewModelWrite:

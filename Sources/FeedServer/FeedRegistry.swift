@@ -275,9 +275,15 @@ public actor FeedRegistry {
 
     /// With a shared store, the first answer of the write a client's `Idempotency-Key` committed on
     /// `name` (``FeedWriteResult/replayed``), else nil (also without a shared store, which keeps no keys).
-    public func committedAnswer(_ name: String, writeID: String) async throws(StoreError) -> FeedWriteResult? {
-        guard let shared, let previous = try await shared.committedAnswer(name, writeID: writeID) else { return nil }
-        return FeedWriteResult(replaying: previous.answer, version: previous.version)
+    /// - Parameter request: the ``RequestDigest`` of the request sending the key.
+    /// - Throws: ``FeedWriteError/idempotencyKeyReused`` when the key was kept for another request,
+    ///   ``FeedWriteError/store(_:)`` when the store cannot be read.
+    public func committedAnswer(_ name: String, writeID: String, request: String) async throws(FeedWriteError) -> FeedWriteResult? {
+        guard let shared else { return nil }
+        let previous: (version: Int, answer: [UInt8])?
+        do { previous = try await shared.committedAnswer(name, writeID: writeID) } catch { throw .store(error) }
+        guard let previous else { return nil }
+        return try FeedWriteResult(replaying: previous.answer, version: previous.version, request: request)
     }
 
     /// The version and view-model state held for `name` (version 0: no feed): what a hosted view
@@ -287,9 +293,15 @@ public actor FeedRegistry {
     }
 
     /// Removes a feed once the store has; its subscribers get `event: deleted`. False if there was none.
-    /// - Parameter writeID: a client's `Idempotency-Key` (with a shared store, a retry gets the first answer).
-    public func delete(_ name: String, writeID: String? = nil) async throws(StoreError) -> Bool {
-        if shared != nil { return try await cached(name).delete(writeID: writeID) }
+    /// - Parameter writeID: a client's `Idempotency-Key` (with a shared store, a retry gets the first
+    ///   answer; the key of another request is refused, ``FeedWriteError/idempotencyKeyReused``).
+    /// - Throws: ``FeedWriteError/store(_:)`` when the store could not forget it.
+    public func delete(_ name: String, writeID: String? = nil) async throws(FeedWriteError) -> Bool {
+        if shared != nil {
+            let feed: Feed
+            do { feed = try await cached(name) } catch { throw .store(error) }
+            return try await feed.delete(writeID: writeID)
+        }
         guard let feed = feeds[name] else { return false }
         return try await feed.delete()
     }

@@ -122,4 +122,7 @@ public enum FeedWriteError: Error, Sendable, Equatable {
     case conflict
     /// The feed's lease is held by another instance (``FeedWriteOptions/fence``): stop the source.
     case fenced
+    /// The write's `Idempotency-Key` was kept for another request (``FeedWriteOptions/request``):
+    /// nothing was written (`422`).
+    case idempotencyKeyReused
 }

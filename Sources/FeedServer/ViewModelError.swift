@@ -46,6 +46,8 @@ public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible 
             "other instances changed the state first at every attempt; the change was not stored"
         case .notPublished(.fenced):
             "another instance runs this view model's source; the change was not stored"
+        case .notPublished(.idempotencyKeyReused):
+            "this Idempotency-Key was sent with another request; the change was not run"
         }
     }
 }

@@ -140,7 +140,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
             // A client's retry: the first answer, before the change runs again on today's state (where
             // it may no longer apply, or apply twice).
             let previous: FeedWriteResult?
-            do { previous = try await registry.committedAnswer(name, writeID: key) } catch { throw .notPublished(.store(error)) }
+            do { previous = try await registry.committedAnswer(name, writeID: key, request: options.request ?? "") } catch { throw .notPublished(error) }
             if let previous { return previous }
         }
         var refused: ViewModelError?
@@ -176,12 +176,13 @@ public actor ViewModelHost<Model: HostedViewModel> {
     }
 
     /// ``perform(_:body:)`` with a client's `Idempotency-Key`: with a shared store, a retry gets the
-    /// first answer (``FeedWriteResult/replayed``) and changes nothing.
+    /// first answer (``FeedWriteResult/replayed``) and changes nothing; the same key sent with another
+    /// action or body is refused (``FeedWriteError/idempotencyKeyReused``).
     public func perform(_ actionName: String, body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult {
         guard let action = model.actions.first(where: { $0.name == actionName }) else {
             throw .unknownAction(feed: name, action: actionName)
         }
-        return try await update(options: FeedWriteOptions(writeID: writeID)) { state in try action.perform(&state, body) }
+        return try await update(options: FeedWriteOptions(writeID: writeID, request: RequestDigest.of("POST \(actionName)", body))) { state in try action.perform(&state, body) }
     }
 
     /// Merges a partial state (RFC 7396) into the current one, then validates and commits it.
@@ -199,7 +200,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
             throw .invalidBody("the body must be a JSON object holding part of the state")
         }
         let model = model
-        return try await update(options: FeedWriteOptions(writeID: writeID)) { state in
+        return try await update(options: FeedWriteOptions(writeID: writeID, request: RequestDigest.of("PATCH", body))) { state in
             let merged = ActionInput.merge(patch, into: try ActionInput.encode(state))
             let next = try ActionInput.decode(Model.State.self, from: merged)
             if let field = ActionInput.unknownField(in: patch, decoded: try ActionInput.encode(next)) {

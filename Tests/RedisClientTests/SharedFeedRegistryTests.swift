@@ -360,6 +360,36 @@ struct SharedFeedRegistryTests {
         }
     }
 
+    /// A client's key is kept with a digest of its request: the same key sent with another snapshot,
+    /// or by a delete, is refused on any instance and writes nothing; the first request's retry still
+    /// gets its answer. A record kept before digests were (three fields) answers any request.
+    @Test func aKeySentWithAnotherRequestIsRefused() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server), b = try await Instance(server)
+            let first = try await a.registry.write("news", snapshot: Self.snapshot([1]), options: FeedWriteOptions(writeID: "k"))
+            await #expect(throws: FeedWriteError.idempotencyKeyReused) {
+                try await b.registry.write("news", snapshot: Self.snapshot([1, 2]), options: FeedWriteOptions(writeID: "k"))
+            }
+            await #expect(throws: FeedWriteError.idempotencyKeyReused) { try await b.registry.delete("news", writeID: "k") }
+            #expect(try await a.store.read("news")?.version == 1)
+            var replayed = first
+            replayed.replayed = true
+            #expect(try await b.registry.write("news", snapshot: Self.snapshot([1]), options: FeedWriteOptions(writeID: "k")) == replayed)
+
+            #expect(try await a.registry.delete("news", writeID: "d"))
+            await #expect(throws: FeedWriteError.idempotencyKeyReused) {
+                try await b.registry.write("news", snapshot: Self.snapshot([1]), options: FeedWriteOptions(writeID: "d"))
+            }
+            #expect(try await a.store.read("news") == nil)
+
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            _ = try admin.command(["SET", a.store.keys.write("news", id: "old"), "done 1 1 1 2"])
+            #expect(try await b.registry.write("news", snapshot: Self.snapshot([3]), options: FeedWriteOptions(writeID: "old"))
+                    == FeedWriteResult(created: true, version: 1, operations: 2, replayed: true))
+            await a.close(); await b.close()
+        }
+    }
+
     /// A write that changes nothing in an instance's copy is answered only once Redis holds the feed at
     /// that copy's version: a copy behind (a delete or a commit elsewhere not heard yet) is read again
     /// and the write computed against Redis's feed.
@@ -516,6 +546,11 @@ struct SharedFeedRegistryTests {
             #expect(removed == FeedWriteResult(created: false, version: added.version + 1, operations: 1))
             let retried = try await onA.perform("remove", body: Array(#"{"name":"x"}"#.utf8), writeID: "k")
             #expect(retried == FeedWriteResult(created: false, version: added.version + 1, operations: 1, replayed: true))
+            for (action, body) in [("add", #"{"name":"x"}"#), ("remove", #"{"name":"z"}"#)] {
+                await #expect(throws: ViewModelError.notPublished(.idempotencyKeyReused), "\(action) \(body) with another action's key") {
+                    try await onA.perform(action, body: Array(body.utf8), writeID: "k")
+                }
+            }
             await #expect(throws: ViewModelError.invalidField(field: "name", reason: "no 'y' on the shelf")) {
                 try await onB.perform("remove", body: Array(#"{"name":"y"}"#.utf8), writeID: nil)
             }

@@ -533,6 +533,11 @@ def test_todo_actions_run_once_whichever_instance_and_idempotency_keys(cluster):
     for instance in (instances[0], instances[2]):
         again = instance.http("POST", "/feeds/todo/actions/remove", json_body={"id": retried_id}, headers={"Idempotency-Key": key})
         assert (again.status, again.body) == (removed.status, removed.body), (removed, again)
+    # The same key with another action, or the same action with another input, is refused and runs nothing.
+    for path, body in (("/feeds/todo/actions/add", {"title": "reused"}), ("/feeds/todo/actions/remove", {"id": retried_id + "x"})):
+        reused = instances[1].http("POST", path, json_body=body, headers={"Idempotency-Key": key})
+        assert reused.status == 422 and reused.json()["error"] == "idempotency key reused", f"{path} {body} with another action's key -> {reused}"
+    assert "reused" not in todo_titles(instances[0])[1]
     for bad in ["has space", "x" * 129, "tab\there", "é"]:
         reply = instances[1].http("POST", "/feeds/todo/actions/add", json_body={"title": "never"},
                                   headers={"Idempotency-Key": bad.encode("utf-8").decode("latin-1")})
@@ -631,6 +636,25 @@ def test_idempotency_keys_on_put_and_delete_and_a_redis_that_hangs(cluster):
     state = settled(a, "/feeds/keyed", before + 1)
     assert state["version"] == before + 1 and normalised(state) == normalised(z)
     assert not problems, "retries with an Idempotency-Key did not get the first answer:\n" + "\n".join(problems)
+
+    # A key sent again with another request (another body, method or action) is refused, on any
+    # instance, and nothing runs; the first request's retry still gets its answer.
+    key = uuid.uuid4().hex
+    first = a.http("PUT", "/feeds/keyed", json_body=x, headers={"Idempotency-Key": key})
+    assert first.status == 200, first
+    version = first.json()["version"]
+    for instance, method, body in ((b, "PUT", y), (c, "DELETE", None)):
+        reused = instance.http(method, "/feeds/keyed", json_body=body, headers={"Idempotency-Key": key})
+        assert reused.status == 422 and reused.json()["error"] == "idempotency key reused", f"{method} with a PUT's key -> {reused}"
+    assert settled(c, "/feeds/keyed", version)["version"] == version, "a request with a reused key ran"
+    again = b.http("PUT", "/feeds/keyed", json_body=x, headers={"Idempotency-Key": key})
+    assert (again.status, again.body) == (first.status, first.body), again
+    # A key first sent by a DELETE refuses a PUT.
+    key = uuid.uuid4().hex
+    assert a.http("DELETE", "/feeds/keyed", headers={"Idempotency-Key": key}).status == 204
+    reused = b.http("PUT", "/feeds/keyed", json_body=x, headers={"Idempotency-Key": key})
+    assert reused.status == 422, f"a PUT with a DELETE's key -> {reused}"
+    assert a.http("GET", "/feeds/keyed").status == 404, "the PUT with a DELETE's key ran"
 
 
 def test_readyz_without_redis(start):
