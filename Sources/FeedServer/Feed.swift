@@ -364,7 +364,7 @@ public actor Feed {
         if let shared {
             // Whatever this copy holds, the store decides (another instance may have created it).
             let id = writeID ?? RandomID.perWrite()
-            let request = RequestDigest.of("DELETE")
+            let request = writeID == nil ? nil : RequestDigest.of("DELETE")
             for _ in 0..<Self.maxSharedAttempts {
                 let outcome: SharedCommitResult
                 do {
@@ -433,7 +433,8 @@ public actor Feed {
         if let account {
             do { try account.checkSnapshot(bytes: encoded.count) } catch { throw .limit(error) }
         }
-        let request = options.request ?? RequestDigest.of("PUT", encoded)
+        // Only a client's key is kept for retries, so only its request is digested.
+        let request = options.writeID == nil ? nil : options.request ?? RequestDigest.of("PUT", encoded)
         if let key = options.writeID {
             // A client's retry: its first answer, before anything is computed (the content may equal
             // the current one by now, which alone would answer "nothing changed").
