@@ -8,25 +8,42 @@ import Synchronization
 ///
 /// - A slot's `close()` ends that feed's part only (a deleted feed); once no slot is left after the
 ///   opening, the connection's stream ends.
-/// - The connection's stream has one byte budget. When it overflowed and has drained, the slots that
-///   sent something since they were last caught up may have lost events: each of them drops what its
-///   feed sends until the feed has resumed it with a fresh snapshot; the others go on at once.
+/// - The connection's stream has one byte budget. When it overflowed and has drained, the slots whose
+///   events it dropped (those sent at or after the first one dropped, which the connection names:
+///   ``EventSink/onOverflow(_:)``; a connection that cannot tell: every slot that sent something since
+///   the last drain) drop what their feed sends until the feed has resumed them with a fresh
+///   snapshot; the others go on at once. A slot that closed meanwhile and whose last event (its
+///   `deleted`) was dropped gets that event again.
 /// - When the connection ends, every slot ends (the feeds forget their subscriptions).
 final class FeedMultiplexer: Sendable {
-    private struct Slot {
+    fileprivate struct Slot {
         let sink: FeedSlot
-        /// Something was forwarded since the slot was last caught up: a drop may have taken it.
-        var dirty = false
+        /// The number of the slot's last event among the connection's `send` calls (0: none yet).
+        var lastSent = 0
+        /// Its last event: sent again after a drain should the overflow have dropped it and the slot
+        /// have closed (the event that ended it).
+        var lastPayload: EventPayload?
         /// Waiting for its feed's fresh snapshot: what the feed sends meanwhile is dropped.
         var resyncing = false
+        /// The last event dropped while resyncing (sent after all if the slot closes instead).
+        var droppedWhileResyncing: EventPayload?
         /// Drained before its feed registered a resync handler: ask as soon as it does.
         var resyncPending = false
         var onResync: (@Sendable (any EventSink) -> Void)?
         var onTermination: [@Sendable () -> Void] = []
     }
 
-    private struct State {
+    fileprivate struct State {
         var slots: [Int: Slot] = [:]
+        /// Calls of the connection's `send` so far (the numbering ``EventSink/onOverflow(_:)`` uses).
+        var sent = 0
+        /// `sent` when the stream last drained.
+        var sentAtDrain = 0
+        /// The first event the current overflow dropped, once the connection has said.
+        var firstDropped: Int?
+        /// Slots closed since the last drain (at most one per feed the stream carries): their last
+        /// event and its number.
+        var closed: [(number: Int, payload: EventPayload)] = []
         /// Feeds are still being opened: no slot left does not end the stream yet.
         var opening = true
         var ended = false
@@ -44,6 +61,7 @@ final class FeedMultiplexer: Sendable {
     init(_ sink: any EventSink) {
         self.sink = sink
         sink.onResync { [self] _ in drained() }
+        sink.onOverflow { [self] number in overflowed(at: number) }
         sink.onTermination { [self] in terminated() }
     }
 
@@ -62,7 +80,7 @@ final class FeedMultiplexer: Sendable {
     /// Queues bytes that belong to no slot (the announcement, a refusal), in order with the slots'.
     func send(_ payload: EventPayload) {
         state.withLock { state in
-            if !state.ended { sink.send(payload) }
+            if !state.ended { state.forward(payload, to: sink) }
         }
     }
 
@@ -79,7 +97,7 @@ final class FeedMultiplexer: Sendable {
     func end(with payload: (String) -> EventPayload) {
         state.withLock { state in
             guard !state.ended else { return }
-            for slot in state.slots.values.sorted(by: { $0.sink.id > $1.sink.id }) { sink.send(payload(slot.sink.feed)) }
+            for slot in state.slots.values.sorted(by: { $0.sink.id > $1.sink.id }) { state.forward(payload(slot.sink.feed), to: sink) }
         }
         sink.close()
     }
@@ -88,10 +106,14 @@ final class FeedMultiplexer: Sendable {
 
     fileprivate func send(_ payload: EventPayload, from id: Int) {
         state.withLock { state in
-            guard var slot = state.slots[id], !slot.resyncing else { return }
-            slot.dirty = true
+            guard var slot = state.slots[id] else { return }
+            if slot.resyncing {
+                slot.droppedWhileResyncing = payload
+            } else {
+                slot.lastSent = state.forward(payload, to: sink)  // under the lock: the connection queues in the order the slots decided
+                slot.lastPayload = payload
+            }
             state.slots[id] = slot
-            sink.send(payload)  // under the lock: the connection queues in the order the slots decided
         }
     }
 
@@ -99,15 +121,22 @@ final class FeedMultiplexer: Sendable {
         state.withLock { state in
             guard var slot = state.slots[id] else { return }
             slot.resyncing = false
-            slot.dirty = true
+            slot.droppedWhileResyncing = nil
+            slot.lastSent = state.forward(payload, to: sink)
+            slot.lastPayload = payload
             state.slots[id] = slot
-            sink.send(payload)
         }
     }
 
     fileprivate func close(_ id: Int) {
         let (actions, end) = state.withLock { state -> ([@Sendable () -> Void], Bool) in
-            guard let slot = state.slots.removeValue(forKey: id) else { return ([], false) }
+            guard var slot = state.slots.removeValue(forKey: id) else { return ([], false) }
+            if slot.resyncing, let last = slot.droppedWhileResyncing, !state.ended {
+                // The event that ended it (`deleted`) came while it waited for its snapshot: send it now.
+                slot.lastSent = state.forward(last, to: sink)
+                slot.lastPayload = last
+            }
+            if let last = slot.lastPayload, slot.lastSent > state.sentAtDrain { state.closed.append((slot.lastSent, last)) }
             return (slot.onTermination, state.slots.isEmpty && !state.opening && !state.ended)
         }
         for action in actions { action() }
@@ -135,17 +164,28 @@ final class FeedMultiplexer: Sendable {
 
     // MARK: From the connection
 
-    /// The connection's stream fell behind and has drained: it goes on at once; each slot that may
-    /// have lost events waits for its feed's snapshot.
+    /// The connection paused at its `number`th event.
+    private func overflowed(at number: Int) {
+        state.withLock { state in state.firstDropped = min(state.firstDropped ?? number, number) }
+    }
+
+    /// The connection's stream fell behind and has drained: it goes on at once; each slot that lost
+    /// events waits for its feed's snapshot, and the last event of each slot that closed meanwhile and
+    /// lost it is sent again.
     private func drained() {
         let resyncs = state.withLock { state -> [(FeedSlot, @Sendable (any EventSink) -> Void)] in
+            let cut = state.firstDropped ?? state.sentAtDrain + 1
             var resyncs: [(FeedSlot, @Sendable (any EventSink) -> Void)] = []
-            for (id, slot) in state.slots where slot.dirty {
-                state.slots[id]?.dirty = false
+            for (id, slot) in state.slots where slot.lastSent >= cut && !slot.resyncing {
                 state.slots[id]?.resyncing = true
                 if let action = slot.onResync { resyncs.append((slot.sink, action)) } else { state.slots[id]?.resyncPending = true }
             }
             sink.resume(with: Self.nothing)
+            let lost = state.closed.filter { $0.number >= cut }
+            state.closed = []
+            state.firstDropped = nil
+            state.sentAtDrain = state.sent
+            for (_, payload) in lost { state.closed.append((state.forward(payload, to: sink), payload)) }
             return resyncs
         }
         for (slot, action) in resyncs { action(slot) }
@@ -179,4 +219,14 @@ final class FeedSlot: EventSink {
     func resume(with payload: EventPayload) { multiplexer.resume(id, with: payload) }
     func onTermination(_ action: @escaping @Sendable () -> Void) { multiplexer.onTermination(id, action) }
     func onResync(_ action: @escaping @Sendable (any EventSink) -> Void) { multiplexer.onResync(id, action) }
+}
+
+extension FeedMultiplexer.State {
+    /// Sends `payload` on the connection's stream and returns its number there.
+    @discardableResult
+    mutating func forward(_ payload: EventPayload, to sink: any EventSink) -> Int {
+        sent += 1
+        sink.send(payload)
+        return sent
+    }
 }

@@ -17,6 +17,15 @@ public protocol EventSink: AnyObject, Sendable {
     /// Sets what to do when a stream that fell behind has drained: typically `resume(with:)` a snapshot.
     /// A sink that never falls behind never calls it.
     func onResync(_ action: @escaping @Sendable (any EventSink) -> Void)
+    /// Sets what to hear when the stream falls behind: `action(n)`, where the `n`th call of ``send(_:)``
+    /// (counted from 1 since the sink was made) is the first one dropped. Those before it reach the
+    /// client; it and every later one until ``resume(with:)`` do not. Called before the resync
+    /// handler of the same overflow. A sink that cannot tell never calls it (the default).
+    func onOverflow(_ action: @escaping @Sendable (Int) -> Void)
+}
+
+extension EventSink {
+    public func onOverflow(_ action: @escaping @Sendable (Int) -> Void) {}
 }
 
 /// Hands one event to many sinks at once: a feed's batch is handed over once for all its

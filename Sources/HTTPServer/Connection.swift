@@ -230,7 +230,9 @@ final class Connection: EventHandler, @unchecked Sendable {
 
     /// Queues one event of a fan-out: the common case (the bytes go straight to the socket) builds no
     /// action list and, when nothing is waiting, no output queue either.
-    func enqueueEvent(_ payload: EventPayload, now: Double) {
+    /// - Parameter number: the event's number among its stream's ``EventStream/send(_:)`` calls (nil:
+    ///   a broadcast), reported when it is the one that overflows the stream.
+    func enqueueEvent(_ payload: EventPayload, now: Double, number: Int? = nil) {
         switch machine.sendEvent(payload, now: now) {
         case .write(let bytes):
             loop.counters.eventsSent.add(1, ordering: .relaxed)
@@ -243,13 +245,14 @@ final class Connection: EventHandler, @unchecked Sendable {
             }
         case .overflowed(let actions):
             perform(actions)
+            if let number { stream?.reportOverflow(at: number) }
         case .dropped:
             break
         }
         scheduleTimer()
     }
 
-    func enqueueEvent(_ payload: EventPayload) { enqueueEvent(payload, now: EventLoop.now()) }
+    func enqueueEvent(_ payload: EventPayload, number: Int? = nil) { enqueueEvent(payload, now: EventLoop.now(), number: number) }
     func resumeStream(with payload: EventPayload) { perform(machine.resume(with: payload, now: EventLoop.now())) }
     func endStream() { perform(machine.endStream(now: EventLoop.now())) }
     func tick(now: Double) { perform(machine.tick(now: now, date: loop.dateHeader())) }

@@ -16,11 +16,15 @@ public final class EventStream: EventSink {
     /// The loop that owns the stream's connection.
     let loop: LoopCore
     private let callbacks = Mutex<Callbacks>(Callbacks())
+    /// Calls of ``send(_:)`` so far: each event carries its number to the loop, which names the first
+    /// one an overflow dropped (``onOverflow(_:)``).
+    private let sends = Atomic<Int>(0)
 
     private struct Callbacks {
         var terminated = false
         var onTermination: [@Sendable () -> Void] = []
         var onResync: (@Sendable (any EventSink) -> Void)?
+        var onOverflow: (@Sendable (Int) -> Void)?
     }
 
     init(id: Int, path: String, loop: LoopCore) {
@@ -32,7 +36,8 @@ public final class EventStream: EventSink {
     /// Queues an event (deflated here, off the loop, when compression is on).
     public func send(_ payload: EventPayload) {
         if loop.server.configuration.compression { payload.prepareDeflated() }
-        loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.enqueueEvent(payload) } }
+        let number = sends.add(1, ordering: .relaxed).newValue
+        loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.enqueueEvent(payload, number: number) } }
     }
 
     /// Ends the stream after what is queued has been written.
@@ -61,7 +66,16 @@ public final class EventStream: EventSink {
         callbacks.withLock { $0.onResync = action }
     }
 
+    public func onOverflow(_ action: @escaping @Sendable (Int) -> Void) {
+        callbacks.withLock { $0.onOverflow = action }
+    }
+
     var hasResyncHandler: Bool { callbacks.withLock { $0.onResync != nil } }
+
+    /// The loop paused the stream at the `number`th ``send(_:)``.
+    func reportOverflow(at number: Int) {
+        callbacks.withLock { $0.onOverflow }?(number)
+    }
 
     func requestResync() {
         guard let action = callbacks.withLock({ $0.onResync }) else { return }
@@ -72,7 +86,7 @@ public final class EventStream: EventSink {
         let actions = callbacks.withLock { state -> [@Sendable () -> Void] in
             if state.terminated { return [] }
             state.terminated = true
-            defer { state.onTermination = []; state.onResync = nil }
+            defer { state.onTermination = []; state.onResync = nil; state.onOverflow = nil }
             return state.onTermination
         }
         for action in actions { action() }

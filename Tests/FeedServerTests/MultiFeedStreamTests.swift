@@ -191,6 +191,55 @@ struct MultiFeedStreamTests {
         #expect(await take(sink, 2).map(summary) == ["batch quiet 2", "batch busy 4"], "the quiet feed lost nothing: no snapshot")
     }
 
+    /// Only what the connection dropped counts: a feed whose last event (its opening snapshot) went out
+    /// before the overflow goes on without a snapshot.
+    @Test func aFeedThatSentNothingSinceTheOverflowGetsNoSnapshot() async throws {
+        let api = try await base.makeAPI()
+        for feed in ["busy", "quiet"] { _ = await base.put(api, feed, items: ["1"]) }
+        let sink = try await base.subscribe(api, "/events?feed=busy&feed=quiet")
+        #expect(await take(sink, 2).map(summary) == ["snapshot busy 1", "snapshot quiet 1"])
+        sink.fallBehind()
+        _ = await base.put(api, "busy", items: ["1", "2"])
+        sink.drain()
+        #expect(await take(sink, 1).map(summary) == ["snapshot busy 2"])
+        _ = await base.put(api, "quiet", items: ["2"])
+        #expect(await take(sink, 1).map(summary) == ["batch quiet 2"], "quiet lost nothing: no snapshot")
+    }
+
+    /// A feed deleted while the connection is behind: the connection dropped its `deleted`, which is
+    /// sent again once the stream drains; the other feeds go on.
+    @Test func aFeedDeletedWhileTheStreamIsBehindIsToldOnceItDrains() async throws {
+        let api = try await base.makeAPI()
+        for feed in ["busy", "gone"] { _ = await base.put(api, feed, items: ["1"]) }
+        let sink = try await base.subscribe(api, "/events?feed=busy&feed=gone")
+        _ = await take(sink, 2)
+        sink.fallBehind()
+        _ = await base.put(api, "gone", items: ["1", "2"])
+        #expect(await api.handle(HTTPRequest(method: "DELETE", target: "/feeds/gone", headers: ["Host": "x"])).status == .noContent)
+        sink.drain()
+        #expect(await take(sink, 1).map(summary) == ["deleted gone"])
+        _ = await base.put(api, "busy", items: ["3"])
+        #expect(await take(sink, 1).map(summary) == ["batch busy 2"], "busy lost nothing: no snapshot")
+    }
+
+    /// A slot waiting for its feed's snapshot after a drain drops what the feed sends; when the feed
+    /// ends it instead (deleted), the event that ended it is sent.
+    @Test func aSlotEndedWhileWaitingForItsSnapshotSendsWhatEndedIt() async {
+        let connection = MemorySink()
+        let multiplexer = FeedMultiplexer(connection)
+        let slot = multiplexer.makeSlot(feed: "a"), other = multiplexer.makeSlot(feed: "b")
+        multiplexer.finishOpening()
+        slot.onResync { _ in }  // the feed has not sent its snapshot yet
+        connection.fallBehind()
+        slot.send(EventPayload("event: batch\nid: a@2\ndata: {}\n\n"))  // dropped by the connection
+        connection.drain()
+        slot.send(EventPayload("event: deleted\ndata: {\"feed\":\"a\"}\n\n"))  // dropped: the slot waits for its snapshot
+        slot.close()
+        #expect(await connection.next()?.type == "deleted")
+        other.send(EventPayload("event: batch\nid: b@2\ndata: {}\n\n"))
+        #expect(await connection.next()?.id == "b@2")
+    }
+
     @Test func aDeletedFeedEndsItsOwnPartAndTheLastOneEndsTheStream() async throws {
         let api = try await base.makeAPI()
         for feed in ["a", "b"] { _ = await base.put(api, feed, items: ["1"]) }

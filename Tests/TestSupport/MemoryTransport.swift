@@ -22,8 +22,13 @@ public final class MemorySink: EventSink {
         var waiter: CheckedContinuation<Event?, Never>?
         var closed = false
         var fallenBehind = false
+        /// Calls of `send` so far, and the first one dropped since the client fell behind (reported
+        /// to the overflow handler when it drains, as the server's loop reports it before then).
+        var sends = 0
+        var firstDropped: Int?
         var onTermination: [@Sendable () -> Void] = []
         var onResync: (@Sendable (any EventSink) -> Void)?
+        var onOverflow: (@Sendable (Int) -> Void)?
     }
 
     public let id: Int
@@ -44,7 +49,13 @@ public final class MemorySink: EventSink {
         let parsed = Self.parse(payload.bytes)
         let waiter = state.withLock { state -> (CheckedContinuation<Event?, Never>, Event)? in
             guard !state.closed else { return nil }
-            if resuming { state.fallenBehind = false } else if state.fallenBehind { return nil }  // dropped, as a full queue drops
+            if !resuming { state.sends += 1 }
+            if resuming {
+                state.fallenBehind = false
+            } else if state.fallenBehind {  // dropped, as a full queue drops
+                if state.firstDropped == nil { state.firstDropped = state.sends }
+                return nil
+            }
             state.events += parsed
             state.raw += payload.bytes
             guard let waiter = state.waiter, state.delivered < state.events.count else { return nil }
@@ -79,6 +90,10 @@ public final class MemorySink: EventSink {
         state.withLock { $0.onResync = action }
     }
 
+    public func onOverflow(_ action: @escaping @Sendable (Int) -> Void) {
+        state.withLock { $0.onOverflow = action }
+    }
+
     // MARK: What a test does
 
     /// The next event, waiting for it; nil once the stream has ended and every event was read.
@@ -107,8 +122,12 @@ public final class MemorySink: EventSink {
 
     /// The client has read what was queued: the feed is asked for a fresh state.
     public func drain() {
-        guard let action = state.withLock({ $0.onResync }) else { return }
-        action(self)
+        let (overflow, resync) = state.withLock { state in
+            defer { state.firstDropped = nil }
+            return (state.firstDropped.flatMap { number in state.onOverflow.map { ($0, number) } }, state.onResync)
+        }
+        if let (action, number) = overflow { action(number) }
+        resync?(self)
     }
 
     /// The client disconnects.

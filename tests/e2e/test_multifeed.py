@@ -233,7 +233,8 @@ def test_gzip_on_the_multi_feed_stream_and_one_event_stream_in_metrics(server):
         assert client.inflater is not None and client.compressed_bytes > 0
 
 
-def test_a_slow_subscriber_gets_a_snapshot_of_each_feed_it_fell_behind_on(start):
+@pytest.mark.parametrize("quiet_opens", ["at its position", "with a snapshot"])
+def test_a_slow_subscriber_gets_a_snapshot_of_each_feed_it_fell_behind_on(start, quiet_opens):
     import socket
     import time
     server = start("--stream-buffer", "65536", "--log-level", "warning")
@@ -249,7 +250,8 @@ def test_a_slow_subscriber_gets_a_snapshot_of_each_feed_it_fell_behind_on(start)
     slow = socket.socket()
     slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     slow.connect(("127.0.0.1", server.port))
-    slow.sendall(f"GET /events?feed=lag&feed=quiet@{quiet_at} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    quiet = f"quiet@{quiet_at}" if quiet_opens == "at its position" else "quiet"
+    slow.sendall(f"GET /events?feed=lag&feed={quiet} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     n = 0
     while server.metrics()["diffstream_stream_overflows_total"] == 0:
         n += 1
@@ -271,8 +273,8 @@ def test_a_slow_subscriber_gets_a_snapshot_of_each_feed_it_fell_behind_on(start)
             break
         data += chunk
     server.put("quiet", snapshot(("s", ["1", "2"])))
-    marker = b'"feed":"quiet"'
-    while time.monotonic() < deadline and not (marker in data and b"\n\n" in data[data.index(marker):]):
+    marker, count = b'"feed":"quiet"', 1 if quiet_opens == "at its position" else 2
+    while time.monotonic() < deadline and not (data.count(marker) >= count and b"\n\n" in data[data.rindex(marker):]):
         try:
             chunk = slow.recv(1 << 20)
         except socket.timeout:
@@ -297,4 +299,47 @@ def test_a_slow_subscriber_gets_a_snapshot_of_each_feed_it_fell_behind_on(start)
             assert payload["from"] == document["version"], "a batch that does not follow the version before it"
             document = {**apply_ops(document, payload["ops"]), "version": payload["version"]}
     assert document["version"] == final and normalised(document) == normalised(state(n + 1))
-    assert [(kind, d["from"], d["version"]) for kind, d in events if d["feed"] == "quiet"] == [("batch", 1, 2)]
+    # Quiet sent nothing after the overflow began (its opening snapshot, if any, went out before).
+    expected = [("batch", 1, 2)] if quiet_opens == "at its position" else [("snapshot", None, 1), ("batch", 1, 2)]
+    assert [(kind, d.get("from"), d["version"]) for kind, d in events if d["feed"] == "quiet"] == expected
+
+
+def test_a_feed_deleted_while_the_stream_is_behind_is_told_once_it_drains(start):
+    import socket
+    import time
+    server = start("--stream-buffer", "65536", "--log-level", "warning")
+    big_model = {"text": "y" * 1000}
+
+    def state(n):
+        return {"sections": [{"id": "a", "model": None, "items": [{"id": f"{n}-{i}", "kind": "k", "model": big_model} for i in range(40)]}]}
+
+    server.put("lag", state(0))
+    server.put("gone", snapshot(("s", ["1"])))
+    slow = socket.socket()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(("127.0.0.1", server.port))
+    slow.sendall(b"GET /events?feed=lag&feed=gone HTTP/1.1\r\nHost: x\r\n\r\n")
+    n = 0
+    while server.metrics()["diffstream_stream_overflows_total"] == 0:
+        n += 1
+        server.put("lag", state(n))
+        assert n < 2000, "the slow subscriber never overflowed"
+    assert server.http("DELETE", "/feeds/gone").status == 204
+    final = server.put("lag", state(n + 1))["version"]
+    slow.settimeout(1)
+    data = b""
+    deadline = time.monotonic() + 20
+    wanted = (b"event: deleted", f'"version":{final},'.encode())
+    while time.monotonic() < deadline and not all(w in data for w in wanted):
+        try:
+            chunk = slow.recv(1 << 20)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        data += chunk
+    slow.close()
+    body = data.split(b"\r\n\r\n", 1)[1].decode(errors="replace")
+    deleted = [block for block in body.split("\n\n") if block.startswith("event: deleted")]
+    assert deleted and '"feed":"gone"' in deleted[0], "the deleted feed's end never reached the stream that was behind"
+    assert f'"version":{final},' in body, "lag did not reach its current state"
