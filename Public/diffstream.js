@@ -686,9 +686,18 @@ export class Connection {
       case 'state':
         // The transport's states: connecting, open, retrying, closed (docs/client-js-protocol.md).
         entry.connection = event.state;
-        if ((event.state === 'retrying' || event.state === 'reconnecting') && entry.status === 'live') entry.status = 'reconnecting';
-        else if (event.state === 'open' && entry.status === 'reconnecting' && entry.state.version !== null && entry.state.version !== undefined) entry.status = 'live';
+        // Closed with a status: the request was refused as invalid (an invalid feed name, which never
+        // reaches the stream; or another 4xx answer to the stream that the transport cannot fix).
+        if (event.state === 'closed' && event.status !== undefined) {
+          entry.status = 'invalid';
+          entry.error = { feed: entry.feed, status: event.status, detail: event.detail || '' };
+        } else if (event.state === 'retrying' && entry.status === 'live') entry.status = 'reconnecting';
+        else if (event.state === 'open' && (entry.status === 'reconnecting' || entry.status === 'invalid') && entry.state.version !== null && entry.state.version !== undefined) {
+          entry.status = 'live';
+          entry.error = null;
+        }
         change = { type: 'state', state: event.state };
+        if (event.status !== undefined) Object.assign(change, { status: event.status, detail: event.detail || '' });
         break;
       default:
         return;

@@ -283,3 +283,19 @@ def test_the_dashboard_shows_every_feed_live_on_one_stream(page, lib_server):
     wait_for(lambda: page.execute_script("return document.querySelector(\"[data-panel='board3'] [data-item-id='b3-new']\") !== null"),
              message="a write to show on the dashboard")
     wait_for(lambda: event_streams(lib_server) == 1, message="one event stream for every feed")
+
+
+def test_an_invalid_feed_name_is_refused_alone_and_the_other_feeds_go_on(page, lib_server):
+    lib_server.request("PUT", "/feeds/good", {"sections": [{"id": "s", "items": [player("g1", "Good", 1)]}]})
+    page.get(f"{lib_server.url}/lib.html?feeds=good,bad%20name,.hidden")
+    wait_for(lambda: page.execute_script("return window.libReady === true"), message="the test page to load")
+    wait_for(lambda: shown_like(page, {"good": lib_server.request("GET", "/feeds/good")}), message="the valid feed")
+    refused = page.execute_script("""return ['bad name', '.hidden'].map((feed) => {
+        const state = window.regions[feed].state;
+        return [state.status, state.connection, state.error && state.error.status, /is not a feed id/.test(state.error && state.error.detail)];
+      });""")
+    assert refused == [["invalid", "closed", 400, True], ["invalid", "closed", 400, True]]
+    assert page.execute_script("return window.changes.filter(([feed, type]) => feed !== 'good' && type !== 'state').length") == 0
+    lib_server.request("PUT", "/feeds/good", {"sections": [{"id": "s", "items": [player("g2", "Better", 2)]}]})
+    wait_for(lambda: shown_like(page, {"good": lib_server.request("GET", "/feeds/good")}), message="a write to the valid feed")
+    assert event_streams(lib_server) == 1
