@@ -680,7 +680,12 @@ export class Connection {
         entry.state.stale = null; // the feed's part of the stream ended; that event says more
         entry.status = event.type === 'unauthorized' && event.data && /expired/i.test(event.data.error || '') ? 'expired' : event.type;
         entry.error = event.data || null;
-        if (event.type === 'deleted') entry.state = new FeedState(entry.feed);
+        if (event.type === 'deleted') {
+          // The transport ended this subscription: the entry is dropped, so a later subscribe or render of
+          // the name subscribes afresh (and gets the feed once it is created again).
+          entry.state = new FeedState(entry.feed);
+          this.feeds.delete(entry.feed);
+        }
         change = { type: event.type, data: event.data };
         break;
       case 'state':

@@ -299,3 +299,27 @@ def test_an_invalid_feed_name_is_refused_alone_and_the_other_feeds_go_on(page, l
     lib_server.request("PUT", "/feeds/good", {"sections": [{"id": "s", "items": [player("g2", "Better", 2)]}]})
     wait_for(lambda: shown_like(page, {"good": lib_server.request("GET", "/feeds/good")}), message="a write to the valid feed")
     assert event_streams(lib_server) == 1
+
+
+def test_a_feed_deleted_then_created_again_is_followed_by_a_later_render(page, lib_server):
+    lib_server.request("PUT", "/feeds/gone", {"sections": [{"id": "s", "items": [player("g1", "First", 1)]}]})
+    open_page(page, lib_server, ["gone"])
+    wait_for(lambda: shown_like(page, {"gone": lib_server.request("GET", "/feeds/gone")}), message="the feed")
+    lib_server.request("DELETE", "/feeds/gone")
+    wait_for(lambda: page.execute_script("return window.regions.gone.state.status") == "deleted", message="the deletion")
+    assert page.execute_script("return document.querySelectorAll('#region-gone [data-item-id]').length") == 0
+    lib_server.request("PUT", "/feeds/gone", {"sections": [{"id": "s", "items": [player("g2", "Second", 2)]}]})
+    # A new render of the name (into another container) and a new subscription follow the feed created again.
+    page.execute_script("""
+        const container = document.createElement('div');
+        container.id = 'again';
+        document.body.append(container);
+        window.again = window.lib.render(container, 'gone');
+        window.againSnapshots = [];
+        window.lib.subscribe('gone', { snapshot: (subscription, data) => window.againSnapshots.push(data.sections[0].items[0].id) });""")
+    wait_for(lambda: page.execute_script("return document.querySelector('#again [data-item-id=\"g2\"]') !== null"),
+             timeout=20, message="the feed created again, in a new region")
+    wait_for(lambda: page.execute_script("return window.againSnapshots.includes('g2')"), message="the new subscription's snapshot")
+    assert page.execute_script("return window.again.state.status") == "live"
+    # The region of the deleted feed stays as it ended.
+    assert page.execute_script("return [window.regions.gone.state.status, document.querySelectorAll('#region-gone [data-item-id]').length]") == ["deleted", 0]
