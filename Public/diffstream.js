@@ -804,16 +804,20 @@ export class Connection {
     throw new ActionError(message, response.status, body);
   }
 
-  /// GET /feeds, once (again after setToken or refreshCatalog): each feed with its kind and actions.
+  /// GET /feeds, once (again after setToken or refreshCatalog): resolves to the list, each feed with its
+  /// kind and actions, or to null when it could not be had (no answer, an error status, not a list). A
+  /// failure keeps the actions known from before and is asked again by the next call.
   catalog() {
     if (!this.catalogPromise) {
-      this.catalogPromise = fetch(this.url('feeds'), { headers: this.headers(false), cache: 'no-store', credentials: this.crossOrigin ? 'omit' : 'same-origin' })
-        .then((response) => (response.ok ? response.json() : []))
-        .catch(() => [])
+      const promise = fetch(this.url('feeds'), { headers: this.headers(false), cache: 'no-store', credentials: this.crossOrigin ? 'omit' : 'same-origin' })
+        .then((response) => (response.ok ? response.json() : null))
+        .then((list) => (Array.isArray(list) ? list : null), () => null)
         .then((list) => {
-          this.catalogEntries = new Map((Array.isArray(list) ? list : []).map((entry) => [entry.feed, entry]));
+          if (list) this.catalogEntries = new Map(list.map((entry) => [entry.feed, entry]));
+          else if (this.catalogPromise === promise) this.catalogPromise = null;
           return list;
         });
+      this.catalogPromise = promise;
     }
     return this.catalogPromise;
   }

@@ -323,3 +323,21 @@ def test_a_feed_deleted_then_created_again_is_followed_by_a_later_render(page, l
     assert page.execute_script("return window.again.state.status") == "live"
     # The region of the deleted feed stays as it ended.
     assert page.execute_script("return [window.regions.gone.state.status, document.querySelectorAll('#region-gone [data-item-id]').length]") == ["deleted", 0]
+
+
+def test_the_dashboard_keeps_its_panels_when_the_server_is_away_and_shows_reconnecting(page, lib_server):
+    for n in range(3):
+        lib_server.request("PUT", f"/feeds/away{n}", {"sections": [{"id": "s", "items": [player(f"a{n}", f"Away {n}", n)]}]})
+    page.get(f"{lib_server.url}/dashboard.html")
+    states = ("return Object.fromEntries([...document.querySelectorAll('[data-panel^=\"away\"]')]"
+              ".map(p => [p.dataset.panel, p.querySelector('.status').dataset.state]))")
+    wait_for(lambda: page.execute_script(states) == {f"away{n}": "live" for n in range(3)}, message="a live panel per feed")
+    # Count the dashboard's GET /feeds from now on (its check every 10 s).
+    page.execute_script("""const real = window.fetch; window.listings = 0;
+        window.fetch = (url, init) => { if (new URL(String(url), location.href).pathname === '/feeds') window.listings++; return real(url, init); };""")
+    lib_server.stop()
+    wait_for(lambda: page.execute_script("return window.listings") >= 1, timeout=20, message="a check of GET /feeds while the server is away")
+    wait_for(lambda: page.execute_script("return !document.getElementById('notice').hidden"), message="the failed check to be noticed")
+    assert page.execute_script("return document.querySelectorAll('[data-panel^=\"away\"] [data-item-id]').length") == 3
+    assert "GET /feeds failed" in page.execute_script("return document.getElementById('notice').textContent")
+    wait_for(lambda: page.execute_script(states) == {f"away{n}": "reconnecting" for n in range(3)}, message="every panel to show reconnecting")
