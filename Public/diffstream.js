@@ -38,8 +38,10 @@ const asText = (value) => (value === undefined || value === null ? '' : isObject
 /// Attributes whose value is a URL: only http(s) and relative URLs are set (no `javascript:`, `data:`).
 const URL_ATTRIBUTES = new Set(['href', 'src', 'action', 'formaction', 'poster', 'cite', 'background', 'longdesc',
   'ping', 'srcset', 'xlink:href', 'data', 'codebase', 'manifest', 'icon', 'usemap', 'lowsrc', 'dynsrc', 'imagesrcset']);
-/// Attributes never set from a model: event handlers (`on*`), HTML in an attribute, and the template machinery.
-const REFUSED_ATTRIBUTE = /^(on|srcdoc$|is$|data-(text|show|action|attr-|class-))/i;
+/// Attributes never set from a model: event handlers (`on*`), HTML in an attribute, the template
+/// machinery, and every `data-*` attribute this library reads (a model that set `data-feed` or
+/// `data-item-id` on a control would choose where its action is posted).
+const REFUSED_ATTRIBUTE = /^(on|srcdoc$|is$|data-(text|show|action|attr-|class-)|data-(feed|kind|section|section-id|item-id|item-field|item-class|error|keep|stale)$)/i;
 
 /// Whether a string is an http(s) or relative URL (WHATWG URL: ASCII tabs and newlines are removed and
 /// leading C0 controls and spaces are stripped before the scheme is read, so they are here too).

@@ -341,3 +341,34 @@ def test_the_dashboard_keeps_its_panels_when_the_server_is_away_and_shows_reconn
     assert page.execute_script("return document.querySelectorAll('[data-panel^=\"away\"] [data-item-id]').length") == 3
     assert "GET /feeds failed" in page.execute_script("return document.getElementById('notice').textContent")
     wait_for(lambda: page.execute_script(states) == {f"away{n}": "reconnecting" for n in range(3)}, message="every panel to show reconnecting")
+
+
+def test_a_model_cannot_redirect_an_action_through_the_data_attributes_the_library_reads(page, lib_server):
+    model = {"target": "victim", "field": "stolen", "id": "other", "kind": "todo", "section": "s2", "error": "", "keep": ""}
+    lib_server.request("PUT", "/feeds/traps", {"sections": [{"id": "s", "items": [{"id": "t1", "kind": "trap", "model": model}]}]})
+    open_page(page, lib_server, [])
+    page.execute_script("""
+        const template = document.createElement('template');
+        template.dataset.kind = 'trap';
+        template.innerHTML = `<button class="trap" data-action="goal" data-attr-data-feed="target" data-attr-data-item-field="field"
+          data-attr-data-item-id="id" data-attr-data-kind="kind" data-attr-data-section-id="section" data-attr-data-error="error"
+          data-attr-data-keep="keep" data-attr-data-stale="error" data-attr-data-item-class="field" data-attr-data-section="section"
+          data-attr-data-other="target">Goal</button>`;
+        document.body.append(template);
+        window.posted = [];
+        const real = window.fetch;
+        window.fetch = (url, init) => {
+          if (!String(url).includes('/actions/')) return real(url, init);
+          window.posted.push([new URL(String(url), location.href).pathname, JSON.parse(init.body)]);
+          return Promise.resolve(new Response('{}', {status: 200, headers: {'Content-Type': 'application/json'}}));
+        };
+        const container = document.createElement('div');
+        container.className = 'region';
+        document.body.append(container);
+        window.lib.render(container, 'traps');""")
+    wait_for(lambda: page.execute_script("return document.querySelector('button.trap') !== null"), message="the item")
+    attributes = page.execute_script("return [...document.querySelector('button.trap').attributes].map(a => a.name).filter(n => !n.startsWith('data-attr-'))")
+    assert sorted(attributes) == ["class", "data-action", "data-other"]
+    click_when_still(page, "button.trap")
+    wait_for(lambda: page.execute_script("return window.posted.length") == 1, message="the action to be posted")
+    assert page.execute_script("return window.posted") == [["/feeds/traps/actions/goal", {"item": "t1"}]]
