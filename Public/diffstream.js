@@ -321,12 +321,14 @@ class Region {
     }
     element.append(list);
     const record = { element, list, bound, template: Boolean(template), json: null };
-    this.fillSection(record, section);
+    this.fillSection(record, section, false, true);
     this.sections.set(section.id, record);
     return record;
   }
 
-  fillSection(record, section, force = false) {
+  /// Sets a section's header from its model (only when the model changed, unless `force`), then calls
+  /// the `sectionHook` with the same context as item hooks: `{created, feed, section, region}`.
+  fillSection(record, section, force = false, created = false) {
     const json = JSON.stringify(section.model ?? null);
     if (record.json === json && !force) return;
     record.json = json;
@@ -340,7 +342,7 @@ class Region {
     }
     for (const node of record.bound) bind(node, model, context, force);
     const hook = this.options.sectionHook;
-    if (hook) hook(record.element, section, { feed: this.feed, region: this });
+    if (hook) hook(record.element, section, { created, feed: this.feed, section: section.id, region: this });
   }
 
   // Items

@@ -372,3 +372,26 @@ def test_a_model_cannot_redirect_an_action_through_the_data_attributes_the_libra
     click_when_still(page, "button.trap")
     wait_for(lambda: page.execute_script("return window.posted.length") == 1, message="the action to be posted")
     assert page.execute_script("return window.posted") == [["/feeds/traps/actions/goal", {"item": "t1"}]]
+
+
+def test_the_section_hook_gets_the_same_context_as_item_hooks(page, lib_server):
+    lib_server.request("PUT", "/feeds/hooked", {"sections": [{"id": "s1", "model": {"title": "One"}, "items": [player("h1", "Hook", 1)]}]})
+    open_page(page, lib_server, [])
+    page.execute_script("""
+        window.sectionCalls = []; window.itemCalls = [];
+        const container = document.createElement('div');
+        document.body.append(container);
+        const keys = (context) => Object.keys(context).sort();
+        window.hooked = window.lib.render(container, 'hooked', {
+          sectionHook: (element, section, context) => window.sectionCalls.push({keys: keys(context), created: context.created,
+            feed: context.feed, section: context.section, title: section.model.title,
+            region: typeof context.region === 'object' && context.region !== null, element: element.dataset.sectionId}),
+          hooks: {player: (element, item, context) => window.itemCalls.push(keys(context))},
+        });""")
+    wait_for(lambda: page.execute_script("return window.sectionCalls.length") == 1, message="the section hook")
+    lib_server.request("PUT", "/feeds/hooked", {"sections": [{"id": "s1", "model": {"title": "Two"}, "items": [player("h1", "Hook", 1)]}]})
+    wait_for(lambda: page.execute_script("return window.sectionCalls.length") == 2, message="the section hook after a change")
+    calls = page.execute_script("return window.sectionCalls")
+    expected = {"keys": ["created", "feed", "region", "section"], "feed": "hooked", "section": "s1", "region": True, "element": "s1"}
+    assert calls == [{**expected, "created": True, "title": "One"}, {**expected, "created": False, "title": "Two"}]
+    assert page.execute_script("return window.itemCalls[0]") == calls[0]["keys"]
