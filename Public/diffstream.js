@@ -108,9 +108,12 @@ function setAttribute(node, name, value, force) {
   }
   if (name === 'value') {
     const text = asText(value);
-    if (!force && beingTyped(node)) return; // the user's typing wins until the control loses the focus
+    // The user's typing wins until the control loses the focus; then the model's latest value is set
+    // (Connection's focusout listener), since the item's record has moved past it.
+    if (!force && beingTyped(node)) { node.dsLatest = text; return; }
     if (node.value !== text) node.value = text;
     node.dsValue = text;
+    node.dsLatest = undefined;
     return;
   }
   if (value === undefined || value === null || value === false) {
@@ -862,9 +865,22 @@ export class Connection {
       event.preventDefault();
       this.run(form, formFields(form));
     };
+    // A text control left after updates were held back while it was typed in gets the model's latest
+    // value. On the window, so it runs after the page's own focusout listeners (on the document or the
+    // elements): a page that saves a field when it is left reads what was typed.
+    this.onFocusOut = (event) => {
+      const node = event.target;
+      // Still the active element: the window lost the focus (another tab or app), not the control.
+      if (!node || node.dsLatest === undefined || node === node.ownerDocument.activeElement) return;
+      const text = node.dsLatest;
+      node.dsLatest = undefined;
+      if (node.value !== text) node.value = text;
+      node.dsValue = text;
+    };
     document.addEventListener('click', this.onClick);
     document.addEventListener('change', this.onChange);
     document.addEventListener('submit', this.onSubmit);
+    globalThis.addEventListener('focusout', this.onFocusOut);
   }
 
   /// Runs the action of a control: the feed is the nearest `data-feed` (a rendered region has it), the
@@ -936,6 +952,7 @@ export class Connection {
       document.removeEventListener('click', this.onClick);
       document.removeEventListener('change', this.onChange);
       document.removeEventListener('submit', this.onSubmit);
+      globalThis.removeEventListener('focusout', this.onFocusOut);
       this.listening = false;
     }
     if (shared === this) shared = null;

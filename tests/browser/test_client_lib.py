@@ -395,3 +395,34 @@ def test_the_section_hook_gets_the_same_context_as_item_hooks(page, lib_server):
     expected = {"keys": ["created", "feed", "region", "section"], "feed": "hooked", "section": "s1", "region": True, "element": "s1"}
     assert calls == [{**expected, "created": True, "title": "One"}, {**expected, "created": False, "title": "Two"}]
     assert page.execute_script("return window.itemCalls[0]") == calls[0]["keys"]
+
+
+def test_a_text_field_gets_the_models_latest_value_when_it_is_left(page, lib_server):
+    lib_server.request("PUT", "/feeds/notes", {"sections": [{"id": "s", "items": [{"id": "n1", "kind": "note", "model": {"text": "one"}}]}]})
+    open_page(page, lib_server, [])
+    page.execute_script("""
+        const template = document.createElement('template');
+        template.dataset.kind = 'note';
+        template.innerHTML = '<input class="text" type="text" data-attr-value="text"><button class="other">other</button>';
+        document.body.append(template);
+        const container = document.createElement('div');
+        document.body.append(container);
+        window.leftWith = [];
+        container.addEventListener('focusout', (event) => window.leftWith.push(event.target.value)); // a page saving on leave
+        window.notes = window.lib.render(container, 'notes');""")
+    wait_for(lambda: page.execute_script("return document.querySelector('input.text') !== null"), message="the note")
+    field = page.find_element("css selector", "input.text")
+    field.click()
+    field.send_keys("X")
+    assert page.execute_script("return document.querySelector('input.text').value") == "oneX"
+    lib_server.request("PUT", "/feeds/notes", {"sections": [{"id": "s", "items": [{"id": "n1", "kind": "note", "model": {"text": "two"}}]}]})
+    wait_for(lambda: page.execute_script("return window.notes.state.version") == 2, message="the update to arrive")
+    assert page.execute_script("return [document.querySelector('input.text').value, document.activeElement.className]") == ["oneX", "text"]
+    page.find_element("css selector", "button.other").click()
+    wait_for(lambda: page.execute_script("return document.querySelector('input.text').value") == "two", message="the latest value after leaving")
+    assert page.execute_script("return window.leftWith") == ["oneX"]
+    # Typing without an update meanwhile stays when the field is left.
+    field.click()
+    field.send_keys("Y")
+    page.find_element("css selector", "button.other").click()
+    assert page.execute_script("return document.querySelector('input.text').value") == "twoY"
