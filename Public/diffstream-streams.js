@@ -329,7 +329,7 @@ export function openStreams(options = {}) {
     retry,
     close,
     /// Where things stand: `{mode, leading, closed, feeds: {feed: {state, history, version, id, stale}}}`
-    /// (one entry per feed this tab subscribes to).
+    /// (one entry per feed this tab subscribes to; an invalid feed name, never subscribed, has none).
     get state() {
       const feeds = {};
       for (const entry of subs.values()) feeds[entry.feed] = { state: entry.state, history: entry.history, version: entry.version, id: entry.id, stale: entry.stale };
