@@ -4,6 +4,7 @@
 //   new FeedState(feed).apply(type, data, id)
 //                                  → what a snapshot or a batch does to what the client holds
 //   eventsURL(base, feeds, token)  → the URL of one event stream for many feeds (`GET /events?feed=…`)
+//   isFeedName(feed)               → whether the server takes `feed` as a feed's name
 //
 // Described in docs/client-js-protocol.md; tested in Node by tests/browser/diffstream_protocol.test.mjs.
 
@@ -199,6 +200,18 @@ export class FeedState {
   get snapshot() {
     return { feed: this.feed, history: this.history, version: this.version, sections: this.sections };
   }
+}
+
+/// Whether `feed` is a valid feed name (docs/protocol.md): 1 to 64 characters of `A-Z a-z 0-9 . _ -`,
+/// not starting with a dot. The server refuses a whole multi-feed stream (`400 invalid feed`) for one
+/// invalid name, so a client checks each name before it lists it.
+export function isFeedName(feed) {
+  return typeof feed === 'string' && /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/.test(feed);
+}
+
+/// Why `feed` is refused, in the words of the server's `400 invalid feed`.
+export function invalidFeedDetail(feed) {
+  return `'${String(feed).slice(0, 80)}' is not a feed id (1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot)`;
 }
 
 /// The event-stream id to resume `feed` from, as the multi-feed route wants it (`NAME@ID`). An id the

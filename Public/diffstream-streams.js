@@ -13,6 +13,7 @@
 //
 // Documented in docs/client-js-protocol.md.
 import { StreamHub } from './stream-hub.js';
+import { isFeedName, invalidFeedDetail } from './diffstream-protocol.js';
 
 const MODES = ['worker', 'tab', 'own'];
 /// The messages between tabs, worker and hub are versioned by name: a page of another version never
@@ -34,7 +35,8 @@ const randomId = () => Math.random().toString(36).slice(2) + Date.now().toString
 /// `{type: 'unavailable', feed, id: null, data: {feed, detail}}` and `{type: 'available', feed, id: null,
 /// data: {feed}}` (the server cannot reach its store, Redis, and then can again: once each way, the
 /// position untouched; `stale` holds the unavailable event's data until then), and
-/// `{type: 'state', feed, state: 'connecting'|'open'|'retrying'|'closed', status?, detail?}`. Each
+/// `{type: 'state', feed, state: 'connecting'|'open'|'retrying'|'closed', status?, detail?}` (an invalid
+/// feed name gets only `state: 'closed'`, `status: 400` and why, and is never put in the stream). Each
 /// feed arrives as a snapshot and the batches that follow it: a batch the tab already got (around a
 /// change of hub) is skipped here, so the listener sees none twice; after `resync()`, batches are
 /// dropped until the fresh snapshot.
@@ -131,15 +133,22 @@ export function openStreams(options = {}) {
     if (closed) throw new Error('these streams are closed');
     const sub = nextSub++;
     const entry = { feed, listener, history: null, version: null, id: null, state: 'connecting', resyncing: false, stale: null };
-    subs.set(sub, entry);
-    post(subscribeMessage(sub, entry));
+    if (isFeedName(feed)) {
+      subs.set(sub, entry);
+      post(subscribeMessage(sub, entry));
+    } else {
+      // The server refuses a whole stream for one invalid name: this feed alone is refused, and never
+      // reaches the hub (so never the shared stream). The listener hears it after subscribe returns.
+      entry.state = 'closed';
+      queueMicrotask(() => { if (!entry.left && !closed) call(entry, { type: 'state', feed, state: 'closed', status: 400, detail: invalidFeedDetail(feed) }); });
+    }
     return {
       resync() {
         if (subs.get(sub) !== entry) return;
         Object.assign(entry, { history: null, version: null, id: null, resyncing: true });
         post({ type: 'resync', sub });
       },
-      close() { if (subs.delete(sub)) post({ type: 'unsubscribe', sub }); },
+      close() { entry.left = true; if (subs.delete(sub)) post({ type: 'unsubscribe', sub }); },
       get state() { return entry.state; },
       get version() { return entry.version; },
       get history() { return entry.history; },
@@ -320,7 +329,7 @@ export function openStreams(options = {}) {
     retry,
     close,
     /// Where things stand: `{mode, leading, closed, feeds: {feed: {state, history, version, id, stale}}}`
-    /// (one entry per feed this tab subscribes to).
+    /// (one entry per feed this tab subscribes to; an invalid feed name, never subscribed, has none).
     get state() {
       const feeds = {};
       for (const entry of subs.values()) feeds[entry.feed] = { state: entry.state, history: entry.history, version: entry.version, id: entry.id, stale: entry.stale };

@@ -38,8 +38,10 @@ const asText = (value) => (value === undefined || value === null ? '' : isObject
 /// Attributes whose value is a URL: only http(s) and relative URLs are set (no `javascript:`, `data:`).
 const URL_ATTRIBUTES = new Set(['href', 'src', 'action', 'formaction', 'poster', 'cite', 'background', 'longdesc',
   'ping', 'srcset', 'xlink:href', 'data', 'codebase', 'manifest', 'icon', 'usemap', 'lowsrc', 'dynsrc', 'imagesrcset']);
-/// Attributes never set from a model: event handlers (`on*`), HTML in an attribute, and the template machinery.
-const REFUSED_ATTRIBUTE = /^(on|srcdoc$|is$|data-(text|show|action|attr-|class-))/i;
+/// Attributes never set from a model: event handlers (`on*`), HTML in an attribute, the template
+/// machinery, and every `data-*` attribute this library reads (a model that set `data-feed` or
+/// `data-item-id` on a control would choose where its action is posted).
+const REFUSED_ATTRIBUTE = /^(on|srcdoc$|is$|data-(text|show|action|attr-|class-)|data-(feed|kind|section|section-id|item-id|item-field|item-class|error|keep|stale)$)/i;
 
 /// Whether a string is an http(s) or relative URL (WHATWG URL: ASCII tabs and newlines are removed and
 /// leading C0 controls and spaces are stripped before the scheme is read, so they are here too).
@@ -106,9 +108,12 @@ function setAttribute(node, name, value, force) {
   }
   if (name === 'value') {
     const text = asText(value);
-    if (!force && beingTyped(node)) return; // the user's typing wins until the control loses the focus
+    // The user's typing wins until the control loses the focus; then the model's latest value is set
+    // (Connection's focusout listener), since the item's record has moved past it.
+    if (!force && beingTyped(node)) { node.dsLatest = text; return; }
     if (node.value !== text) node.value = text;
     node.dsValue = text;
+    node.dsLatest = undefined;
     return;
   }
   if (value === undefined || value === null || value === false) {
@@ -319,12 +324,14 @@ class Region {
     }
     element.append(list);
     const record = { element, list, bound, template: Boolean(template), json: null };
-    this.fillSection(record, section);
+    this.fillSection(record, section, false, true);
     this.sections.set(section.id, record);
     return record;
   }
 
-  fillSection(record, section, force = false) {
+  /// Sets a section's header from its model (only when the model changed, unless `force`), then calls
+  /// the `sectionHook` with the same context as item hooks: `{created, feed, section, region}`.
+  fillSection(record, section, force = false, created = false) {
     const json = JSON.stringify(section.model ?? null);
     if (record.json === json && !force) return;
     record.json = json;
@@ -338,7 +345,7 @@ class Region {
     }
     for (const node of record.bound) bind(node, model, context, force);
     const hook = this.options.sectionHook;
-    if (hook) hook(record.element, section, { feed: this.feed, region: this });
+    if (hook) hook(record.element, section, { created, feed: this.feed, section: section.id, region: this });
   }
 
   // Items
@@ -680,15 +687,29 @@ export class Connection {
         entry.state.stale = null; // the feed's part of the stream ended; that event says more
         entry.status = event.type === 'unauthorized' && event.data && /expired/i.test(event.data.error || '') ? 'expired' : event.type;
         entry.error = event.data || null;
-        if (event.type === 'deleted') entry.state = new FeedState(entry.feed);
+        if (event.type === 'deleted') {
+          // The transport ended this subscription: the entry is dropped, so a later subscribe or render of
+          // the name subscribes afresh (and gets the feed once it is created again).
+          entry.state = new FeedState(entry.feed);
+          this.feeds.delete(entry.feed);
+        }
         change = { type: event.type, data: event.data };
         break;
       case 'state':
         // The transport's states: connecting, open, retrying, closed (docs/client-js-protocol.md).
         entry.connection = event.state;
-        if ((event.state === 'retrying' || event.state === 'reconnecting') && entry.status === 'live') entry.status = 'reconnecting';
-        else if (event.state === 'open' && entry.status === 'reconnecting' && entry.state.version !== null && entry.state.version !== undefined) entry.status = 'live';
+        // Closed with a status: the request was refused as invalid (an invalid feed name, which never
+        // reaches the stream; or another 4xx answer to the stream that the transport cannot fix).
+        if (event.state === 'closed' && event.status !== undefined) {
+          entry.status = 'invalid';
+          entry.error = { feed: entry.feed, status: event.status, detail: event.detail || '' };
+        } else if (event.state === 'retrying' && entry.status === 'live') entry.status = 'reconnecting';
+        else if (event.state === 'open' && (entry.status === 'reconnecting' || entry.status === 'invalid') && entry.state.version !== null && entry.state.version !== undefined) {
+          entry.status = 'live';
+          entry.error = null;
+        }
         change = { type: 'state', state: event.state };
+        if (event.status !== undefined) Object.assign(change, { status: event.status, detail: event.detail || '' });
         break;
       default:
         return;
@@ -790,16 +811,20 @@ export class Connection {
     throw new ActionError(message, response.status, body);
   }
 
-  /// GET /feeds, once (again after setToken or refreshCatalog): each feed with its kind and actions.
+  /// GET /feeds, once (again after setToken or refreshCatalog): resolves to the list, each feed with its
+  /// kind and actions, or to null when it could not be had (no answer, an error status, not a list). A
+  /// failure keeps the actions known from before and is asked again by the next call.
   catalog() {
     if (!this.catalogPromise) {
-      this.catalogPromise = fetch(this.url('feeds'), { headers: this.headers(false), cache: 'no-store', credentials: this.crossOrigin ? 'omit' : 'same-origin' })
-        .then((response) => (response.ok ? response.json() : []))
-        .catch(() => [])
+      const promise = fetch(this.url('feeds'), { headers: this.headers(false), cache: 'no-store', credentials: this.crossOrigin ? 'omit' : 'same-origin' })
+        .then((response) => (response.ok ? response.json() : null))
+        .then((list) => (Array.isArray(list) ? list : null), () => null)
         .then((list) => {
-          this.catalogEntries = new Map((Array.isArray(list) ? list : []).map((entry) => [entry.feed, entry]));
+          if (list) this.catalogEntries = new Map(list.map((entry) => [entry.feed, entry]));
+          else if (this.catalogPromise === promise) this.catalogPromise = null;
           return list;
         });
+      this.catalogPromise = promise;
     }
     return this.catalogPromise;
   }
@@ -840,9 +865,22 @@ export class Connection {
       event.preventDefault();
       this.run(form, formFields(form));
     };
+    // A text control left after updates were held back while it was typed in gets the model's latest
+    // value. On the window, so it runs after the page's own focusout listeners (on the document or the
+    // elements): a page that saves a field when it is left reads what was typed.
+    this.onFocusOut = (event) => {
+      const node = event.target;
+      // Still the active element: the window lost the focus (another tab or app), not the control.
+      if (!node || node.dsLatest === undefined || node === node.ownerDocument.activeElement) return;
+      const text = node.dsLatest;
+      node.dsLatest = undefined;
+      if (node.value !== text) node.value = text;
+      node.dsValue = text;
+    };
     document.addEventListener('click', this.onClick);
     document.addEventListener('change', this.onChange);
     document.addEventListener('submit', this.onSubmit);
+    globalThis.addEventListener('focusout', this.onFocusOut);
   }
 
   /// Runs the action of a control: the feed is the nearest `data-feed` (a rendered region has it), the
@@ -914,6 +952,7 @@ export class Connection {
       document.removeEventListener('click', this.onClick);
       document.removeEventListener('change', this.onChange);
       document.removeEventListener('submit', this.onSubmit);
+      globalThis.removeEventListener('focusout', this.onFocusOut);
       this.listening = false;
     }
     if (shared === this) shared = null;

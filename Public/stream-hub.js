@@ -10,7 +10,7 @@
 // position they hold). A tab that adds or drops a feed reconnects the one stream that feed is in, with
 // every other feed's position, so those resume where they stand (the server sends them nothing) and
 // never resync; the feeds of the other streams see nothing of it.
-import { eventsURL } from './diffstream-protocol.js';
+import { eventsURL, isFeedName, invalidFeedDetail } from './diffstream-protocol.js';
 
 /// Batches kept per feed after the last snapshot, to catch up a tab that joins or takes over: at most
 /// this many, and at most this many characters of JSON in all.
@@ -377,7 +377,9 @@ class Stream {
 /// Messages in: subscribe {sub, feed, history, version, id, stale}, unsubscribe {sub}, resync {sub}, retry {sub},
 /// token {token}, many {messages} (several of these, sent in one task). Messages out (to the subscription's `send`, with `sub` and `feed`):
 /// event {event: snapshot|batch|deleted|notfound|forbidden|unauthorized|unavailable|available, data, id} and
-/// state {state: connecting|open|retrying|closed, status?, detail?}.
+/// state {state: connecting|open|retrying|closed, status?, detail?}. A subscription to an invalid feed name
+/// (docs/protocol.md: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a dot) gets only state closed with
+/// status 400 and the reason, and is never listed in a stream (the server would refuse the whole stream).
 ///
 /// Options: `EventSource`, `fetch`, `setTimeout`, `clearTimeout`, `defer` (runs a function soon, after
 /// the current message: queueMicrotask by default), `baseURL` (the server's origin; '' for the page's),
@@ -483,6 +485,12 @@ export class StreamHub {
     switch (message.type) {
       case 'subscribe': {
         this.unsubscribe(key);
+        // One invalid name would make the server refuse the whole stream, every other feed with it:
+        // it is refused here, to its subscription only, and never listed.
+        if (!isFeedName(message.feed)) {
+          send({ type: 'state', state: 'closed', status: 400, detail: invalidFeedDetail(message.feed), sub: message.sub, feed: message.feed });
+          return;
+        }
         let slot = this.feeds.get(message.feed);
         const fresh = !slot;
         if (fresh) { slot = new FeedSlot(this, message.feed); this.feeds.set(message.feed, slot); }

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { importPublic } from './public_modules.mjs';
 
-const { applyOps, FeedState, ProtocolError, eventsURL, streamPosition } = await importPublic('diffstream-protocol.js');
+const { applyOps, FeedState, ProtocolError, eventsURL, streamPosition, isFeedName, invalidFeedDetail } = await importPublic('diffstream-protocol.js');
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const lines = (path) => readFileSync(path, 'utf8').split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line));
@@ -157,6 +157,14 @@ test('eventsURL lists every feed with its position, in order', () => {
   assert.equal(streamPosition('a', 'ds1.x.1'), 'a@ds1.x.1');
   assert.equal(streamPosition('a', 'a@ds1.x.1'), 'a@ds1.x.1');
   assert.equal(streamPosition('a', null), null);
+});
+
+test('isFeedName takes the protocol\'s names only: 1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot', () => {
+  for (const name of ['a', 'Z', '0', '_x', '-x', 'a.b', 'home-2_v.1', 'x'.repeat(64), 'a.', 'A-Za-z0-9._-']) assert.equal(isFeedName(name), true, name);
+  for (const name of ['', '.', '.hidden', 'x'.repeat(65), 'a b', 'a/b', 'a@b', 'a&feed=b', 'a%40', 'é', 'a\n', 'ａ', '*', null, undefined, 7, ['a']]) {
+    assert.equal(isFeedName(name), false, JSON.stringify(name));
+  }
+  assert.match(invalidFeedDetail('a b'), /'a b' is not a feed id/);
 });
 
 test('FeedState: unavailable and available mark the feed stale, once each way, and leave the position', () => {

@@ -323,6 +323,32 @@ test('a deleted feed ends for every tab; a later tab opens it again', () => {
   assert.deepEqual(last(sources).feeds, ['home']);
 });
 
+test('an invalid feed name is refused to its subscription only and never listed; the other feeds go on', () => {
+  const { hub, inbox, client, sources } = setup();
+  const a = client('a');
+  a(sub('home', 1), sub('bad name', 2), sub('.hidden', 3), sub('week', 4));
+  assert.equal(sources.length, 1);
+  assert.deepEqual(sources[0].feeds, ['home', 'week']);
+  for (const n of [2, 3]) {
+    const told = inbox.a.filter((m) => m.sub === n);
+    assert.equal(told.length, 1);
+    assert.equal(told[0].type, 'state');
+    assert.equal(told[0].state, 'closed');
+    assert.equal(told[0].status, 400);
+    assert.match(told[0].detail, /is not a feed id/);
+  }
+  assert.deepEqual([...hub.feeds.keys()], ['home', 'week']);
+  sources[0].open();
+  sources[0].emit('snapshot', snapshot('home', 1), id('home', 1));
+  sources[0].emit('snapshot', snapshot('week', 1), id('week', 1));
+  assert.deepEqual(seen(inbox.a), ['snapshot:1', 'snapshot:1']);
+  // A retry, a resync or an unsubscribe of the refused subscription changes nothing.
+  a({ type: 'retry', sub: 2 }, { type: 'resync', sub: 2 }, { type: 'unsubscribe', sub: 3 });
+  assert.equal(sources.length, 1);
+  assert.ok(!sources[0].closed);
+  assert.ok(!inbox.a.some((m) => m.sub !== 2 && m.sub !== 3 && m.state === 'closed'));
+});
+
 test('a base URL and a token go in the stream URL', () => {
   const { client, sources } = setup(200, { baseURL: 'https://feeds.example/', token: 'a b' });
   client('a')(sub('home'));

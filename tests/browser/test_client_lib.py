@@ -283,3 +283,146 @@ def test_the_dashboard_shows_every_feed_live_on_one_stream(page, lib_server):
     wait_for(lambda: page.execute_script("return document.querySelector(\"[data-panel='board3'] [data-item-id='b3-new']\") !== null"),
              message="a write to show on the dashboard")
     wait_for(lambda: event_streams(lib_server) == 1, message="one event stream for every feed")
+
+
+def test_an_invalid_feed_name_is_refused_alone_and_the_other_feeds_go_on(page, lib_server):
+    lib_server.request("PUT", "/feeds/good", {"sections": [{"id": "s", "items": [player("g1", "Good", 1)]}]})
+    page.get(f"{lib_server.url}/lib.html?feeds=good,bad%20name,.hidden")
+    wait_for(lambda: page.execute_script("return window.libReady === true"), message="the test page to load")
+    wait_for(lambda: shown_like(page, {"good": lib_server.request("GET", "/feeds/good")}), message="the valid feed")
+    refused = page.execute_script("""return ['bad name', '.hidden'].map((feed) => {
+        const state = window.regions[feed].state;
+        return [state.status, state.connection, state.error && state.error.status, /is not a feed id/.test(state.error && state.error.detail)];
+      });""")
+    assert refused == [["invalid", "closed", 400, True], ["invalid", "closed", 400, True]]
+    assert page.execute_script("return window.changes.filter(([feed, type]) => feed !== 'good' && type !== 'state').length") == 0
+    lib_server.request("PUT", "/feeds/good", {"sections": [{"id": "s", "items": [player("g2", "Better", 2)]}]})
+    wait_for(lambda: shown_like(page, {"good": lib_server.request("GET", "/feeds/good")}), message="a write to the valid feed")
+    assert event_streams(lib_server) == 1
+
+
+def test_a_feed_deleted_then_created_again_is_followed_by_a_later_render(page, lib_server):
+    lib_server.request("PUT", "/feeds/gone", {"sections": [{"id": "s", "items": [player("g1", "First", 1)]}]})
+    open_page(page, lib_server, ["gone"])
+    wait_for(lambda: shown_like(page, {"gone": lib_server.request("GET", "/feeds/gone")}), message="the feed")
+    lib_server.request("DELETE", "/feeds/gone")
+    wait_for(lambda: page.execute_script("return window.regions.gone.state.status") == "deleted", message="the deletion")
+    assert page.execute_script("return document.querySelectorAll('#region-gone [data-item-id]').length") == 0
+    lib_server.request("PUT", "/feeds/gone", {"sections": [{"id": "s", "items": [player("g2", "Second", 2)]}]})
+    # A new render of the name (into another container) and a new subscription follow the feed created again.
+    page.execute_script("""
+        const container = document.createElement('div');
+        container.id = 'again';
+        document.body.append(container);
+        window.again = window.lib.render(container, 'gone');
+        window.againSnapshots = [];
+        window.lib.subscribe('gone', { snapshot: (subscription, data) => window.againSnapshots.push(data.sections[0].items[0].id) });""")
+    wait_for(lambda: page.execute_script("return document.querySelector('#again [data-item-id=\"g2\"]') !== null"),
+             timeout=20, message="the feed created again, in a new region")
+    wait_for(lambda: page.execute_script("return window.againSnapshots.includes('g2')"), message="the new subscription's snapshot")
+    assert page.execute_script("return window.again.state.status") == "live"
+    # The region of the deleted feed stays as it ended.
+    assert page.execute_script("return [window.regions.gone.state.status, document.querySelectorAll('#region-gone [data-item-id]').length]") == ["deleted", 0]
+
+
+def test_the_dashboard_keeps_its_panels_when_the_server_is_away_and_shows_reconnecting(page, lib_server):
+    for n in range(3):
+        lib_server.request("PUT", f"/feeds/away{n}", {"sections": [{"id": "s", "items": [player(f"a{n}", f"Away {n}", n)]}]})
+    page.get(f"{lib_server.url}/dashboard.html")
+    states = ("return Object.fromEntries([...document.querySelectorAll('[data-panel^=\"away\"]')]"
+              ".map(p => [p.dataset.panel, p.querySelector('.status').dataset.state]))")
+    wait_for(lambda: page.execute_script(states) == {f"away{n}": "live" for n in range(3)}, message="a live panel per feed")
+    # Count the dashboard's GET /feeds from now on (its check every 10 s).
+    page.execute_script("""const real = window.fetch; window.listings = 0;
+        window.fetch = (url, init) => { if (new URL(String(url), location.href).pathname === '/feeds') window.listings++; return real(url, init); };""")
+    lib_server.stop()
+    wait_for(lambda: page.execute_script("return window.listings") >= 1, timeout=20, message="a check of GET /feeds while the server is away")
+    wait_for(lambda: page.execute_script("return !document.getElementById('notice').hidden"), message="the failed check to be noticed")
+    assert page.execute_script("return document.querySelectorAll('[data-panel^=\"away\"] [data-item-id]').length") == 3
+    assert "GET /feeds failed" in page.execute_script("return document.getElementById('notice').textContent")
+    wait_for(lambda: page.execute_script(states) == {f"away{n}": "reconnecting" for n in range(3)}, message="every panel to show reconnecting")
+
+
+def test_a_model_cannot_redirect_an_action_through_the_data_attributes_the_library_reads(page, lib_server):
+    model = {"target": "victim", "field": "stolen", "id": "other", "kind": "todo", "section": "s2", "error": "", "keep": ""}
+    lib_server.request("PUT", "/feeds/traps", {"sections": [{"id": "s", "items": [{"id": "t1", "kind": "trap", "model": model}]}]})
+    open_page(page, lib_server, [])
+    page.execute_script("""
+        const template = document.createElement('template');
+        template.dataset.kind = 'trap';
+        template.innerHTML = `<button class="trap" data-action="goal" data-attr-data-feed="target" data-attr-data-item-field="field"
+          data-attr-data-item-id="id" data-attr-data-kind="kind" data-attr-data-section-id="section" data-attr-data-error="error"
+          data-attr-data-keep="keep" data-attr-data-stale="error" data-attr-data-item-class="field" data-attr-data-section="section"
+          data-attr-data-other="target">Goal</button>`;
+        document.body.append(template);
+        window.posted = [];
+        const real = window.fetch;
+        window.fetch = (url, init) => {
+          if (!String(url).includes('/actions/')) return real(url, init);
+          window.posted.push([new URL(String(url), location.href).pathname, JSON.parse(init.body)]);
+          return Promise.resolve(new Response('{}', {status: 200, headers: {'Content-Type': 'application/json'}}));
+        };
+        const container = document.createElement('div');
+        container.className = 'region';
+        document.body.append(container);
+        window.lib.render(container, 'traps');""")
+    wait_for(lambda: page.execute_script("return document.querySelector('button.trap') !== null"), message="the item")
+    attributes = page.execute_script("return [...document.querySelector('button.trap').attributes].map(a => a.name).filter(n => !n.startsWith('data-attr-'))")
+    assert sorted(attributes) == ["class", "data-action", "data-other"]
+    click_when_still(page, "button.trap")
+    wait_for(lambda: page.execute_script("return window.posted.length") == 1, message="the action to be posted")
+    assert page.execute_script("return window.posted") == [["/feeds/traps/actions/goal", {"item": "t1"}]]
+
+
+def test_the_section_hook_gets_the_same_context_as_item_hooks(page, lib_server):
+    lib_server.request("PUT", "/feeds/hooked", {"sections": [{"id": "s1", "model": {"title": "One"}, "items": [player("h1", "Hook", 1)]}]})
+    open_page(page, lib_server, [])
+    page.execute_script("""
+        window.sectionCalls = []; window.itemCalls = [];
+        const container = document.createElement('div');
+        document.body.append(container);
+        const keys = (context) => Object.keys(context).sort();
+        window.hooked = window.lib.render(container, 'hooked', {
+          sectionHook: (element, section, context) => window.sectionCalls.push({keys: keys(context), created: context.created,
+            feed: context.feed, section: context.section, title: section.model.title,
+            region: typeof context.region === 'object' && context.region !== null, element: element.dataset.sectionId}),
+          hooks: {player: (element, item, context) => window.itemCalls.push(keys(context))},
+        });""")
+    wait_for(lambda: page.execute_script("return window.sectionCalls.length") == 1, message="the section hook")
+    lib_server.request("PUT", "/feeds/hooked", {"sections": [{"id": "s1", "model": {"title": "Two"}, "items": [player("h1", "Hook", 1)]}]})
+    wait_for(lambda: page.execute_script("return window.sectionCalls.length") == 2, message="the section hook after a change")
+    calls = page.execute_script("return window.sectionCalls")
+    expected = {"keys": ["created", "feed", "region", "section"], "feed": "hooked", "section": "s1", "region": True, "element": "s1"}
+    assert calls == [{**expected, "created": True, "title": "One"}, {**expected, "created": False, "title": "Two"}]
+    assert page.execute_script("return window.itemCalls[0]") == calls[0]["keys"]
+
+
+def test_a_text_field_gets_the_models_latest_value_when_it_is_left(page, lib_server):
+    lib_server.request("PUT", "/feeds/notes", {"sections": [{"id": "s", "items": [{"id": "n1", "kind": "note", "model": {"text": "one"}}]}]})
+    open_page(page, lib_server, [])
+    page.execute_script("""
+        const template = document.createElement('template');
+        template.dataset.kind = 'note';
+        template.innerHTML = '<input class="text" type="text" data-attr-value="text"><button class="other">other</button>';
+        document.body.append(template);
+        const container = document.createElement('div');
+        document.body.append(container);
+        window.leftWith = [];
+        container.addEventListener('focusout', (event) => window.leftWith.push(event.target.value)); // a page saving on leave
+        window.notes = window.lib.render(container, 'notes');""")
+    wait_for(lambda: page.execute_script("return document.querySelector('input.text') !== null"), message="the note")
+    field = page.find_element("css selector", "input.text")
+    field.click()
+    field.send_keys("X")
+    assert page.execute_script("return document.querySelector('input.text').value") == "oneX"
+    lib_server.request("PUT", "/feeds/notes", {"sections": [{"id": "s", "items": [{"id": "n1", "kind": "note", "model": {"text": "two"}}]}]})
+    wait_for(lambda: page.execute_script("return window.notes.state.version") == 2, message="the update to arrive")
+    assert page.execute_script("return [document.querySelector('input.text').value, document.activeElement.className]") == ["oneX", "text"]
+    page.find_element("css selector", "button.other").click()
+    wait_for(lambda: page.execute_script("return document.querySelector('input.text').value") == "two", message="the latest value after leaving")
+    assert page.execute_script("return window.leftWith") == ["oneX"]
+    # Typing without an update meanwhile stays when the field is left.
+    field.click()
+    field.send_keys("Y")
+    page.find_element("css selector", "button.other").click()
+    assert page.execute_script("return document.querySelector('input.text').value") == "twoY"
