@@ -18,11 +18,9 @@ final class DirectoryLock {
         self.directory = directory
         self.files = files
         do {
-            if try files.createDirectory(directory) {
-                // Its name, in its parent, is durable before anything in it is (POSIX: a directory's fsync).
-                let parent = directory.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-                try files.syncDirectory(parent.isEmpty ? (directory.hasPrefix("/") ? "/" : ".") : parent)
-            }
+            // Each name it made, in its parent, is durable before anything in it is (POSIX: a
+            // directory's fsync): the data directory's, and those of parents it made on the way.
+            for made in try files.createDirectory(directory) { try files.syncDirectory(Self.parent(of: made)) }
         } catch {
             throw .directory(path: directory, reason: "cannot create it (\(error.description))")
         }
@@ -41,6 +39,15 @@ final class DirectoryLock {
             throw .directory(path: directory, reason: error.description)
         }
         self.descriptor = descriptor
+    }
+
+    /// The directory holding `path` (`/` for a name at the root, `.` for a relative one with no `/`).
+    static func parent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        let parent = trimmed[..<slash]
+        return parent.isEmpty ? "/" : String(parent)
     }
 
     deinit { release() }

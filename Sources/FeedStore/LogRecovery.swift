@@ -30,8 +30,10 @@ extension LogFeedStore {
             try? files.remove(directory + "/" + name)
         }
         let found = names.compactMap(Self.parse)
+        // The database of earlier versions is renamed, durably, before a migration's log takes a write:
+        // still there beside files of generation 1 only, it is a migration a crash cut short. Again.
+        if names.contains(SQLiteMigrator.fileName), found.allSatisfy({ $0.generation == 1 }) { return try migrate() }
         if found.isEmpty {
-            if names.contains(SQLiteMigrator.fileName) { return try migrate() }
             do { log = try createLog(1) } catch { throw .directory(path: directory, reason: error.description) }
             startCommitting()
             return StoreContents(feeds: [])
@@ -214,8 +216,11 @@ extension LogFeedStore {
     /// renames the damaged files aside (`<name>.damaged-<seconds>`); the other old files go.
     private func rewrite(after damage: [Damage], generation: Int, notes: inout [String]) throws(StoreError) {
         do {
-            try writeCheckpoint(state.storedFeeds, generation: generation)
+            // The log first, as compaction does: a crash between the two leaves a log (read after the
+            // old files, which are still there to be set aside again), never a checkpoint with no log,
+            // which the next start would take for lost writes.
             log = try createLog(generation)
+            try writeCheckpoint(state.storedFeeds, generation: generation)
         } catch {
             throw .directory(path: directory, reason: "writing what could be read to a new checkpoint: \(error.description)")
         }
@@ -238,15 +243,17 @@ extension LogFeedStore {
         let old = SQLiteMigrator(directory: directory, setAsideDamaged: setAsideDamaged)
         let contents = try old.load()
         for feed in contents.feeds { try? state.apply(.feed(feed)) }
+        let stamp = Int(Date().timeIntervalSince1970)
         do {
-            try writeCheckpoint(state.storedFeeds, generation: 1)
+            // Log, checkpoint, then the database renamed aside: until that rename is durable, a start
+            // finds the database beside generation 1 and migrates again (``load()``).
             log = try createLog(1)
+            try writeCheckpoint(state.storedFeeds, generation: 1)
+            for suffix in ["", "-wal", "-shm"] where files.size(old.path + suffix) != nil {
+                try files.rename(old.path + suffix, to: old.path + ".migrated-\(stamp)" + suffix)
+            }
         } catch {
             throw .directory(path: directory, reason: "migrating \(SQLiteMigrator.fileName): \(error.description)")
-        }
-        let stamp = Int(Date().timeIntervalSince1970)
-        for suffix in ["", "-wal", "-shm"] where files.size(old.path + suffix) != nil {
-            try? files.rename(old.path + suffix, to: old.path + ".migrated-\(stamp)" + suffix)
         }
         try makeDurable { () throws(FileError) in try files.syncDirectory(directory) }
         startCommitting()

@@ -28,8 +28,9 @@ struct FileError: Error, CustomStringConvertible {
 /// ``sync(_:path:)`` of that file; a name created, renamed or removed is durable after
 /// ``syncDirectory(_:)`` of its directory.
 protocol StoreFiles: Sendable {
-    /// Creates the directory and its parents if they are missing; true when it created `path` itself.
-    @discardableResult func createDirectory(_ path: String) throws(FileError) -> Bool
+    /// Creates the directory and its parents if they are missing; the directories it created,
+    /// outermost first (empty: `path` was there).
+    @discardableResult func createDirectory(_ path: String) throws(FileError) -> [String]
     /// `open(2)` with `O_CLOEXEC` added and mode 0644; the flags the store uses are `O_RDONLY`, `O_RDWR`,
     /// `O_WRONLY`, `O_CREAT`, `O_TRUNC` and `O_DIRECTORY`.
     func open(_ path: String, _ flags: Int32) throws(FileError) -> Int32
@@ -68,13 +69,16 @@ extension StoreFiles {
 
 /// The system calls themselves; each error keeps the call's name and errno.
 struct SystemStoreFiles: StoreFiles {
-    @discardableResult func createDirectory(_ path: String) throws(FileError) -> Bool {
+    @discardableResult func createDirectory(_ path: String) throws(FileError) -> [String] {
         var prefix = path.hasPrefix("/") ? "" : "."
-        var created = false
+        var created: [String] = []
         for part in path.split(separator: "/") {
             prefix += "/" + part
-            created = mkdir(prefix, 0o755) == 0
-            if !created && errno != EEXIST { throw FileError(call: "mkdir", path: prefix, code: errno) }
+            if mkdir(prefix, 0o755) == 0 {
+                created.append(prefix)
+            } else if errno != EEXIST {
+                throw FileError(call: "mkdir", path: prefix, code: errno)
+            }
         }
         var info = stat()
         guard stat(path, &info) == 0 else { throw FileError(call: "stat", path: path, code: errno) }

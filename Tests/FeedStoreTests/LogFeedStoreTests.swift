@@ -292,6 +292,26 @@ struct LogFeedStoreTests {
         #expect(later.feeds == contents.feeds && later.notes.isEmpty)
     }
 
+    /// A crash during a migration leaves the database beside what the migration wrote of generation 1
+    /// (an empty log; the log and its checkpoint): the next start migrates again, to the same feeds.
+    @Test(arguments: ["log", "log and checkpoint"])
+    func aMigrationCutShortIsDoneAgain(written: String) throws {
+        let old = StoredFeed(name: "kept", history: "00000000000000aa", version: 4, snapshot: Array("snapshot 4".utf8),
+                             batches: (2...4).map { StoredBatch(version: $0, bytes: Array("batch \($0)".utf8)) }, viewState: nil)
+        try SQLiteMigratorTests.writeDatabase(in: directory, [old])
+        let (store, _) = try open()
+        store.close()
+        // Undo what the crash would have kept from happening: the rename aside (and the checkpoint).
+        let migrated = try #require(try FileManager.default.contentsOfDirectory(atPath: directory).first { $0.hasPrefix(SQLiteMigrator.fileName + ".migrated-") })
+        try FileManager.default.moveItem(atPath: directory + "/" + migrated, toPath: directory + "/" + SQLiteMigrator.fileName)
+        if written == "log" { try FileManager.default.removeItem(atPath: directory + "/" + LogFeedStore.fileName(1, .checkpoint)) }
+        let (again, contents) = try open()
+        defer { again.close() }
+        #expect(contents.feeds == [old])
+        #expect(contents.notes.contains { $0.contains("migrated 1 feeds") })
+        #expect(try !FileManager.default.contentsOfDirectory(atPath: directory).contains(SQLiteMigrator.fileName))
+    }
+
     @Test func aDamagedDatabaseIsMigratedOnlyWithSetAside() throws {
         try SQLiteMigratorTests.writeDatabase(in: directory, [SQLiteMigratorTests.news, SQLiteMigratorTests.quiet], damage: ["news": .snapshotCRC])
         let refused = try LogFeedStore(directory: directory)

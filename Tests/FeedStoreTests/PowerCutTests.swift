@@ -224,6 +224,52 @@ struct PowerCutTests {
 extension PowerCutTests {
     /// A sync that fails at start stops the start, naming the call: nothing is served that may not be
     /// on the disk.
+    /// `--set-aside-damaged` rewrites what could be read as a new checkpoint and log, then renames the
+    /// damaged files aside. A `kill -9` at any call of that start leaves a directory that the next start
+    /// with the flag loads to the same feeds and histories, with no damage beyond the first.
+    @Test func aKillWhileSettingDamageAsideLeavesTheSameFeeds() async throws {
+        var script = WriteScript(seed: 61)
+        let disk = SimulatedDisk(directory: Self.directory)
+        let run = await Self.run(disk, script: &script, writes: 24)
+        #expect(run.acknowledged.count == 24)
+        disk.kill()
+        // Damage the log: bytes of its first group are overwritten (groups after it are intact).
+        let logs = try disk.list(Self.directory).filter { $0.hasSuffix(".log") }.sorted()
+        let damaged = Self.directory + "/" + (try #require(logs.last))
+        try #require((disk.size(damaged) ?? 0) > LogFormat.headerSize + 400, "a log with several groups")
+        let descriptor = try disk.open(damaged, 2 /* O_RDWR */)
+        // Inside a record's batch, so the record still says which feed it is for.
+        let bytes = try disk.read(damaged), pattern = Array("batch ".utf8)
+        let at = try #require((LogFormat.headerSize..<(bytes.count - pattern.count)).first { bytes[$0..<($0 + pattern.count)].elementsEqual(pattern) })
+        try disk.write(descriptor, Array("BATCH ".utf8), at: at, path: damaged)
+        try disk.sync(descriptor, path: damaged)
+        disk.close(descriptor)
+        func load(_ disk: SimulatedDisk) throws(StoreError) -> [StoredFeed] {
+            let store = try LogFeedStore(directory: Self.directory, setAsideDamaged: true, files: disk,
+                                         tuning: .init(compactAfterBytes: Self.compactAfter, preallocationBytes: 1_024, compaction: .inline))
+            defer { store.close() }
+            return try store.load().feeds
+        }
+        let probe = disk.copy()
+        let expected = try load(probe)
+        #expect(try load(disk.copy()) == expected, "the damage names its feeds: the other histories are kept")
+        for kill in 0..<probe.calls {
+            let crashed = disk.copy()
+            crashed.crash(atCall: kill)
+            _ = try? load(crashed)
+            crashed.kill()
+            let feeds: [StoredFeed]
+            do { feeds = try load(crashed) } catch {
+                Issue.record("a kill at call \(kill) (\(probe.trace[safe: kill])): the next start does not load: \(error)")
+                break
+            }
+            guard feeds == expected else {
+                Issue.record("a kill at call \(kill) (\(probe.trace[safe: kill])): loaded \(feeds.map { "\($0.name)@\($0.version) \($0.history)" }), expected \(expected.map { "\($0.name)@\($0.version) \($0.history)" })")
+                break
+            }
+        }
+    }
+
     @Test func aSyncThatFailsAtStartStopsTheStart() async throws {
         var script = WriteScript(seed: 51)
         let disk = SimulatedDisk(directory: Self.directory)

@@ -202,12 +202,12 @@ final class SimulatedDisk: StoreFiles {
         inode.pending.append(change)
     }
 
-    @discardableResult func createDirectory(_ path: String) throws(FileError) -> Bool {
-        try state.withLock { (state: inout State) throws(FileError) -> Bool in
+    @discardableResult func createDirectory(_ path: String) throws(FileError) -> [String] {
+        try state.withLock { (state: inout State) throws(FileError) -> [String] in
             try enter(&state, "mkdir", path)
-            guard path == directory else { return false }
+            guard path == directory else { return [] }
             defer { state.directoryExists = true }
-            return !state.directoryExists
+            return state.directoryExists ? [] : [path]
         }
     }
 
