@@ -388,7 +388,8 @@ package struct ConnectionMachine: Sendable {
                 let isHead = request.method == "HEAD"
                 if isHead { request.method = "GET" }  // RFC 9110 §9.3.2: HEAD is GET without the body.
                 let gzip = settings.compression && Gzip.isAccepted(by: request.headers["Accept-Encoding"])
-                let info = RequestInfo(method: isHead ? "HEAD" : request.method, path: request.path, start: now,
+                // The path as sent (percent-encoded): a decoded one could carry a line break into the log.
+                let info = RequestInfo(method: isHead ? "HEAD" : request.method, path: request.rawPath, start: now,
                                        keepAlive: request.wantsKeepAlive, head: isHead, gzip: gzip,
                                        lastEventID: request.headers["Last-Event-ID"].map { String($0.prefix(80)) })
                 current = info

@@ -215,7 +215,7 @@ final class Connection: EventHandler, @unchecked Sendable {
         let opening = response.stream.map { start in
             var metadata = response.logMetadata
             metadata["connection"] = "\(id)"
-            metadata["path"] = "\(request.path)"
+            metadata["path"] = "\(request.rawPath)"  // as sent: never a decoded line break in a log
             return StreamOpening(start: start, path: request.path, logMetadata: metadata)
         }
         perform(machine.respond(response, now: EventLoop.now(), date: loop.dateHeader()), opening: opening)

@@ -40,6 +40,20 @@ struct RequestLogTests {
         #expect(metadata["bytes"] != nil && metadata["ms"] != nil)
     }
 
+    /// A path is logged as sent: a percent-encoded line break stays `%0A`, so a request cannot write a
+    /// second, forged line into the log.
+    @Test func aPathIsLoggedAsSentNeverDecoded() async throws {
+        let box = LogEvents()
+        let server = try TestServer(logger: Logger(label: "test") { _ in CapturingLogHandler(box: box) })
+        let forged = "/x%0A2026-11-26T00:00:00Z%20info%20forged"
+        _ = try await server.request("GET", forged)
+        await server.stop()
+        let event = try #require(box.events.withLock { $0 }.first { $0.message.description.hasPrefix("GET ") })
+        #expect(event.message.description.hasPrefix("GET \(forged) 404 "))
+        #expect(!event.message.description.contains("\n"))
+        #expect(event.metadata?["path"] == .string(forged))
+    }
+
     @Test(arguments: [false, true])
     func lineLogHandlerWritesTheDocumentedLineWithOrWithoutAProvider(withProvider: Bool) async throws {
         var fds: [Int32] = [-1, -1]
