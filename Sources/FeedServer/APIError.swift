@@ -94,6 +94,7 @@ public struct APIError: Error, Sendable, Equatable {
     /// | `renderFailed`          | 422    | `render failed`       |
     /// | `stateNotEncodable`     | 500    | `state not encodable` |
     /// | `unknownAction`         | 404    | `not found`           |
+    /// | `patchNotAccepted`      | 405    | `method not allowed` (with `Allow`) |
     /// | `notPublished`          | 507 or 503, as ``init(writeError:)`` |
     public init(_ error: ViewModelError) {
         switch error {
@@ -104,6 +105,10 @@ public struct APIError: Error, Sendable, Equatable {
         case .renderFailed: self.init(.unprocessableContent, "render failed", error.description)
         case .stateNotEncodable: self.init(.internalServerError, "state not encodable", error.description)
         case .unknownAction: self.init(.notFound, "not found", error.description)
+        case .patchNotAccepted:
+            // As the route table answers a PATCH of such a feed: the methods its rows allow.
+            let rows = FeedAPI.routes.filter { $0.pattern == FeedAPI.feedPattern && [.always, .viewModelFeed].contains($0.condition) }
+            self = MethodNotAllowed(allowed: FeedAPI.allowed(rows), method: "PATCH").error
         case .notPublished(let writeError): self.init(writeError: writeError)
         }
     }

@@ -189,7 +189,7 @@ public struct FeedAPI: Sendable {
         }
         let applicable = rows.filter { conditions.hold($0.condition) }
         guard !applicable.isEmpty else {
-            throw APIError(.notFound, "not found", "no action '\(parameters["action"].prefix(80))' on feed '\(parameters["feed"])'")
+            throw APIError(ViewModelError.unknownAction(feed: parameters["feed"], action: parameters["action"]))
         }
         throw MethodNotAllowed(allowed: Self.allowed(applicable), method: request.method).error
     }

@@ -22,6 +22,8 @@ public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible 
     case stateNotEncodable(String)
     /// The view model has no action of that name.
     case unknownAction(feed: String, action: String)
+    /// The view model does not take `PATCH` (``HostedViewModel/acceptsPatch``).
+    case patchNotAccepted(feed: String)
     /// The feed refused the new snapshot: a storage limit, or the durable store failed.
     case notPublished(FeedWriteError)
 
@@ -37,7 +39,9 @@ public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible 
         case .stateNotEncodable(let reason):
             "the view model's state cannot be written as JSON: \(reason)"
         case .unknownAction(let feed, let action):
-            "the feed '\(feed)' has no action '\(action)'"
+            "no action '\(action.prefix(80))' on feed '\(feed)'"
+        case .patchNotAccepted(let feed):
+            "the view model of feed '\(feed)' does not take PATCH"
         case .notPublished(.limit(let exceeded)):
             exceeded.description
         case .notPublished(.store(let error)):

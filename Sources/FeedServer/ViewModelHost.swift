@@ -194,6 +194,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
 
     /// ``patch(body:)`` with a client's `Idempotency-Key` (as ``perform(_:body:writeID:)``).
     public func patch(body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult {
+        guard model.acceptsPatch else { throw .patchNotAccepted(feed: name) }
         let patch: JSONValue
         do { patch = try JSONParser.parse(body) } catch { throw .malformedJSON(error.description) }
         guard case .object = patch else {

@@ -2,6 +2,7 @@ import DiffStream
 import DiffStreamJSON
 import DiffStreamTesting
 import FeedServer
+import HTTPCore
 import Testing
 
 /// A counter with a label: the smallest view model with actions (with and without input), a patch
@@ -140,7 +141,7 @@ struct ViewModelHarnessTests {
         ("add", #"{"amount":"two"}"#, 422, #"{"error":"invalid field","detail":"amount: expected a whole number"}"# + "\n"),
         ("add", #"{"amount":"#, 400, nil),
         ("increment", #"{"by":1}"#, 422, #"{"error":"invalid field","detail":"by: unknown field (this action takes no fields)"}"# + "\n"),
-        ("jump", "", 404, #"{"error":"not found","detail":"the feed 'feed' has no action 'jump'"}"# + "\n"),
+        ("jump", "", 404, #"{"error":"not found","detail":"no action 'jump' on feed 'feed'"}"# + "\n"),
         ("add", #"{"amount":2}"#, 200, #"{"feed":"feed","version":2,"ops":1}"# + "\n"),
     ] as [(String, String, Int, String?)])
     func answersAsTheAPIDoes(action: String, json: String, status: Int, body: String?) async throws {
@@ -148,6 +149,28 @@ struct ViewModelHarnessTests {
         let response = await counter.response(toAction: action, json: json)
         #expect(response.status == status)
         if let body { #expect(response.body == body) }
+    }
+
+    /// A view model that does not take `PATCH` refuses it, state unchanged, with the `405` and body the
+    /// API answers (FeedAPI's route table).
+    @Test func aPatchOfAViewModelThatTakesNoneIsRefusedAsTheAPIDoes() async throws {
+        struct Fixed: HostedViewModel {
+            var initialState: Counter.State { Counter.State() }
+            func render(_ state: Counter.State) throws -> Snapshot<Counter.CounterSection, Counter.CountItem> { try Counter().render(state) }
+        }
+        let fixed = try await ViewModelHarness(Fixed())
+        let refused = await fixed.response(toPatch: #"{"count":1}"#)
+        #expect(refused == .init(status: 405, body: #"{"error":"method not allowed","detail":"PATCH is not allowed here; allowed: GET, HEAD"}"# + "\n"))
+        await #expect(throws: ViewModelError.patchNotAccepted(feed: "feed")) { try await fixed.patch(json: #"{"count":1}"#) }
+        #expect(await fixed.version == 1)
+        #expect(await fixed.state == Counter.State())
+
+        let registry = FeedRegistry(), hosted = HostedFeeds(registry: registry)
+        _ = try await hosted.host(Fixed(), as: "feed")
+        let api = FeedAPI(registry: registry, hosted: hosted, files: nil, options: .init(), serverMetrics: { nil })
+        let answer = await api.handle(HTTPRequest(method: "PATCH", target: "/feeds/feed", headers: ["Host": "x"], body: Array(#"{"count":1}"#.utf8)))
+        guard case .bytes(let bytes) = answer.body else { Issue.record("\(answer.body)"); return }
+        #expect(answer.status.code == refused.status && String(decoding: bytes, as: UTF8.self) == refused.body)
     }
 
     @Test func answersAPatchAsTheAPIDoes() async throws {

@@ -10,7 +10,8 @@ struct APIErrorTests {
         (.changeRefused("no"), 422, #"{"error":"change refused","detail":"no"}"#),
         (.renderFailed("boom"), 422, #"{"error":"render failed","detail":"the view model could not render the new state, so nothing changed: boom"}"#),
         (.stateNotEncodable("nan"), 500, #"{"error":"state not encodable","detail":"the view model's state cannot be written as JSON: nan"}"#),
-        (.unknownAction(feed: "todo", action: "fly"), 404, #"{"error":"not found","detail":"the feed 'todo' has no action 'fly'"}"#),
+        (.unknownAction(feed: "todo", action: "fly"), 404, #"{"error":"not found","detail":"no action 'fly' on feed 'todo'"}"#),
+        (.patchNotAccepted(feed: "todo"), 405, #"{"error":"method not allowed","detail":"PATCH is not allowed here; allowed: GET, HEAD"}"#),
         (.notPublished(.store(.full(path: "/data"))), 503, #"{"error":"storage full","detail":"no space left on the device holding '/data'; the write was not stored, retry once space is freed"}"#),
     ])
     func aViewModelErrorBecomesItsStatusAndBody(error: ViewModelError, status: Int, body: String) {
