@@ -9,7 +9,8 @@ where Section.ID: Sendable, Item.ID: Sendable {
     /// The feed's new state.
     case update(FeedUpdate<Section, Item>)
     /// The feed was deleted (`event: deleted`). The client retries with backoff; when the feed appears
-    /// again its snapshot follows (a `.first` one). Stop iterating to stop following.
+    /// again its snapshot follows as `.full(.newHistory)` (a feed created again starts a new history).
+    /// Stop iterating to stop following.
     case deleted(feed: String)
     /// `401`, or `event: unauthorized` (an expired token). The token hook is asked for a fresh token;
     /// with one the client resumes, without one it stops following the feed.

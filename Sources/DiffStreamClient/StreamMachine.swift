@@ -282,7 +282,7 @@ struct StreamMachine: Sendable {
                     actions.append(.store(feed: feed, cursor))
                     actions.append(.emit(.update(update)))
                 }
-            case .duplicate, .snapshot:
+            case .duplicate, .snapshot, .stale:
                 break
             case .gap(let reason):
                 actions.append(.emit(.resyncing(feed: feed, reason: reason)))
@@ -290,7 +290,7 @@ struct StreamMachine: Sendable {
             }
         case .deleted(let feed):
             guard status[feed] != nil else { return }
-            cursors[feed]?.reset()
+            cursors[feed]?.markDeleted()
             outages[feed] = nil  // the feed's part of the stream ended; a later stream says again
             status[feed] = .retry(at: now + nextDelay())
             actions.append(.emit(.deleted(feed: feed)))

@@ -70,6 +70,28 @@ struct StreamMachineTests {
         #expect(Self.updates(actions).map(\.change) == [.full(.newHistory)])
     }
 
+    /// A feed deleted and created again is announced as a new history (docs/client-swift.md).
+    @Test func feedCreatedAgainAfterDeletionIsANewHistory() {
+        var (machine, actions) = Self.running(Self.snapshot7, "event: deleted\ndata: {\"feed\":\"home\"}\n\n")
+        #expect(actions.contains { if case .emit(.deleted(feed: "home")) = $0 { true } else { false } })
+        _ = machine.handle(.closed(connection: 1, error: nil), now: 1)
+        actions = machine.handle(.timer, now: machine.nextDeadline!)
+        #expect(Self.requests(actions).map(\.lastEventID) == [nil])
+        actions = machine.handle(.opened(connection: 2), now: 4)
+        actions += machine.handle(.bytes(connection: 2, Array(Self.snapshot7.replacingOccurrences(of: "aaaa", with: "bbbb").replacingOccurrences(of: "7", with: "1").utf8)), now: 4)
+        #expect(Self.updates(actions).map(\.change) == [.full(.newHistory)])
+        #expect(Self.updates(actions).map(\.version) == [1])
+    }
+
+    /// A snapshot of the history held at a lower version is stale: not applied, not emitted.
+    @Test func staleSnapshotIsSkipped() {
+        let older = Self.snapshot7.replacingOccurrences(of: "7", with: "5")
+        let (machine, actions) = Self.running(Self.snapshot7, older)
+        #expect(Self.updates(actions).map(\.version) == [7])
+        #expect(machine.cursor(of: "home")?.version == 7)
+        #expect(machine.cursor(of: "home")?.eventID == "ds1.aaaa.7")
+    }
+
     @Test func droppedConnectionResumesFromLastIDAfterRetry() {
         var (machine, _) = Self.running("retry: 1000\n\n", Self.snapshot7, jitter: 0.5)
         var actions = machine.handle(.closed(connection: 1, error: nil), now: 10)
