@@ -26,6 +26,11 @@ struct QueryParameter: Equatable, Sendable {
 ///
 /// - Reconnects after `retry:` (2 s by default), doubling per consecutive failure up to
 ///   ``Settings/maximumBackoff``, with jitter: a delay `d` becomes a uniform draw from `d` to `1.5 d`.
+///   The count of failures starts again when a stream's first block arrives (`retry:` or
+///   `: heartbeat N`): the first reconnection after a stream that opened waits `retry:`.
+/// - A feed refused on its own (`deleted`, `notfound`) is retried after a backoff counted for that feed
+///   alone: the feed's own snapshot or batch starts its count again, as does a stream that carried it
+///   for ``Settings/outageGrace`` seconds without refusing it; another feed's events do not.
 /// - Takes the stream as dead after ``Settings/stallFactor`` (2.5) heartbeat intervals of silence; the
 ///   interval is the one the server announces in the comment `: heartbeat N`, else 15 s.
 /// - Resumes each feed from its last event id; on a gap drops that feed's position and reconnects.
@@ -128,6 +133,10 @@ struct StreamMachine: Sendable {
     private(set) var heartbeat: Double
     private var lastActivity = 0.0
     private var failures = 0
+    /// Consecutive refusals of each feed on its own (`deleted`, `notfound`, …): its retry's backoff.
+    private var feedFailures: [String: Int] = [:]
+    /// When the open stream has carried its feeds long enough for their failure counts to start again.
+    private var settleAt: Double?
     private var tokenRequested = false
 
     /// - Parameter jitter: uniform draws from `0..<1` (injected, so tests can fix them).
@@ -166,9 +175,12 @@ struct StreamMachine: Sendable {
     }
 
     /// The delay before the next reconnection: `retry × 2^failures` capped, then jittered up to +50 %
-    /// (the first reconnection after a working stream waits `retry`, as WHATWG §9.2.3 says).
-    func backoff() -> Double {
-        let base = min(settings.maximumBackoff, retry * Double(1 << min(failures, 10)))
+    /// (the first reconnection after a working stream, one whose first block arrived, waits `retry`, as
+    /// WHATWG §9.2.3 says).
+    func backoff() -> Double { backoff(after: failures) }
+
+    private func backoff(after count: Int) -> Double {
+        let base = min(settings.maximumBackoff, retry * Double(1 << min(count, 10)))
         return base * (1 + 0.5 * jitter())
     }
 
@@ -179,8 +191,16 @@ struct StreamMachine: Sendable {
         return delay
     }
 
+    /// The delay before retrying a feed refused on its own, counting one more of its failures.
+    private mutating func nextDelay(for feed: String) -> Double {
+        let count = feedFailures[feed, default: 0]
+        feedFailures[feed] = count + 1
+        return backoff(after: count)
+    }
+
     mutating func handle(_ input: Input, now: Double) -> [Action] {
         var actions: [Action] = []
+        settle(now: now)
         switch input {
         case .start:
             for (feed, cursor) in cursors.sorted(by: { $0.key < $1.key }) where cursor.isStale {
@@ -192,6 +212,7 @@ struct StreamMachine: Sendable {
             phase = .open(id: id)
             lastActivity = now
             actions.append(.emit(.connection(.connected)))
+            settleAt = now + settings.outageGrace
             for feed in outages.keys { outages[feed] = .unconfirmed(until: now + settings.outageGrace) }
         case .refusedConnection(let id, let code, let body):
             guard isCurrent(id) else { break }
@@ -240,10 +261,12 @@ struct StreamMachine: Sendable {
         switch message {
         case .retry(let milliseconds):
             retry = Double(milliseconds) / 1000
+            failures = 0  // the stream's first block: it opened
         case .comment(let text):
             // `: heartbeat N` announces the interval (docs/protocol.md); the bare `: heartbeat` keeps alive.
             if text.hasPrefix("heartbeat "), let seconds = Double(text.dropFirst("heartbeat ".count)), seconds > 0, seconds.isFinite {
                 heartbeat = seconds
+                failures = 0  // the stream's first block: it opened
             }
         case .event(let event):
             let message: FeedMessage
@@ -267,6 +290,7 @@ struct StreamMachine: Sendable {
             let outcome = cursor.receiveSnapshot(snapshot, history: history, version: version, eventID: Self.feedID(id, feed: feed, route: route))
             cursors[feed] = cursor
             failures = 0
+            feedFailures[feed] = nil
             if case .snapshot(let reason) = outcome, let update = Self.update(feed: feed, cursor: cursor, change: .full(reason), batch: nil) {
                 actions.append(.store(feed: feed, cursor))  // cached before the app sees it
                 actions.append(.emit(.update(update)))
@@ -278,6 +302,7 @@ struct StreamMachine: Sendable {
             switch outcome {
             case .applied:
                 failures = 0
+                feedFailures[feed] = nil
                 if let update = Self.update(feed: feed, cursor: cursor, change: .batch, batch: batch) {
                     actions.append(.store(feed: feed, cursor))
                     actions.append(.emit(.update(update)))
@@ -292,7 +317,7 @@ struct StreamMachine: Sendable {
             guard status[feed] != nil else { return }
             cursors[feed]?.markDeleted()
             outages[feed] = nil  // the feed's part of the stream ended; a later stream says again
-            status[feed] = .retry(at: now + nextDelay())
+            status[feed] = .retry(at: now + nextDelay(for: feed))
             actions.append(.emit(.deleted(feed: feed)))
         case .refused(let feed, let kind, let error, let detail):
             guard status[feed] != nil else { return }
@@ -300,7 +325,7 @@ struct StreamMachine: Sendable {
             let problem = FeedProblem(feed: feed, status: nil, error: error, detail: detail)
             switch kind {
             case .notFound:
-                status[feed] = .retry(at: now + nextDelay())
+                status[feed] = .retry(at: now + nextDelay(for: feed))
                 actions.append(.emit(.notFound(problem)))
             case .unauthorized, .forbidden:
                 status[feed] = .awaitingToken
@@ -358,6 +383,14 @@ struct StreamMachine: Sendable {
 
     // MARK: Connections
 
+    /// The feeds the open stream has carried for ``Settings/outageGrace`` seconds without refusing
+    /// them: their failure counts start again (checked at any input: the counts are only read then).
+    private mutating func settle(now: Double) {
+        guard case .open = phase, let settle = settleAt, settle <= now else { return }
+        settleAt = nil
+        for feed in activeFeeds { feedFailures[feed] = nil }
+    }
+
     private mutating func timer(now: Double, into actions: inout [Action]) {
         if case .open = phase {
             // Outages the new stream did not report again in time are over.
@@ -402,6 +435,7 @@ struct StreamMachine: Sendable {
         guard !feeds.isEmpty else { return }
         connectionCount += 1
         parser = SSEParser()
+        settleAt = nil
         lastActivity = now
         phase = .connecting(id: connectionCount)
         let request: StreamRequest

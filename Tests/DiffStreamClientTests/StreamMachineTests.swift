@@ -119,6 +119,61 @@ struct StreamMachineTests {
         #expect(delays == [2, 4, 8, 16, 30, 30, 30, 30])
     }
 
+    /// The count of failures starts again when a stream's first block arrives, not only with an event:
+    /// a resumed stream that stays quiet and then ends is reconnected after `retry`. A `200` alone
+    /// (no first block) does not count as opened.
+    @Test func firstBlockStartsTheBackoffAgain() {
+        var machine = StreamMachine(route: .single("home"), token: nil, jitter: { 0 })
+        var now = 0.0
+        _ = machine.handle(.start, now: now)
+        for id in 1...3 {
+            _ = machine.handle(.closed(connection: id, error: "refused"), now: now)
+            now = machine.nextDeadline!
+            _ = machine.handle(.timer, now: now)
+        }
+        #expect(now == 2 + 4 + 8)
+        _ = machine.handle(.opened(connection: 4), now: now)
+        _ = machine.handle(.bytes(connection: 4, Array(Self.firstBlock.utf8)), now: now)
+        var actions = machine.handle(.closed(connection: 4, error: nil), now: now + 20)
+        #expect(Self.retryIn(actions) == [2])
+        _ = machine.handle(.timer, now: machine.nextDeadline!)
+        _ = machine.handle(.opened(connection: 5), now: now + 30)
+        actions = machine.handle(.closed(connection: 5, error: nil), now: now + 31)
+        #expect(Self.retryIn(actions) == [4])
+    }
+
+    static let firstBlock = "retry: 2000\n: heartbeat 15\n\n"
+    static func notFound(_ feed: String) -> String {
+        "event: notfound\ndata: {\"feed\":\"\(feed)\",\"error\":\"not found\",\"detail\":\"no feed named \(feed)\"}\n\n"
+    }
+    static func retryIn(_ actions: [StreamMachine.Action]) -> [Double] {
+        actions.compactMap { if case .emit(.connection(.disconnected(_, let delay))) = $0 { delay } else { nil } }
+    }
+
+    /// On the multi-feed route a feed not found backs off on its own count: the batches of a busy
+    /// feed on the same stream (and the streams reopened to retry it) do not start it again.
+    @Test func feedNotFoundBacksOffOnItsOwnCount() {
+        let home = Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: home@ds1")
+        var (machine, _) = Self.running(Self.firstBlock, home, Self.notFound("week"), route: .multi(["home", "week"]))
+        var now = 0.0, connection = 1, version = 7, notFoundAt = 0.0
+        var waited: [Double] = []
+        while waited.count < 6 {
+            now = min(machine.nextDeadline!, now + 1)
+            // home is busy: a batch every second.
+            var actions = machine.handle(.bytes(connection: connection, Array(Self.batch(from: version, idPrefix: "home@").utf8)), now: now)
+            version += 1
+            actions += machine.handle(.timer, now: now)
+            guard let request = Self.requests(actions).first else { continue }
+            waited.append(now - notFoundAt)
+            #expect(request.query.map(\.value) == ["home@ds1.aaaa.\(version)", "week"])
+            connection += 1
+            _ = machine.handle(.opened(connection: connection), now: now)
+            _ = machine.handle(.bytes(connection: connection, Array((Self.firstBlock + Self.notFound("week")).utf8)), now: now)
+            notFoundAt = now
+        }
+        #expect(waited == [2, 4, 8, 16, 30, 30])
+    }
+
     /// Silence for 2.5 announced heartbeat intervals: the stream is taken as dead.
     @Test func stalledStreamIsDetected() {
         var (machine, _) = Self.running("retry: 2000\n: heartbeat 2\n\n", Self.snapshot7)
