@@ -19,7 +19,8 @@ import FoundationNetworking
 /// See docs/client-swift.md for the guarantees.
 public struct FeedClient: Sendable {
     /// Asked for a fresh token after a `401`/`403` or an expired token; `nil` stops following the
-    /// feeds concerned.
+    /// feeds concerned. A fresh token is used after the refusal's backoff (see docs/client-swift.md,
+    /// "Tokens"), so a hook that answers at once with a token the server refuses does not loop.
     public typealias TokenHook = @Sendable (FeedProblem) async -> String?
 
     /// The server's base URL (`https://example.com`, or with a path prefix).

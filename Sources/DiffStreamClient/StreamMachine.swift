@@ -31,6 +31,10 @@ struct QueryParameter: Equatable, Sendable {
 /// - A feed refused on its own (`deleted`, `notfound`) is retried after a backoff counted for that feed
 ///   alone: the feed's own snapshot or batch starts its count again, as does a stream that carried it
 ///   for ``Settings/outageGrace`` seconds without refusing it; another feed's events do not.
+/// - After a `401`/`403` (or `unauthorized`/`forbidden` on the stream) a fresh token from the hook is
+///   used after the same backoff, counted from the refusal: a hook that answers at once with a token
+///   the server refuses again does not make the client loop. A connection still being made when the
+///   token is used is cancelled (the new one carries the new token).
 /// - Takes the stream as dead after ``Settings/stallFactor`` (2.5) heartbeat intervals of silence; the
 ///   interval is the one the server announces in the comment `: heartbeat N`, else 15 s.
 /// - Resumes each feed from its last event id; on a gap drops that feed's position and reconnects.
@@ -138,6 +142,8 @@ struct StreamMachine: Sendable {
     /// When the open stream has carried its feeds long enough for their failure counts to start again.
     private var settleAt: Double?
     private var tokenRequested = false
+    /// When a fresh token may be used: the backoff after the last refusal.
+    private var tokenRetryAt = 0.0
 
     /// - Parameter jitter: uniform draws from `0..<1` (injected, so tests can fix them).
     init(route: Route, token: String?, settings: Settings = Settings(), cached: [String: FeedCursor] = [:], jitter: @escaping @Sendable () -> Double) {
@@ -239,15 +245,30 @@ struct StreamMachine: Sendable {
         case .token(let fresh):
             tokenRequested = false
             let waiting = status.filter { $0.value == .awaitingToken }.map(\.key)
-            if let fresh {
-                token = fresh
-                for feed in waiting { status[feed] = .active }
-                if case .open(let id) = phase { actions.append(.cancel(id: id)) }
-                phase = .idle
-                connect(now: now, into: &actions)
-                return actions
+            guard let fresh else {
+                for feed in waiting { status[feed] = .stopped }
+                break
             }
-            for feed in waiting { status[feed] = .stopped }
+            token = fresh
+            // The refused feeds come back after the backoff of the refusal (at once when the hook took longer).
+            let at = max(now, tokenRetryAt)
+            for feed in waiting { status[feed] = .retry(at: at) }
+            switch phase {
+            case .open, .connecting:
+                // Reopened with the new token when the time comes (cancelling the connection in progress).
+                if at <= now { reconnectNow(now: now, into: &actions) }
+            case .idle:
+                if at <= now { connect(now: now, into: &actions) }
+            case .waiting(let until):
+                if min(until, at) <= now {
+                    phase = .idle
+                    connect(now: now, into: &actions)
+                } else {
+                    phase = .waiting(until: min(until, at))
+                }
+            case .finished:
+                break
+            }
         case .stop:
             for feed in status.keys { status[feed] = .stopped }
         }
@@ -329,6 +350,7 @@ struct StreamMachine: Sendable {
                 actions.append(.emit(.notFound(problem)))
             case .unauthorized, .forbidden:
                 status[feed] = .awaitingToken
+                tokenRetryAt = max(tokenRetryAt, now + nextDelay(for: feed))
                 actions.append(.emit(kind == .unauthorized ? .unauthorized(problem) : .forbidden(problem)))
                 if !tokenRequested {
                     tokenRequested = true
@@ -356,6 +378,7 @@ struct StreamMachine: Sendable {
         switch code {
         case 401, 403:
             for feed in feeds { status[feed] = .awaitingToken }
+            tokenRetryAt = now + nextDelay()
             actions.append(.emit(code == 401 ? .unauthorized(problem) : .forbidden(problem)))
             if !tokenRequested {
                 tokenRequested = true

@@ -192,8 +192,51 @@ struct StreamMachineTests {
         var actions = machine.handle(.refusedConnection(connection: 1, status: 401, body: Array(#"{"error":"unauthorized","detail":"expired"}"#.utf8)), now: 0)
         #expect(actions.contains { if case .emit(.unauthorized(let problem)) = $0 { problem.detail == "expired" && problem.status == 401 } else { false } })
         #expect(actions.contains { if case .askForToken = $0 { true } else { false } })
+        // The fresh token is used after the refusal's backoff (2 s), not at once.
         actions = machine.handle(.token("fresh"), now: 1)
+        #expect(Self.requests(actions).isEmpty)
+        #expect(machine.nextDeadline == 2)
+        actions = machine.handle(.timer, now: 2)
         #expect(Self.requests(actions).map(\.token) == ["fresh"])
+    }
+
+    /// A hook that answers at once with a token the server keeps refusing: the client backs off
+    /// (2, 4, 8 s after each refusal) instead of looping.
+    @Test func refusedFreshTokensBackOff() {
+        var machine = StreamMachine(route: .single("home"), token: "old", jitter: { 0 })
+        var now = 0.0
+        var attempts: [Double] = []
+        var actions = machine.handle(.start, now: now)
+        for id in 1...4 {
+            if !Self.requests(actions).isEmpty { attempts.append(now) }
+            actions = machine.handle(.refusedConnection(connection: id, status: 401, body: Array(#"{"error":"unauthorized","detail":"revoked"}"#.utf8)), now: now)
+            #expect(actions.contains { if case .askForToken = $0 { true } else { false } })
+            actions = machine.handle(.token("still-refused"), now: now)
+            #expect(Self.requests(actions).isEmpty)
+            now = machine.nextDeadline!
+            actions = machine.handle(.timer, now: now)
+        }
+        #expect(attempts == [0, 2, 6, 14])
+        #expect(Self.requests(actions).map(\.token) == ["still-refused"])
+    }
+
+    /// A fresh token arriving while a connection is being made (the other feeds reconnecting) cancels
+    /// that connection; the new one lists every feed with the new token.
+    @Test func freshTokenCancelsTheConnectionInProgress() {
+        let home = Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: home@ds1")
+        let expired = "event: unauthorized\ndata: {\"feed\":\"week\",\"error\":\"token expired\",\"detail\":\"d\"}\n\n"
+        var (machine, actions) = Self.running(home, expired, route: .multi(["home", "week"]))
+        #expect(actions.contains { if case .askForToken = $0 { true } else { false } })
+        _ = machine.handle(.closed(connection: 1, error: "reset"), now: 1)
+        actions = machine.handle(.timer, now: machine.nextDeadline!)
+        #expect(Self.requests(actions).first?.query.map(\.value) == ["home@ds1.aaaa.7"])
+        #expect(actions.contains { if case .connect(id: 2, _) = $0 { true } else { false } })
+        actions = machine.handle(.token("fresh"), now: 3.5)
+        #expect(actions.contains { if case .cancel(id: 2) = $0 { true } else { false } })
+        #expect(Self.requests(actions).map(\.token) == ["fresh"])
+        #expect(Self.requests(actions).first?.query.map(\.value) == ["home@ds1.aaaa.7", "week"])
+        // The cancelled connection's late answer is ignored.
+        #expect(machine.handle(.opened(connection: 2), now: 3.6).isEmpty)
     }
 
     @Test func expiredTokenEventWithoutAFreshTokenFinishes() {
