@@ -29,6 +29,8 @@ where Section.ID: Sendable, Item.ID: Sendable {
     /// Writes to the feed fail (`503`) meanwhile. Said once per outage; the feed's resume position is
     /// unchanged. After a reconnect the server says it again if the outage goes on; if it does not
     /// within ``FeedClient/outageGrace`` seconds of the new stream opening, `.available` follows.
+    /// On a multi-feed stream, `unavailable` before any snapshot or batch of the feed means the server
+    /// could not load it (it is not followed on that stream): the client retries it with backoff.
     case unavailable(feed: String, detail: String)
     /// The outage of ``unavailable(feed:detail:)`` is over (`event: available`, or a new stream that no
     /// longer reports it). What the feed missed follows as updates (batches, or a snapshot).

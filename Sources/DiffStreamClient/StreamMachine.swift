@@ -42,6 +42,12 @@ struct QueryParameter: Equatable, Sendable {
 ///   touching its position. An outage in force when a stream ends is kept; the new stream confirms it
 ///   (the server says `unavailable` again right after the feed's first events) or, after
 ///   ``Settings/outageGrace`` seconds without that, it is taken as over (`.available`).
+/// - On the multi-feed route, `unavailable` for a feed before any snapshot or batch of it on this stream
+///   is a feed the server could not load: it is not followed on this stream (docs/protocol.md, "Several
+///   instances"), so besides being reported it is retried like a feed not found, with its own backoff.
+///   A feed the server holds and resumed at its current version looks the same on the wire (nothing
+///   before `unavailable`); it is retried too, or taken back at once if the server says `available`
+///   for it (only a feed it follows gets that).
 struct StreamMachine: Sendable {
     struct Settings: Sendable {
         /// The heartbeat interval assumed until the server announces one, in seconds.
@@ -141,6 +147,8 @@ struct StreamMachine: Sendable {
     private var feedFailures: [String: Int] = [:]
     /// When the open stream has carried its feeds long enough for their failure counts to start again.
     private var settleAt: Double?
+    /// The feeds that had a snapshot or a batch on the stream in progress.
+    private var heard: Set<String> = []
     private var tokenRequested = false
     /// When a fresh token may be used: the backoff after the last refusal.
     private var tokenRetryAt = 0.0
@@ -219,7 +227,8 @@ struct StreamMachine: Sendable {
             lastActivity = now
             actions.append(.emit(.connection(.connected)))
             settleAt = now + settings.outageGrace
-            for feed in outages.keys { outages[feed] = .unconfirmed(until: now + settings.outageGrace) }
+            // Outages of the feeds on this stream; one retried meanwhile stays reported.
+            for feed in outages.keys where status[feed] == .active { outages[feed] = .unconfirmed(until: now + settings.outageGrace) }
         case .refusedConnection(let id, let code, let body):
             guard isCurrent(id) else { break }
             phase = .idle
@@ -308,6 +317,7 @@ struct StreamMachine: Sendable {
         switch message {
         case .snapshot(let feed, let history, let version, let snapshot, let id):
             guard var cursor = cursors[feed], status[feed] == .active else { return }
+            heard.insert(feed)
             let outcome = cursor.receiveSnapshot(snapshot, history: history, version: version, eventID: Self.feedID(id, feed: feed, route: route))
             cursors[feed] = cursor
             failures = 0
@@ -318,6 +328,7 @@ struct StreamMachine: Sendable {
             }
         case .batch(let feed, let history, let from, let version, let batch, let id):
             guard var cursor = cursors[feed], status[feed] == .active else { return }
+            heard.insert(feed)
             let outcome = cursor.receiveBatch(batch, history: history, from: from, version: version, eventID: Self.feedID(id, feed: feed, route: route))
             cursors[feed] = cursor
             switch outcome {
@@ -361,8 +372,13 @@ struct StreamMachine: Sendable {
             // No id: the position (and the SSE last-event-id the parser keeps) is not touched.
             guard status[feed] == .active else { return }
             if outages.updateValue(.reported, forKey: feed) == nil { actions.append(.emit(.unavailable(feed: feed, detail: detail))) }
+            if case .multi = route, !heard.contains(feed) {
+                // Not loaded, so not followed on this stream: reconnect for it after its backoff.
+                status[feed] = .retry(at: now + nextDelay(for: feed))
+            }
         case .available(let feed):
-            guard status[feed] != nil else { return }
+            guard let state = status[feed] else { return }
+            if case .retry = state, outages[feed] != nil { status[feed] = .active }  // the server follows it after all
             if outages.removeValue(forKey: feed) != nil { actions.append(.emit(.available(feed: feed))) }
         case .unknown:
             break  // an event of a newer server
@@ -459,6 +475,7 @@ struct StreamMachine: Sendable {
         connectionCount += 1
         parser = SSEParser()
         settleAt = nil
+        heard = []
         lastActivity = now
         phase = .connecting(id: connectionCount)
         let request: StreamRequest

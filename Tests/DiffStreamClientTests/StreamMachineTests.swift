@@ -382,6 +382,56 @@ struct StreamMachineTests {
         #expect(Self.outages(actions).isEmpty)
     }
 
+    /// Steps the machine's timer until it opens a connection; the time and the request.
+    static func nextConnection(_ machine: inout StreamMachine, from now: Double) -> (Double, StreamRequest)? {
+        var now = now
+        for _ in 0..<20 {
+            guard let deadline = machine.nextDeadline else { return nil }
+            now = max(now, deadline)
+            if let request = requests(machine.handle(.timer, now: now)).first { return (now, request) }
+        }
+        return nil
+    }
+
+    /// Multi-feed route: `unavailable` for a feed before any event of it on the stream is a feed the
+    /// server could not load (not followed on that stream). It is reported once and retried with its
+    /// own backoff by reopening the stream; once the server loads it, its snapshot follows and the
+    /// outage ends.
+    @Test func feedTheServerCouldNotLoadIsRetried() {
+        let home = Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: home@ds1")
+        var (machine, actions) = Self.running(Self.firstBlock, home, Self.unavailable("week"), route: .multi(["home", "week"]))
+        #expect(Self.outages(actions) == ["unavailable:week:redis: connection refused"])
+        #expect(machine.isUnavailable("week"))
+        guard let (first, request) = Self.nextConnection(&machine, from: 0) else { Issue.record("week is not retried"); return }
+        #expect(first == 2)
+        #expect(request.query.map(\.value) == ["home@ds1.aaaa.7", "week"])
+        // Still not loadable: not reported again, retried after 4 s.
+        actions = machine.handle(.opened(connection: 2), now: first)
+        actions += machine.handle(.bytes(connection: 2, Array((Self.firstBlock + Self.unavailable("week")).utf8)), now: first)
+        #expect(Self.outages(actions).isEmpty)
+        guard let (second, _) = Self.nextConnection(&machine, from: first) else { Issue.record("week is not retried"); return }
+        #expect(second == first + 4)
+        // Loaded now: its snapshot, then (not repeated within the grace) the outage is over.
+        actions = machine.handle(.opened(connection: 3), now: second)
+        let week = Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: week@ds1").replacingOccurrences(of: "\"home\"", with: "\"week\"")
+        actions += machine.handle(.bytes(connection: 3, Array((Self.firstBlock + week).utf8)), now: second)
+        #expect(Self.updates(actions).map(\.feed) == ["week"])
+        actions = machine.handle(.timer, now: second + 2)
+        #expect(Self.outages(actions) == ["available:week"])
+        #expect(!machine.isUnavailable("week"))
+    }
+
+    /// A feed the server holds, resumed at its current version, also gets `unavailable` first; the
+    /// server's `available` for it shows it is followed: it is taken back without reopening the stream.
+    @Test func availableTakesBackAFeedFollowedAfterAll() {
+        let home = Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: home@ds1")
+        var (machine, _) = Self.running(Self.firstBlock, home, Self.unavailable("week"), route: .multi(["home", "week"]))
+        let actions = machine.handle(.bytes(connection: 1, Array(Self.available("week").utf8)), now: 1)
+        #expect(Self.outages(actions) == ["available:week"])
+        #expect(Self.requests(machine.handle(.timer, now: 2)).isEmpty)
+        #expect(machine.nextDeadline == 1 + 15 * 2.5)
+    }
+
     /// A deleted feed's outage ends with it (silently: `.deleted` says more).
     @Test func deletedFeedEndsItsOutage() {
         let (machine, actions) = Self.running(Self.snapshot7, Self.unavailable(), "event: deleted\ndata: {\"feed\":\"home\"}\n\n")
