@@ -120,7 +120,9 @@ struct FeedCursor: Sendable {
 public enum FullReason: String, Sendable, Hashable {
     /// The first snapshot of this feed on this client.
     case first
-    /// A resync: after a gap, a reconnection past the replay window, or a slow stream caught up.
+    /// A resync: after a gap, a reconnection past the replay window, or a slow stream caught up; or
+    /// the offline cache's snapshot confirmed current (the server resumed the feed at its id with
+    /// nothing missed).
     case resync
     /// The feed's history changed: it was deleted (``FeedEvent/deleted(feed:)``) and created again, or
     /// the server lost its data.

@@ -48,6 +48,9 @@ struct QueryParameter: Equatable, Sendable {
 ///   A feed the server holds and resumed at its current version looks the same on the wire (nothing
 ///   before `unavailable`); it is retried too, or taken back at once if the server says `available`
 ///   for it (only a feed it follows gets that).
+/// - A feed yielded from the offline cache (stale) that the new stream resumes at the cached id with
+///   nothing missed gets no event at all: when ``Settings/outageGrace`` seconds after the stream opened
+///   nothing came for it, what is held is current, and it is yielded again, not stale (`.full(.resync)`).
 struct StreamMachine: Sendable {
     struct Settings: Sendable {
         /// The heartbeat interval assumed until the server announces one, in seconds.
@@ -149,6 +152,8 @@ struct StreamMachine: Sendable {
     private var settleAt: Double?
     /// The feeds that had a snapshot or a batch on the stream in progress.
     private var heard: Set<String> = []
+    /// When the open stream confirms the cached snapshots it resumed and sent nothing for.
+    private var confirmAt: Double?
     private var tokenRequested = false
     /// When a fresh token may be used: the backoff after the last refusal.
     private var tokenRetryAt = 0.0
@@ -184,7 +189,7 @@ struct StreamMachine: Sendable {
             let stall = lastActivity + heartbeat * settings.stallFactor
             let retries = status.values.compactMap { if case .retry(let at) = $0 { at } else { nil } }
             let unconfirmed = outages.values.compactMap { if case .unconfirmed(let until) = $0 { until } else { nil } }
-            return ([stall] + retries + unconfirmed).min()
+            return ([stall] + retries + unconfirmed + [confirmAt].compactMap { $0 }).min()
         }
     }
 
@@ -227,6 +232,7 @@ struct StreamMachine: Sendable {
             lastActivity = now
             actions.append(.emit(.connection(.connected)))
             settleAt = now + settings.outageGrace
+            if activeFeeds.contains(where: { cursors[$0]?.isStale == true }) { confirmAt = now + settings.outageGrace }
             // Outages of the feeds on this stream; one retried meanwhile stays reported.
             for feed in outages.keys where status[feed] == .active { outages[feed] = .unconfirmed(until: now + settings.outageGrace) }
         case .refusedConnection(let id, let code, let body):
@@ -431,6 +437,16 @@ struct StreamMachine: Sendable {
     }
 
     private mutating func timer(now: Double, into actions: inout [Action]) {
+        if case .open = phase, let confirm = confirmAt, confirm <= now {
+            // Resumed at the cached id and nothing missed: the cached snapshot is current.
+            confirmAt = nil
+            for feed in activeFeeds {
+                guard var cursor = cursors[feed], cursor.isStale, cursor.eventID != nil else { continue }
+                cursor.confirm()
+                cursors[feed] = cursor
+                if let update = Self.update(feed: feed, cursor: cursor, change: .full(.resync), batch: nil) { actions.append(.emit(.update(update))) }
+            }
+        }
         if case .open = phase {
             // Outages the new stream did not report again in time are over.
             for (feed, outage) in outages.sorted(by: { $0.key < $1.key }) {
@@ -475,6 +491,7 @@ struct StreamMachine: Sendable {
         connectionCount += 1
         parser = SSEParser()
         settleAt = nil
+        confirmAt = nil
         heard = []
         lastActivity = now
         phase = .connecting(id: connectionCount)

@@ -287,6 +287,34 @@ struct StreamMachineTests {
         #expect(Self.requests(actions).map(\.lastEventID) == ["ds1.aaaa.3"])
     }
 
+    /// A cached snapshot the server resumes at its id with nothing missed (no event for the feed): once
+    /// the grace after the stream opened has passed, it is yielded again as current (not stale), once.
+    /// A cache resumed with missed batches needs no such update: the batches are live.
+    @Test func cachedSnapshotResumedAtItsIDIsConfirmed() throws {
+        let snapshot = try WireCodec.decodeSnapshot(Array(#"{"sections":[{"id":"s","items":[{"id":"a","kind":"k","model":1}]}]}"#.utf8))
+        let cached = ["home": FeedCursor(cached: snapshot, history: "aaaa", version: 3, eventID: "ds1.aaaa.3")]
+        var machine = StreamMachine(route: .single("home"), token: nil, cached: cached, jitter: { 0 })
+        var actions = machine.handle(.start, now: 0)
+        #expect(Self.updates(actions).map(\.isStale) == [true])
+        actions = machine.handle(.opened(connection: 1), now: 1)
+        actions += machine.handle(.bytes(connection: 1, Array(Self.firstBlock.utf8)), now: 1)
+        #expect(Self.updates(actions).isEmpty)
+        #expect(machine.nextDeadline == 3)
+        actions = machine.handle(.timer, now: 3)
+        let confirmed = Self.updates(actions)
+        #expect(confirmed.map(\.change) == [.full(.resync)])
+        #expect(confirmed.first?.isStale == false)
+        #expect(confirmed.first?.version == 3 && confirmed.first?.eventID == "ds1.aaaa.3")
+        #expect(Self.updates(machine.handle(.timer, now: 4)).isEmpty)
+
+        var resumed = StreamMachine(route: .single("home"), token: nil, cached: cached, jitter: { 0 })
+        _ = resumed.handle(.start, now: 0)
+        actions = resumed.handle(.opened(connection: 1), now: 1)
+        actions += resumed.handle(.bytes(connection: 1, Array((Self.firstBlock + Self.batch(from: 3)).utf8)), now: 1)
+        #expect(Self.updates(actions).map(\.change) == [.batch])
+        #expect(Self.updates(resumed.handle(.timer, now: 3)).isEmpty)
+    }
+
     // MARK: Store outage (`event: unavailable` / `available`, issue 26)
 
     static func unavailable(_ feed: String = "home", detail: String = "redis: connection refused") -> String {
