@@ -265,6 +265,7 @@ struct StreamMachine: Sendable {
                 break
             }
             token = fresh
+            guard !waiting.isEmpty else { break }  // used from the next connection on
             // The refused feeds come back after the backoff of the refusal (at once when the hook took longer).
             let at = max(now, tokenRetryAt)
             for feed in waiting { status[feed] = .retry(at: at) }

@@ -237,6 +237,10 @@ struct StreamMachineTests {
         #expect(Self.requests(actions).first?.query.map(\.value) == ["home@ds1.aaaa.7", "week"])
         // The cancelled connection's late answer is ignored.
         #expect(machine.handle(.opened(connection: 2), now: 3.6).isEmpty)
+        // A token when no feed waits for one reopens nothing; the next connection carries it.
+        _ = machine.handle(.opened(connection: 3), now: 4)
+        #expect(Self.requests(machine.handle(.token("newer"), now: 5)).isEmpty)
+        #expect(machine.token == "newer")
     }
 
     @Test func expiredTokenEventWithoutAFreshTokenFinishes() {
