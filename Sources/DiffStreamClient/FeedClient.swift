@@ -19,7 +19,8 @@ import FoundationNetworking
 /// See docs/client-swift.md for the guarantees.
 public struct FeedClient: Sendable {
     /// Asked for a fresh token after a `401`/`403` or an expired token; `nil` stops following the
-    /// feeds concerned.
+    /// feeds concerned. A fresh token is used after the refusal's backoff (see docs/client-swift.md,
+    /// "Tokens"), so a hook that answers at once with a token the server refuses does not loop.
     public typealias TokenHook = @Sendable (FeedProblem) async -> String?
 
     /// The server's base URL (`https://example.com`, or with a path prefix).
@@ -28,7 +29,9 @@ public struct FeedClient: Sendable {
     public let token: String?
     /// Called for a fresh token (see ``TokenHook``).
     public var tokenHook: TokenHook?
-    /// The offline cache, if any: the last snapshot and id per feed, yielded (stale) at start.
+    /// The offline cache, if any: the last snapshot and id per feed, yielded (stale) at start. Keyed by
+    /// the subject of ``token``; updates after the token hook gave a token of another subject are saved
+    /// under that subject.
     public var cache: OfflineCache?
     /// The session configuration connections are made with.
     public var sessionConfiguration: URLSessionConfiguration
@@ -47,7 +50,9 @@ public struct FeedClient: Sendable {
     /// A feed reported ``FeedEvent/unavailable(feed:detail:)`` when its stream ended: how long a new
     /// stream has to say `unavailable` again before the client takes the outage as over and yields
     /// ``FeedEvent/available(feed:)``, in seconds. The server says it right after the feed's first
-    /// events, so this only needs to cover the time to read them.
+    /// events, so this only needs to cover the time to read them. The same wait confirms a cached
+    /// snapshot the new stream resumed at its id with nothing missed: it is then yielded again, not
+    /// stale (`.full(.resync)`).
     public var outageGrace: Double = 2
     /// The most feeds one `GET /events` stream lists: set it to the server's `--max-stream-feeds` (100
     /// by default). Following more feeds in one call opens one stream per this many, merged into one

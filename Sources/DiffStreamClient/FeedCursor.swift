@@ -8,6 +8,9 @@ import DiffStreamJSON
 /// duplicate and is skipped. Anything else (a later `from`, another history, a batch straddling the
 /// version held, or one that does not apply) is a gap: the position is dropped and the caller resyncs
 /// (reconnects without a position; a snapshot follows).
+///
+/// Versions only move forward within a history (issue 25): a snapshot of the history held at a lower
+/// version than the one held is stale (a copy behind the one read before) and is skipped.
 struct FeedCursor: Sendable {
     /// The snapshot held (`nil` before the first snapshot).
     private(set) var snapshot: WireSnapshot?
@@ -17,6 +20,9 @@ struct FeedCursor: Sendable {
     private(set) var eventID: String?
     /// Whether what is held came from the offline cache and no live event confirmed it yet.
     private(set) var isStale = false
+    /// Whether the feed was deleted since the snapshot held (then dropped): its next snapshot is of a
+    /// new history (a feed created again starts one).
+    private(set) var wasDeleted = false
 
     init() {}
 
@@ -37,14 +43,21 @@ struct FeedCursor: Sendable {
         case applied
         /// A batch already held (replayed twice); nothing changed.
         case duplicate
+        /// A snapshot of the history held at a lower version than the one held: skipped, nothing changed.
+        case stale
         /// A gap; the position was dropped.
         case gap(String)
     }
 
-    /// Takes a whole snapshot.
+    /// Takes a whole snapshot, unless it is of the history held at a lower version (``Outcome/stale``).
     mutating func receiveSnapshot(_ snapshot: WireSnapshot, history: String?, version: Int, eventID: String) -> Outcome {
+        if self.snapshot != nil, let history, history == self.history, let held = self.version, version < held {
+            return .stale
+        }
         let reason: FullReason
-        if self.snapshot == nil {
+        if wasDeleted {
+            reason = .newHistory
+        } else if self.snapshot == nil {
             reason = .first
         } else if let history, let held = self.history, history != held {
             reason = .newHistory
@@ -56,6 +69,7 @@ struct FeedCursor: Sendable {
         self.version = version
         self.eventID = eventID.isEmpty ? nil : eventID
         isStale = false
+        wasDeleted = false
         return .snapshot(reason)
     }
 
@@ -84,9 +98,16 @@ struct FeedCursor: Sendable {
         eventID = nil
     }
 
-    /// Forgets everything (a deleted feed: when it appears again, its snapshot is a first one).
-    mutating func reset() {
+    /// The feed was deleted: forgets the snapshot and the position. When the feed appears again its
+    /// snapshot is reported as ``FullReason/newHistory`` (a feed created again starts a new history).
+    mutating func markDeleted() {
         self = FeedCursor()
+        wasDeleted = true
+    }
+
+    /// The server resumed the feed at the cached position with nothing missed: what is held is current.
+    mutating func confirm() {
+        isStale = false
     }
 
     private mutating func drop(_ reason: String) -> Outcome {
@@ -99,9 +120,12 @@ struct FeedCursor: Sendable {
 public enum FullReason: String, Sendable, Hashable {
     /// The first snapshot of this feed on this client.
     case first
-    /// A resync: after a gap, a reconnection past the replay window, or a slow stream caught up.
+    /// A resync: after a gap, a reconnection past the replay window, or a slow stream caught up; or
+    /// the offline cache's snapshot confirmed current (the server resumed the feed at its id with
+    /// nothing missed).
     case resync
-    /// The feed's history changed (deleted and created again, or the server lost its data).
+    /// The feed's history changed: it was deleted (``FeedEvent/deleted(feed:)``) and created again, or
+    /// the server lost its data.
     case newHistory
     /// From the offline cache, before any live event: may be out of date.
     case cached

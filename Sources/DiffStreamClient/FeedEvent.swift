@@ -9,7 +9,8 @@ where Section.ID: Sendable, Item.ID: Sendable {
     /// The feed's new state.
     case update(FeedUpdate<Section, Item>)
     /// The feed was deleted (`event: deleted`). The client retries with backoff; when the feed appears
-    /// again its snapshot follows (a `.first` one). Stop iterating to stop following.
+    /// again its snapshot follows as `.full(.newHistory)` (a feed created again starts a new history).
+    /// Stop iterating to stop following.
     case deleted(feed: String)
     /// `401`, or `event: unauthorized` (an expired token). The token hook is asked for a fresh token;
     /// with one the client resumes, without one it stops following the feed.
@@ -28,6 +29,8 @@ where Section.ID: Sendable, Item.ID: Sendable {
     /// Writes to the feed fail (`503`) meanwhile. Said once per outage; the feed's resume position is
     /// unchanged. After a reconnect the server says it again if the outage goes on; if it does not
     /// within ``FeedClient/outageGrace`` seconds of the new stream opening, `.available` follows.
+    /// On a multi-feed stream, `unavailable` before any snapshot or batch of the feed means the server
+    /// could not load it (it is not followed on that stream): the client retries it with backoff.
     case unavailable(feed: String, detail: String)
     /// The outage of ``unavailable(feed:detail:)`` is over (`event: available`, or a new stream that no
     /// longer reports it). What the feed missed follows as updates (batches, or a snapshot).

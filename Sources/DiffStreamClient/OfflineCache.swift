@@ -15,6 +15,10 @@ import Foundation
 ///
 /// A file of another `format`, or one that does not read, is ignored (the feed starts without a cache).
 /// Files are written whole and renamed into place, after each update.
+///
+/// The subject follows the token: when the token hook gives a token of another subject (another user
+/// signed in), the updates that follow are saved under that subject's key (``keyed(for:)``), never
+/// under the previous user's. What is loaded at start is the subject of the client's first token.
 public struct OfflineCache: Sendable {
     /// The version of the file format.
     public static let format = 1
@@ -22,12 +26,19 @@ public struct OfflineCache: Sendable {
     public let directory: URL
     public let server: String
     /// The token's subject (`sub` of a JWT), `token` for another token, `anonymous` without one.
-    public let subject: String
+    public private(set) var subject: String
 
     public init(directory: URL, server: URL, token: String?) {
         self.directory = directory
         self.server = server.absoluteString
         subject = Self.subject(of: token)
+    }
+
+    /// The same cache keyed by another token's subject (the one a token hook gave).
+    public func keyed(for token: String?) -> OfflineCache {
+        var cache = self
+        cache.subject = Self.subject(of: token)
+        return cache
     }
 
     /// The subject a token is cached under: a JWT's `sub` (not verified: it only keys the cache).

@@ -56,6 +56,9 @@ enum StreamDriver {
         let (inputs, feed) = makeInputStream()
         var connections: [Int: any FeedStreamConnection] = [:]
         let transport = client.resolvedStreamTransport
+        // The cache is keyed by the subject of the token in use: re-keyed when the token hook changes it.
+        var cache = client.cache
+        var cacheToken = machine.token
         var bodies: [Int: (status: Int, body: [UInt8])] = [:]
         var timer: Task<Void, Never>?
         let start = ProcessInfo.processInfo.systemUptime
@@ -124,7 +127,11 @@ enum StreamDriver {
                         pending.append(.token(nil))
                     }
                 case .store(let feedName, let cursor):
-                    client.cache?.save(feed: feedName, cursor: cursor)
+                    if machine.token != cacheToken {
+                        cacheToken = machine.token
+                        cache = cache?.keyed(for: cacheToken)
+                    }
+                    cache?.save(feed: feedName, cursor: cursor)
                 case .finish:
                     return
                 }

@@ -26,6 +26,15 @@ struct QueryParameter: Equatable, Sendable {
 ///
 /// - Reconnects after `retry:` (2 s by default), doubling per consecutive failure up to
 ///   ``Settings/maximumBackoff``, with jitter: a delay `d` becomes a uniform draw from `d` to `1.5 d`.
+///   The count of failures starts again when a stream's first block arrives (`retry:` or
+///   `: heartbeat N`): the first reconnection after a stream that opened waits `retry:`.
+/// - A feed refused on its own (`deleted`, `notfound`) is retried after a backoff counted for that feed
+///   alone: the feed's own snapshot or batch starts its count again, as does a stream that carried it
+///   for ``Settings/outageGrace`` seconds without refusing it; another feed's events do not.
+/// - After a `401`/`403` (or `unauthorized`/`forbidden` on the stream) a fresh token from the hook is
+///   used after the same backoff, counted from the refusal: a hook that answers at once with a token
+///   the server refuses again does not make the client loop. A connection still being made when the
+///   token is used is cancelled (the new one carries the new token).
 /// - Takes the stream as dead after ``Settings/stallFactor`` (2.5) heartbeat intervals of silence; the
 ///   interval is the one the server announces in the comment `: heartbeat N`, else 15 s.
 /// - Resumes each feed from its last event id; on a gap drops that feed's position and reconnects.
@@ -33,6 +42,15 @@ struct QueryParameter: Equatable, Sendable {
 ///   touching its position. An outage in force when a stream ends is kept; the new stream confirms it
 ///   (the server says `unavailable` again right after the feed's first events) or, after
 ///   ``Settings/outageGrace`` seconds without that, it is taken as over (`.available`).
+/// - On the multi-feed route, `unavailable` for a feed before any snapshot or batch of it on this stream
+///   is a feed the server could not load: it is not followed on this stream (docs/protocol.md, "Several
+///   instances"), so besides being reported it is retried like a feed not found, with its own backoff.
+///   A feed the server holds and resumed at its current version looks the same on the wire (nothing
+///   before `unavailable`); it is retried too, or taken back at once if the server says `available`
+///   for it (only a feed it follows gets that).
+/// - A feed yielded from the offline cache (stale) that the new stream resumes at the cached id with
+///   nothing missed gets no event at all: when ``Settings/outageGrace`` seconds after the stream opened
+///   nothing came for it, what is held is current, and it is yielded again, not stale (`.full(.resync)`).
 struct StreamMachine: Sendable {
     struct Settings: Sendable {
         /// The heartbeat interval assumed until the server announces one, in seconds.
@@ -128,7 +146,17 @@ struct StreamMachine: Sendable {
     private(set) var heartbeat: Double
     private var lastActivity = 0.0
     private var failures = 0
+    /// Consecutive refusals of each feed on its own (`deleted`, `notfound`, …): its retry's backoff.
+    private var feedFailures: [String: Int] = [:]
+    /// When the open stream has carried its feeds long enough for their failure counts to start again.
+    private var settleAt: Double?
+    /// The feeds that had a snapshot or a batch on the stream in progress.
+    private var heard: Set<String> = []
+    /// When the open stream confirms the cached snapshots it resumed and sent nothing for.
+    private var confirmAt: Double?
     private var tokenRequested = false
+    /// When a fresh token may be used: the backoff after the last refusal.
+    private var tokenRetryAt = 0.0
 
     /// - Parameter jitter: uniform draws from `0..<1` (injected, so tests can fix them).
     init(route: Route, token: String?, settings: Settings = Settings(), cached: [String: FeedCursor] = [:], jitter: @escaping @Sendable () -> Double) {
@@ -161,14 +189,17 @@ struct StreamMachine: Sendable {
             let stall = lastActivity + heartbeat * settings.stallFactor
             let retries = status.values.compactMap { if case .retry(let at) = $0 { at } else { nil } }
             let unconfirmed = outages.values.compactMap { if case .unconfirmed(let until) = $0 { until } else { nil } }
-            return ([stall] + retries + unconfirmed).min()
+            return ([stall] + retries + unconfirmed + [confirmAt].compactMap { $0 }).min()
         }
     }
 
     /// The delay before the next reconnection: `retry × 2^failures` capped, then jittered up to +50 %
-    /// (the first reconnection after a working stream waits `retry`, as WHATWG §9.2.3 says).
-    func backoff() -> Double {
-        let base = min(settings.maximumBackoff, retry * Double(1 << min(failures, 10)))
+    /// (the first reconnection after a working stream, one whose first block arrived, waits `retry`, as
+    /// WHATWG §9.2.3 says).
+    func backoff() -> Double { backoff(after: failures) }
+
+    private func backoff(after count: Int) -> Double {
+        let base = min(settings.maximumBackoff, retry * Double(1 << min(count, 10)))
         return base * (1 + 0.5 * jitter())
     }
 
@@ -179,8 +210,16 @@ struct StreamMachine: Sendable {
         return delay
     }
 
+    /// The delay before retrying a feed refused on its own, counting one more of its failures.
+    private mutating func nextDelay(for feed: String) -> Double {
+        let count = feedFailures[feed, default: 0]
+        feedFailures[feed] = count + 1
+        return backoff(after: count)
+    }
+
     mutating func handle(_ input: Input, now: Double) -> [Action] {
         var actions: [Action] = []
+        settle(now: now)
         switch input {
         case .start:
             for (feed, cursor) in cursors.sorted(by: { $0.key < $1.key }) where cursor.isStale {
@@ -192,7 +231,10 @@ struct StreamMachine: Sendable {
             phase = .open(id: id)
             lastActivity = now
             actions.append(.emit(.connection(.connected)))
-            for feed in outages.keys { outages[feed] = .unconfirmed(until: now + settings.outageGrace) }
+            settleAt = now + settings.outageGrace
+            if activeFeeds.contains(where: { cursors[$0]?.isStale == true }) { confirmAt = now + settings.outageGrace }
+            // Outages of the feeds on this stream; one retried meanwhile stays reported.
+            for feed in outages.keys where status[feed] == .active { outages[feed] = .unconfirmed(until: now + settings.outageGrace) }
         case .refusedConnection(let id, let code, let body):
             guard isCurrent(id) else { break }
             phase = .idle
@@ -218,15 +260,31 @@ struct StreamMachine: Sendable {
         case .token(let fresh):
             tokenRequested = false
             let waiting = status.filter { $0.value == .awaitingToken }.map(\.key)
-            if let fresh {
-                token = fresh
-                for feed in waiting { status[feed] = .active }
-                if case .open(let id) = phase { actions.append(.cancel(id: id)) }
-                phase = .idle
-                connect(now: now, into: &actions)
-                return actions
+            guard let fresh else {
+                for feed in waiting { status[feed] = .stopped }
+                break
             }
-            for feed in waiting { status[feed] = .stopped }
+            token = fresh
+            guard !waiting.isEmpty else { break }  // used from the next connection on
+            // The refused feeds come back after the backoff of the refusal (at once when the hook took longer).
+            let at = max(now, tokenRetryAt)
+            for feed in waiting { status[feed] = .retry(at: at) }
+            switch phase {
+            case .open, .connecting:
+                // Reopened with the new token when the time comes (cancelling the connection in progress).
+                if at <= now { reconnectNow(now: now, into: &actions) }
+            case .idle:
+                if at <= now { connect(now: now, into: &actions) }
+            case .waiting(let until):
+                if min(until, at) <= now {
+                    phase = .idle
+                    connect(now: now, into: &actions)
+                } else {
+                    phase = .waiting(until: min(until, at))
+                }
+            case .finished:
+                break
+            }
         case .stop:
             for feed in status.keys { status[feed] = .stopped }
         }
@@ -240,10 +298,12 @@ struct StreamMachine: Sendable {
         switch message {
         case .retry(let milliseconds):
             retry = Double(milliseconds) / 1000
+            failures = 0  // the stream's first block: it opened
         case .comment(let text):
             // `: heartbeat N` announces the interval (docs/protocol.md); the bare `: heartbeat` keeps alive.
             if text.hasPrefix("heartbeat "), let seconds = Double(text.dropFirst("heartbeat ".count)), seconds > 0, seconds.isFinite {
                 heartbeat = seconds
+                failures = 0  // the stream's first block: it opened
             }
         case .event(let event):
             let message: FeedMessage
@@ -264,25 +324,29 @@ struct StreamMachine: Sendable {
         switch message {
         case .snapshot(let feed, let history, let version, let snapshot, let id):
             guard var cursor = cursors[feed], status[feed] == .active else { return }
+            heard.insert(feed)
             let outcome = cursor.receiveSnapshot(snapshot, history: history, version: version, eventID: Self.feedID(id, feed: feed, route: route))
             cursors[feed] = cursor
             failures = 0
+            feedFailures[feed] = nil
             if case .snapshot(let reason) = outcome, let update = Self.update(feed: feed, cursor: cursor, change: .full(reason), batch: nil) {
                 actions.append(.store(feed: feed, cursor))  // cached before the app sees it
                 actions.append(.emit(.update(update)))
             }
         case .batch(let feed, let history, let from, let version, let batch, let id):
             guard var cursor = cursors[feed], status[feed] == .active else { return }
+            heard.insert(feed)
             let outcome = cursor.receiveBatch(batch, history: history, from: from, version: version, eventID: Self.feedID(id, feed: feed, route: route))
             cursors[feed] = cursor
             switch outcome {
             case .applied:
                 failures = 0
+                feedFailures[feed] = nil
                 if let update = Self.update(feed: feed, cursor: cursor, change: .batch, batch: batch) {
                     actions.append(.store(feed: feed, cursor))
                     actions.append(.emit(.update(update)))
                 }
-            case .duplicate, .snapshot:
+            case .duplicate, .snapshot, .stale:
                 break
             case .gap(let reason):
                 actions.append(.emit(.resyncing(feed: feed, reason: reason)))
@@ -290,9 +354,9 @@ struct StreamMachine: Sendable {
             }
         case .deleted(let feed):
             guard status[feed] != nil else { return }
-            cursors[feed]?.reset()
+            cursors[feed]?.markDeleted()
             outages[feed] = nil  // the feed's part of the stream ended; a later stream says again
-            status[feed] = .retry(at: now + nextDelay())
+            status[feed] = .retry(at: now + nextDelay(for: feed))
             actions.append(.emit(.deleted(feed: feed)))
         case .refused(let feed, let kind, let error, let detail):
             guard status[feed] != nil else { return }
@@ -300,10 +364,11 @@ struct StreamMachine: Sendable {
             let problem = FeedProblem(feed: feed, status: nil, error: error, detail: detail)
             switch kind {
             case .notFound:
-                status[feed] = .retry(at: now + nextDelay())
+                status[feed] = .retry(at: now + nextDelay(for: feed))
                 actions.append(.emit(.notFound(problem)))
             case .unauthorized, .forbidden:
                 status[feed] = .awaitingToken
+                tokenRetryAt = max(tokenRetryAt, now + nextDelay(for: feed))
                 actions.append(.emit(kind == .unauthorized ? .unauthorized(problem) : .forbidden(problem)))
                 if !tokenRequested {
                     tokenRequested = true
@@ -314,8 +379,13 @@ struct StreamMachine: Sendable {
             // No id: the position (and the SSE last-event-id the parser keeps) is not touched.
             guard status[feed] == .active else { return }
             if outages.updateValue(.reported, forKey: feed) == nil { actions.append(.emit(.unavailable(feed: feed, detail: detail))) }
+            if case .multi = route, !heard.contains(feed) {
+                // Not loaded, so not followed on this stream: reconnect for it after its backoff.
+                status[feed] = .retry(at: now + nextDelay(for: feed))
+            }
         case .available(let feed):
-            guard status[feed] != nil else { return }
+            guard let state = status[feed] else { return }
+            if case .retry = state, outages[feed] != nil { status[feed] = .active }  // the server follows it after all
             if outages.removeValue(forKey: feed) != nil { actions.append(.emit(.available(feed: feed))) }
         case .unknown:
             break  // an event of a newer server
@@ -331,6 +401,7 @@ struct StreamMachine: Sendable {
         switch code {
         case 401, 403:
             for feed in feeds { status[feed] = .awaitingToken }
+            tokenRetryAt = now + nextDelay()
             actions.append(.emit(code == 401 ? .unauthorized(problem) : .forbidden(problem)))
             if !tokenRequested {
                 tokenRequested = true
@@ -358,7 +429,25 @@ struct StreamMachine: Sendable {
 
     // MARK: Connections
 
+    /// The feeds the open stream has carried for ``Settings/outageGrace`` seconds without refusing
+    /// them: their failure counts start again (checked at any input: the counts are only read then).
+    private mutating func settle(now: Double) {
+        guard case .open = phase, let settle = settleAt, settle <= now else { return }
+        settleAt = nil
+        for feed in activeFeeds { feedFailures[feed] = nil }
+    }
+
     private mutating func timer(now: Double, into actions: inout [Action]) {
+        if case .open = phase, let confirm = confirmAt, confirm <= now {
+            // Resumed at the cached id and nothing missed: the cached snapshot is current.
+            confirmAt = nil
+            for feed in activeFeeds {
+                guard var cursor = cursors[feed], cursor.isStale, cursor.eventID != nil else { continue }
+                cursor.confirm()
+                cursors[feed] = cursor
+                if let update = Self.update(feed: feed, cursor: cursor, change: .full(.resync), batch: nil) { actions.append(.emit(.update(update))) }
+            }
+        }
         if case .open = phase {
             // Outages the new stream did not report again in time are over.
             for (feed, outage) in outages.sorted(by: { $0.key < $1.key }) {
@@ -402,6 +491,9 @@ struct StreamMachine: Sendable {
         guard !feeds.isEmpty else { return }
         connectionCount += 1
         parser = SSEParser()
+        settleAt = nil
+        confirmAt = nil
+        heard = []
         lastActivity = now
         phase = .connecting(id: connectionCount)
         let request: StreamRequest

@@ -10,7 +10,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// A ``FeedStreamTransport`` of its own: HTTP/1.1 `GET` over a blocking socket on a thread per connection,
 /// plain or TLS through OpenSSL, with the CA file and the `--insecure` that FoundationNetworking on Linux
@@ -94,7 +93,7 @@ final class SocketConnection: FeedStreamConnection {
         var cancelled = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let report: @Sendable (TransportEvent) -> Void
 
     init(report: @escaping @Sendable (TransportEvent) -> Void) { self.report = report }

@@ -16,7 +16,7 @@ struct WatchCommand: AsyncParsableCommand {
         (before or after 'watch') or set DIFFSTREAM_WATCH_TOKEN. Exit codes: 0 done (--once printed every \
         feed); 2 bad usage; 3 unauthorized (401: no token, or an invalid or expired \
         one); 4 forbidden (403); 5 not found (404, before any snapshot of the feed); 6 unreachable (no \
-        connection could be made before any snapshot, or the server's certificate was not accepted). Once a feed was shown, a 404 or a lost server is \
+        connection could be made before any live snapshot, a cached one does not count, or the server's certificate was not accepted). Once a feed was shown, a 404 or a lost server is \
         retried instead. Messages go to standard error as 'diffstream watch: …'. https URLs (and any URL \
         given --cacert or --insecure) stream through the client's OpenSSL transport (TLSStreamClient) on every \
         platform: the CA file, or OpenSSL's default CA paths, and the host name or IP address verified.
@@ -30,7 +30,7 @@ struct WatchCommand: AsyncParsableCommand {
     @ParentCommand var server: DiffStreamCommand
     @Option(help: "PEM file of the certificate authorities to trust (instead of OpenSSL's default CA paths). An unreadable file is exit 2.") var cacert: String?
     @Flag(help: "Do not verify the server's certificate (its chain or its name).") var insecure = false
-    @Option(help: "A directory for the offline cache (the last snapshot is shown at once, marked stale).") var cache: String?
+    @Option(help: "A directory for the offline cache (the last snapshot is shown at once, marked stale; --once waits for the current one).") var cache: String?
 
     enum Exit: Int32 {
         case usage = 2, unauthorized = 3, forbidden = 4, notFound = 5, unreachable = 6
@@ -59,7 +59,10 @@ struct WatchCommand: AsyncParsableCommand {
         for try await event in events {
             switch event {
             case .update(let update):
-                everConnected = true
+                // A cached (stale) snapshot is neither the current one `--once` prints nor a sign the
+                // server was reached.
+                if update.isStale && once { continue }
+                if !update.isStale { everConnected = true }
                 if json {
                     writeLine(Self.jsonLine(update))
                 } else {

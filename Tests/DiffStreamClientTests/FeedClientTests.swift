@@ -1,4 +1,8 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
 import Testing
 @testable import DiffStreamClient
 
@@ -52,5 +56,54 @@ struct FeedClientTests {
         let text = try String(contentsOf: cache.file(for: "news"), encoding: .utf8)
         try text.replacingOccurrences(of: #""format":1"#, with: #""format":2"#).write(to: cache.file(for: "news"), atomically: true, encoding: .utf8)
         #expect(cache.load(feed: "news") == nil)
+    }
+
+    /// A JWT-shaped token of a subject (only `sub` matters: the cache key does not verify it).
+    static func token(subject: String) -> String {
+        let payload = Data(#"{"sub":"\#(subject)"}"#.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
+        return "e30.\(payload).sig"
+    }
+
+    /// Streams a snapshot to requests with the accepted token; to any other, a stream that says the
+    /// token expired (with a short `retry:`, so the fresh token is used within milliseconds).
+    final class TokenCheckingTransport: FeedStreamTransport {
+        let accepted: String
+        let tokens = Mutex<[String]>([])
+        init(accepted: String) { self.accepted = accepted }
+
+        struct Connection: FeedStreamConnection {
+            func cancel() {}
+        }
+
+        func open(_ request: URLRequest, report: @escaping @Sendable (TransportEvent) -> Void) -> any FeedStreamConnection {
+            let authorization = request.value(forHTTPHeaderField: "Authorization") ?? ""
+            tokens.withLock { $0.append(authorization) }
+            report(.response(status: 200))
+            if authorization == "Bearer \(accepted)" {
+                report(.bytes(Array(StreamMachineTests.snapshot7.utf8)))
+            } else {
+                report(.bytes(Array("retry: 10\n\nevent: unauthorized\ndata: {\"feed\":\"home\",\"error\":\"token expired\",\"detail\":\"d\"}\n\n".utf8)))
+                report(.finished(error: nil))
+            }
+            return Connection()
+        }
+    }
+
+    /// The token hook signs in another user: the updates that follow are cached under that user's
+    /// subject, never under the first one's.
+    @Test func offlineCacheFollowsTheTokensSubject() async throws {
+        let first = Self.token(subject: "user-1"), second = Self.token(subject: "user-2")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("client-cache-\(UUID().uuidString)")
+        let server = URL(string: "https://example.invalid")!
+        let transport = TokenCheckingTransport(accepted: second)
+        var client = FeedClient(baseURL: server, token: first, cacheDirectory: directory, tokenHook: { _ in second })
+        client.streamTransport = transport
+        for try await event in client.updates(of: "home") {
+            if case .update = event { break }
+        }
+        #expect(transport.tokens.withLock { $0 } == ["Bearer \(first)", "Bearer \(second)"])
+        #expect(OfflineCache(directory: directory, server: server, token: second).load(feed: "home")?.version == 7)
+        #expect(OfflineCache(directory: directory, server: server, token: first).load(feed: "home") == nil)
+        #expect(OfflineCache(directory: directory, server: server, token: first).keyed(for: second).subject == "sub:user-2")
     }
 }

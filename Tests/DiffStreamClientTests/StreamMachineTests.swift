@@ -70,6 +70,28 @@ struct StreamMachineTests {
         #expect(Self.updates(actions).map(\.change) == [.full(.newHistory)])
     }
 
+    /// A feed deleted and created again is announced as a new history (docs/client-swift.md).
+    @Test func feedCreatedAgainAfterDeletionIsANewHistory() {
+        var (machine, actions) = Self.running(Self.snapshot7, "event: deleted\ndata: {\"feed\":\"home\"}\n\n")
+        #expect(actions.contains { if case .emit(.deleted(feed: "home")) = $0 { true } else { false } })
+        _ = machine.handle(.closed(connection: 1, error: nil), now: 1)
+        actions = machine.handle(.timer, now: machine.nextDeadline!)
+        #expect(Self.requests(actions).map(\.lastEventID) == [nil])
+        actions = machine.handle(.opened(connection: 2), now: 4)
+        actions += machine.handle(.bytes(connection: 2, Array(Self.snapshot7.replacingOccurrences(of: "aaaa", with: "bbbb").replacingOccurrences(of: "7", with: "1").utf8)), now: 4)
+        #expect(Self.updates(actions).map(\.change) == [.full(.newHistory)])
+        #expect(Self.updates(actions).map(\.version) == [1])
+    }
+
+    /// A snapshot of the history held at a lower version is stale: not applied, not emitted.
+    @Test func staleSnapshotIsSkipped() {
+        let older = Self.snapshot7.replacingOccurrences(of: "7", with: "5")
+        let (machine, actions) = Self.running(Self.snapshot7, older)
+        #expect(Self.updates(actions).map(\.version) == [7])
+        #expect(machine.cursor(of: "home")?.version == 7)
+        #expect(machine.cursor(of: "home")?.eventID == "ds1.aaaa.7")
+    }
+
     @Test func droppedConnectionResumesFromLastIDAfterRetry() {
         var (machine, _) = Self.running("retry: 1000\n\n", Self.snapshot7, jitter: 0.5)
         var actions = machine.handle(.closed(connection: 1, error: nil), now: 10)
@@ -97,6 +119,61 @@ struct StreamMachineTests {
         #expect(delays == [2, 4, 8, 16, 30, 30, 30, 30])
     }
 
+    /// The count of failures starts again when a stream's first block arrives, not only with an event:
+    /// a resumed stream that stays quiet and then ends is reconnected after `retry`. A `200` alone
+    /// (no first block) does not count as opened.
+    @Test func firstBlockStartsTheBackoffAgain() {
+        var machine = StreamMachine(route: .single("home"), token: nil, jitter: { 0 })
+        var now = 0.0
+        _ = machine.handle(.start, now: now)
+        for id in 1...3 {
+            _ = machine.handle(.closed(connection: id, error: "refused"), now: now)
+            now = machine.nextDeadline!
+            _ = machine.handle(.timer, now: now)
+        }
+        #expect(now == 2 + 4 + 8)
+        _ = machine.handle(.opened(connection: 4), now: now)
+        _ = machine.handle(.bytes(connection: 4, Array(Self.firstBlock.utf8)), now: now)
+        var actions = machine.handle(.closed(connection: 4, error: nil), now: now + 20)
+        #expect(Self.retryIn(actions) == [2])
+        _ = machine.handle(.timer, now: machine.nextDeadline!)
+        _ = machine.handle(.opened(connection: 5), now: now + 30)
+        actions = machine.handle(.closed(connection: 5, error: nil), now: now + 31)
+        #expect(Self.retryIn(actions) == [4])
+    }
+
+    static let firstBlock = "retry: 2000\n: heartbeat 15\n\n"
+    static func notFound(_ feed: String) -> String {
+        "event: notfound\ndata: {\"feed\":\"\(feed)\",\"error\":\"not found\",\"detail\":\"no feed named \(feed)\"}\n\n"
+    }
+    static func retryIn(_ actions: [StreamMachine.Action]) -> [Double] {
+        actions.compactMap { if case .emit(.connection(.disconnected(_, let delay))) = $0 { delay } else { nil } }
+    }
+
+    /// On the multi-feed route a feed not found backs off on its own count: the batches of a busy
+    /// feed on the same stream (and the streams reopened to retry it) do not start it again.
+    @Test func feedNotFoundBacksOffOnItsOwnCount() {
+        let home = Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: home@ds1")
+        var (machine, _) = Self.running(Self.firstBlock, home, Self.notFound("week"), route: .multi(["home", "week"]))
+        var now = 0.0, connection = 1, version = 7, notFoundAt = 0.0
+        var waited: [Double] = []
+        while waited.count < 6 {
+            now = min(machine.nextDeadline!, now + 1)
+            // home is busy: a batch every second.
+            var actions = machine.handle(.bytes(connection: connection, Array(Self.batch(from: version, idPrefix: "home@").utf8)), now: now)
+            version += 1
+            actions += machine.handle(.timer, now: now)
+            guard let request = Self.requests(actions).first else { continue }
+            waited.append(now - notFoundAt)
+            #expect(request.query.map(\.value) == ["home@ds1.aaaa.\(version)", "week"])
+            connection += 1
+            _ = machine.handle(.opened(connection: connection), now: now)
+            _ = machine.handle(.bytes(connection: connection, Array((Self.firstBlock + Self.notFound("week")).utf8)), now: now)
+            notFoundAt = now
+        }
+        #expect(waited == [2, 4, 8, 16, 30, 30])
+    }
+
     /// Silence for 2.5 announced heartbeat intervals: the stream is taken as dead.
     @Test func stalledStreamIsDetected() {
         var (machine, _) = Self.running("retry: 2000\n: heartbeat 2\n\n", Self.snapshot7)
@@ -115,8 +192,55 @@ struct StreamMachineTests {
         var actions = machine.handle(.refusedConnection(connection: 1, status: 401, body: Array(#"{"error":"unauthorized","detail":"expired"}"#.utf8)), now: 0)
         #expect(actions.contains { if case .emit(.unauthorized(let problem)) = $0 { problem.detail == "expired" && problem.status == 401 } else { false } })
         #expect(actions.contains { if case .askForToken = $0 { true } else { false } })
+        // The fresh token is used after the refusal's backoff (2 s), not at once.
         actions = machine.handle(.token("fresh"), now: 1)
+        #expect(Self.requests(actions).isEmpty)
+        #expect(machine.nextDeadline == 2)
+        actions = machine.handle(.timer, now: 2)
         #expect(Self.requests(actions).map(\.token) == ["fresh"])
+    }
+
+    /// A hook that answers at once with a token the server keeps refusing: the client backs off
+    /// (2, 4, 8 s after each refusal) instead of looping.
+    @Test func refusedFreshTokensBackOff() {
+        var machine = StreamMachine(route: .single("home"), token: "old", jitter: { 0 })
+        var now = 0.0
+        var attempts: [Double] = []
+        var actions = machine.handle(.start, now: now)
+        for id in 1...4 {
+            if !Self.requests(actions).isEmpty { attempts.append(now) }
+            actions = machine.handle(.refusedConnection(connection: id, status: 401, body: Array(#"{"error":"unauthorized","detail":"revoked"}"#.utf8)), now: now)
+            #expect(actions.contains { if case .askForToken = $0 { true } else { false } })
+            actions = machine.handle(.token("still-refused"), now: now)
+            #expect(Self.requests(actions).isEmpty)
+            now = machine.nextDeadline!
+            actions = machine.handle(.timer, now: now)
+        }
+        #expect(attempts == [0, 2, 6, 14])
+        #expect(Self.requests(actions).map(\.token) == ["still-refused"])
+    }
+
+    /// A fresh token arriving while a connection is being made (the other feeds reconnecting) cancels
+    /// that connection; the new one lists every feed with the new token.
+    @Test func freshTokenCancelsTheConnectionInProgress() {
+        let home = Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: home@ds1")
+        let expired = "event: unauthorized\ndata: {\"feed\":\"week\",\"error\":\"token expired\",\"detail\":\"d\"}\n\n"
+        var (machine, actions) = Self.running(home, expired, route: .multi(["home", "week"]))
+        #expect(actions.contains { if case .askForToken = $0 { true } else { false } })
+        _ = machine.handle(.closed(connection: 1, error: "reset"), now: 1)
+        actions = machine.handle(.timer, now: machine.nextDeadline!)
+        #expect(Self.requests(actions).first?.query.map(\.value) == ["home@ds1.aaaa.7"])
+        #expect(actions.contains { if case .connect(id: 2, _) = $0 { true } else { false } })
+        actions = machine.handle(.token("fresh"), now: 3.5)
+        #expect(actions.contains { if case .cancel(id: 2) = $0 { true } else { false } })
+        #expect(Self.requests(actions).map(\.token) == ["fresh"])
+        #expect(Self.requests(actions).first?.query.map(\.value) == ["home@ds1.aaaa.7", "week"])
+        // The cancelled connection's late answer is ignored.
+        #expect(machine.handle(.opened(connection: 2), now: 3.6).isEmpty)
+        // A token when no feed waits for one reopens nothing; the next connection carries it.
+        _ = machine.handle(.opened(connection: 3), now: 4)
+        #expect(Self.requests(machine.handle(.token("newer"), now: 5)).isEmpty)
+        #expect(machine.token == "newer")
     }
 
     @Test func expiredTokenEventWithoutAFreshTokenFinishes() {
@@ -165,6 +289,34 @@ struct StreamMachineTests {
         #expect(Self.updates(actions).map(\.change) == [.full(.cached)])
         #expect(Self.updates(actions).first?.isStale == true)
         #expect(Self.requests(actions).map(\.lastEventID) == ["ds1.aaaa.3"])
+    }
+
+    /// A cached snapshot the server resumes at its id with nothing missed (no event for the feed): once
+    /// the grace after the stream opened has passed, it is yielded again as current (not stale), once.
+    /// A cache resumed with missed batches needs no such update: the batches are live.
+    @Test func cachedSnapshotResumedAtItsIDIsConfirmed() throws {
+        let snapshot = try WireCodec.decodeSnapshot(Array(#"{"sections":[{"id":"s","items":[{"id":"a","kind":"k","model":1}]}]}"#.utf8))
+        let cached = ["home": FeedCursor(cached: snapshot, history: "aaaa", version: 3, eventID: "ds1.aaaa.3")]
+        var machine = StreamMachine(route: .single("home"), token: nil, cached: cached, jitter: { 0 })
+        var actions = machine.handle(.start, now: 0)
+        #expect(Self.updates(actions).map(\.isStale) == [true])
+        actions = machine.handle(.opened(connection: 1), now: 1)
+        actions += machine.handle(.bytes(connection: 1, Array(Self.firstBlock.utf8)), now: 1)
+        #expect(Self.updates(actions).isEmpty)
+        #expect(machine.nextDeadline == 3)
+        actions = machine.handle(.timer, now: 3)
+        let confirmed = Self.updates(actions)
+        #expect(confirmed.map(\.change) == [.full(.resync)])
+        #expect(confirmed.first?.isStale == false)
+        #expect(confirmed.first?.version == 3 && confirmed.first?.eventID == "ds1.aaaa.3")
+        #expect(Self.updates(machine.handle(.timer, now: 4)).isEmpty)
+
+        var resumed = StreamMachine(route: .single("home"), token: nil, cached: cached, jitter: { 0 })
+        _ = resumed.handle(.start, now: 0)
+        actions = resumed.handle(.opened(connection: 1), now: 1)
+        actions += resumed.handle(.bytes(connection: 1, Array((Self.firstBlock + Self.batch(from: 3)).utf8)), now: 1)
+        #expect(Self.updates(actions).map(\.change) == [.batch])
+        #expect(Self.updates(resumed.handle(.timer, now: 3)).isEmpty)
     }
 
     // MARK: Store outage (`event: unavailable` / `available`, issue 26)
@@ -260,6 +412,56 @@ struct StreamMachineTests {
         _ = other.handle(.start, now: 0)
         actions = other.handle(.refusedConnection(connection: 1, status: 503, body: Array(#"{"error":"too many connections"}"#.utf8)), now: 0)
         #expect(Self.outages(actions).isEmpty)
+    }
+
+    /// Steps the machine's timer until it opens a connection; the time and the request.
+    static func nextConnection(_ machine: inout StreamMachine, from now: Double) -> (Double, StreamRequest)? {
+        var now = now
+        for _ in 0..<20 {
+            guard let deadline = machine.nextDeadline else { return nil }
+            now = max(now, deadline)
+            if let request = requests(machine.handle(.timer, now: now)).first { return (now, request) }
+        }
+        return nil
+    }
+
+    /// Multi-feed route: `unavailable` for a feed before any event of it on the stream is a feed the
+    /// server could not load (not followed on that stream). It is reported once and retried with its
+    /// own backoff by reopening the stream; once the server loads it, its snapshot follows and the
+    /// outage ends.
+    @Test func feedTheServerCouldNotLoadIsRetried() {
+        let home = Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: home@ds1")
+        var (machine, actions) = Self.running(Self.firstBlock, home, Self.unavailable("week"), route: .multi(["home", "week"]))
+        #expect(Self.outages(actions) == ["unavailable:week:redis: connection refused"])
+        #expect(machine.isUnavailable("week"))
+        guard let (first, request) = Self.nextConnection(&machine, from: 0) else { Issue.record("week is not retried"); return }
+        #expect(first == 2)
+        #expect(request.query.map(\.value) == ["home@ds1.aaaa.7", "week"])
+        // Still not loadable: not reported again, retried after 4 s.
+        actions = machine.handle(.opened(connection: 2), now: first)
+        actions += machine.handle(.bytes(connection: 2, Array((Self.firstBlock + Self.unavailable("week")).utf8)), now: first)
+        #expect(Self.outages(actions).isEmpty)
+        guard let (second, _) = Self.nextConnection(&machine, from: first) else { Issue.record("week is not retried"); return }
+        #expect(second == first + 4)
+        // Loaded now: its snapshot, then (not repeated within the grace) the outage is over.
+        actions = machine.handle(.opened(connection: 3), now: second)
+        let week = Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: week@ds1").replacingOccurrences(of: "\"home\"", with: "\"week\"")
+        actions += machine.handle(.bytes(connection: 3, Array((Self.firstBlock + week).utf8)), now: second)
+        #expect(Self.updates(actions).map(\.feed) == ["week"])
+        actions = machine.handle(.timer, now: second + 2)
+        #expect(Self.outages(actions) == ["available:week"])
+        #expect(!machine.isUnavailable("week"))
+    }
+
+    /// A feed the server holds, resumed at its current version, also gets `unavailable` first; the
+    /// server's `available` for it shows it is followed: it is taken back without reopening the stream.
+    @Test func availableTakesBackAFeedFollowedAfterAll() {
+        let home = Self.snapshot7.replacingOccurrences(of: "id: ds1", with: "id: home@ds1")
+        var (machine, _) = Self.running(Self.firstBlock, home, Self.unavailable("week"), route: .multi(["home", "week"]))
+        let actions = machine.handle(.bytes(connection: 1, Array(Self.available("week").utf8)), now: 1)
+        #expect(Self.outages(actions) == ["available:week"])
+        #expect(Self.requests(machine.handle(.timer, now: 2)).isEmpty)
+        #expect(machine.nextDeadline == 1 + 15 * 2.5)
     }
 
     /// A deleted feed's outage ends with it (silently: `.deleted` says more).
