@@ -122,7 +122,7 @@ let package = Package(
         .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer", "DiffStreamTesting"], swiftSettings: strict),
         .testTarget(name: "DiffStreamClientTests", dependencies: ["DiffStreamClient", "DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TLSStreamClientTests", dependencies: ["TLSStreamClient", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "DiffStreamServerTests", dependencies: ["DiffStreamServer", "TestSupport", .product(name: "Logging", package: "swift-log"),
+        .testTarget(name: "DiffStreamServerTests", dependencies: ["DiffStreamServer", "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
                                                                  .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
     ]
 )

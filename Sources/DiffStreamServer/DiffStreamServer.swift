@@ -55,6 +55,8 @@ public final class DiffStreamServer: Service, Sendable {
         var port: UInt16?
         var demo: [Task<Void, any Error>]
         var shutdown: Task<Void, Never>?
+        /// Pushes the counters to the program's own metrics backend (nil with DiffStream's registry).
+        var metricsPush: Task<Void, Never>?
     }
 
     /// Opens, locks and loads the data directory (if any), restores its feeds, hosts the configured
@@ -144,9 +146,23 @@ public final class DiffStreamServer: Service, Sendable {
             redis?.close()
             throw StartError(.hosting, "\(error)")
         }
-        state = Mutex(LifeState(port: nil, demo: demo, shutdown: nil))
         let http = self.http
-        api = FeedAPI(registry: registry, hosted: hosted, files: files, options: options, serverMetrics: { http.metrics }, metrics: metrics)
+        let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: options, serverMetrics: { http.metrics }, metrics: metrics)
+        self.api = api
+        let push: Task<Void, Never>? = metrics.feedsProgramBackend ? Task { [interval = max(0.1, configuration.metricsPushInterval)] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(interval))
+                api.publishMetrics()
+            }
+        } : nil
+        state = Mutex(LifeState(port: nil, demo: demo, shutdown: nil, metricsPush: push))
+    }
+
+    /// Pushes DiffStream's counters and gauges (requests, connections, streams, feeds, storage) to
+    /// swift-metrics now. Needed only with a backend of the program's own, and there done every
+    /// ``Configuration/metricsPushInterval`` seconds and at shutdown already.
+    public func publishMetrics() {
+        api.publishMetrics()
     }
 
     private let api: FeedAPI
@@ -302,8 +318,10 @@ public final class DiffStreamServer: Service, Sendable {
             if let task = state.shutdown { return task }
             let started = state.port != nil
             let demo = state.demo
-            let task = Task { [http, store, redis, registry, logger] in
+            let push = state.metricsPush
+            let task = Task { [http, store, redis, registry, logger, api] in
                 for source in demo { source.cancel() }
+                push?.cancel()
                 if started {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                         http.shutdown(timeout: 3) {
@@ -315,6 +333,7 @@ public final class DiffStreamServer: Service, Sendable {
                 store?.close()  // writes in flight are finished; the lock is released
                 await registry.stopSharing()
                 redis?.close()
+                if push != nil { api.publishMetrics() }  // the last counts, for the program's backend
             }
             state.shutdown = task
             return task

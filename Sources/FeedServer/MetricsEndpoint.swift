@@ -22,8 +22,14 @@ public final class MetricsEndpoint: Sendable {
     private let mirror = Mutex(Mirror())
 
     /// An endpoint serving `registry`, or the registry DiffStream bootstraps swift-metrics with.
+    /// The program bootstrapped swift-metrics with a backend of its own: DiffStream's counters and
+    /// gauges reach it only when published (``FeedAPI/publishMetrics()``; `DiffStreamServer` does so
+    /// periodically), not when `/metrics` renders.
+    public let feedsProgramBackend: Bool
+
     public init(registry handed: PrometheusCollectorRegistry? = nil) {
         registry = MetricsBootstrap.registry(handing: handed)
+        feedsProgramBackend = !(MetricsSystem.factory is DescribedPrometheusFactory)
         // Registered at once, so that `/metrics` shows them (empty) before the first diff or batch.
         _ = CoreMetrics.Timer(label: MetricName.diff)
         _ = CoreMetrics.Timer(label: MetricName.publishToLastWrite)
