@@ -1,9 +1,10 @@
 import CoreMetrics
 import Synchronization
 
-/// swift-metrics timers made once per label and dimensions, on first use (so after the program or the
-/// server has bootstrapped the metrics system), then reused: making one looks it up in the backend's
-/// registry, which cost a request about a fifth of its instructions when done per record.
+/// swift-metrics timers made once per label and dimensions, on first use, then reused: making one looks
+/// it up in the backend's registry, which cost a request about a fifth of its instructions when done
+/// per record. One made before the metrics system is bootstrapped (a harness, a registry used before
+/// any server) is the no-op backend's for good, so it is not kept: the first after the bootstrap is.
 final class MetricHandles: Sendable {
     static let shared = MetricHandles()
     private let timers = Mutex<[String: CoreMetrics.Timer]>([:])
@@ -16,6 +17,7 @@ final class MetricHandles: Sendable {
         let key = route &* 1000 &+ status
         if let timer = requestTimers.withLock({ $0[key] }) { return timer }
         let timer = CoreMetrics.Timer(label: MetricName.requestDuration, dimensions: [("route", patterns[route].description), ("status", String(status))])
+        guard Self.isBootstrapped else { return timer }
         return requestTimers.withLock { timers in
             if let existing = timers[key] { return existing }
             timers[key] = timer
@@ -28,10 +30,14 @@ final class MetricHandles: Sendable {
         for (name, value) in dimensions { key += "\u{1F}" + name + "=" + value }
         if let timer = timers.withLock({ $0[key] }) { return timer }
         let timer = CoreMetrics.Timer(label: label, dimensions: dimensions)
+        guard Self.isBootstrapped else { return timer }
         return timers.withLock { timers in
             if let existing = timers[key] { return existing }
             timers[key] = timer
             return timer
         }
     }
+
+    /// The metrics system has a backend (it is bootstrapped once per process, so this stays true).
+    private static var isBootstrapped: Bool { !(MetricsSystem.factory is NOOPMetricsHandler) }
 }

@@ -32,9 +32,26 @@ struct ProgramMetricsBackendTests {
             exit(backend.total("diffstream_requests_total") >= 3 ? 0 : 6)  // the last push, at shutdown
         }
     }
+
+    /// A diff timed before anything bootstrapped swift-metrics (a registry used on its own) does not
+    /// keep the no-op backend's timer: diffs after the bootstrap reach the backend.
+    @Test func diffsTimedBeforeTheBootstrapAreRecordedAfterIt() async {
+        await #expect(processExitsWith: .success) {
+            func snapshot(_ items: [Int]) -> WireSnapshot {
+                let list = items.map { #"{"id":"\#($0)","kind":"k","model":null}"# }.joined(separator: ",")
+                return try! WireCodec.decodeSnapshot(Array(#"{"sections":[{"id":"a","model":null,"items":[\#(list)]}]}"#.utf8))
+            }
+            let registry = FeedRegistry()
+            for items in [[1], [1, 2]] { _ = try? await registry.put("a", snapshot: snapshot(items)) }
+            let backend = CountingMetrics()
+            MetricsSystem.bootstrap(backend)
+            _ = try? await registry.put("a", snapshot: snapshot([1, 2, 3]))
+            exit(backend.total(MetricName.diff) == 1 ? 0 : 1)
+        }
+    }
 }
 
-/// A swift-metrics backend that sums each counter's increments by label.
+/// A swift-metrics backend that sums each counter's increments, and counts each timer's records, by label.
 final class CountingMetrics: MetricsFactory {
     private let totals = Mutex<[String: Int64]>([:])
 
@@ -46,6 +63,13 @@ final class CountingMetrics: MetricsFactory {
         init(label: String, owner: CountingMetrics) { self.label = label; self.owner = owner }
         func increment(by amount: Int64) { owner.totals.withLock { $0[label, default: 0] += amount } }
         func reset() {}
+    }
+
+    private final class CountingTimer: TimerHandler {
+        let label: String
+        let owner: CountingMetrics
+        init(label: String, owner: CountingMetrics) { self.label = label; self.owner = owner }
+        func recordNanoseconds(_ duration: Int64) { owner.totals.withLock { $0[label, default: 0] += 1 } }
     }
 
     private final class Ignoring: RecorderHandler, TimerHandler, FloatingPointCounterHandler, MeterHandler {
@@ -64,7 +88,7 @@ final class CountingMetrics: MetricsFactory {
     func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler { Ignoring() }
     func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler { Ignoring() }
     func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler { Ignoring() }
-    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler { Ignoring() }
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler { CountingTimer(label: label, owner: self) }
     func destroyCounter(_ handler: any CounterHandler) {}
     func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {}
     func destroyRecorder(_ handler: any RecorderHandler) {}
