@@ -1,6 +1,6 @@
 /// One subscriber's end of an event stream, as the feed layer sees it: the seam between feeds and
 /// the transport. The epoll runtime's `EventStream` is one implementation; an in-memory one serves
-/// tests of feeds and view models without sockets (`DiffStreamTesting`).
+/// tests of feeds and view models without sockets (`MemorySink`, in the tests' `TestSupport`).
 ///
 /// Every method may be called from any thread. A sink queues events in the order `send` is called.
 public protocol EventSink: AnyObject, Sendable {
