@@ -340,6 +340,7 @@ class Stream {
   }
 
   /// The stream was refused: asks the same URL for its status (and drops the answer), to tell its feeds why.
+  /// A body that lists each feed's refusal (`feeds`) tells each feed its own; without one,
   /// 401 and 403 end every feed until a retry; 404 (none of them exists) retries each with backoff;
   /// 400 `too many feeds` (a server configured for fewer than `maxStreamFeeds`) lowers the hub's limit to
   /// the server's and splits the feeds again; any other answer, or none, retries the stream with backoff.
@@ -356,7 +357,21 @@ class Stream {
     if (g !== this.generation || this.retryTimer) return;
     const ours = slots.filter((slot) => this.carries(slot) && slot.subs.size > 0);
     const event = { 401: 'unauthorized', 403: 'forbidden', 404: 'notfound' }[status];
-    if (event) {
+    const each = Array.isArray(body.feeds) ? new Map(body.feeds.filter((f) => f && typeof f.feed === 'string').map((f) => [f.feed, f])) : null;
+    if (each && event) {
+      // Every feed refused, each for its own reason (docs/protocol.md): each is told what the stream
+      // would have told it, so a missing feed is retried while a forbidden one waits for a token.
+      let retry = false;
+      for (const slot of ours) {
+        const refusal = each.get(slot.feed);
+        if (refusal && ['unauthorized', 'forbidden', 'notfound'].includes(refusal.event)) {
+          slot.onRefused(refusal.event, { feed: slot.feed, error: refusal.error || String(status), detail: refusal.detail || '', status });
+        } else {
+          retry = true; // unavailable (Redis) or not named: the stream is tried again
+        }
+      }
+      if (retry) this.retryLater(); else this.hub.schedule();
+    } else if (event) {
       for (const slot of ours) slot.onRefused(event, { feed: slot.feed, error: body.error || String(status), detail: body.detail || '', status });
       this.hub.schedule(); // feeds subscribed to since, if any
     } else if (status === 400 && body.error === 'too many feeds' && this.hub.lowerLimit(body.value, slots.length)) {

@@ -13,6 +13,9 @@ public struct APIError: Error, Sendable, Equatable {
     public var challenge = "Bearer realm=\"diffstream\""
     /// For 507: the limit that was reached and its value, added to the body as `"limit"` and `"value"`.
     public var limit: (name: String, value: Int)?
+    /// For a multi-feed stream whose every feed was refused: each feed's own refusal, added to the body
+    /// as `"feeds"`, so that a client can treat each as the stream would have (retry a missing one).
+    public var feeds: [FeedRefusal]?
 
     public init(_ status: HTTPStatus, _ error: String, _ detail: String) {
         self.status = status
@@ -24,7 +27,7 @@ public struct APIError: Error, Sendable, Equatable {
 
     public static func == (a: APIError, b: APIError) -> Bool {
         a.status == b.status && a.error == b.error && a.detail == b.detail && a.allow == b.allow && a.challenge == b.challenge
-            && a.limit?.name == b.limit?.name && a.limit?.value == b.limit?.value
+            && a.limit?.name == b.limit?.name && a.limit?.value == b.limit?.value && a.feeds == b.feeds
     }
 
     /// The response a handler answers with: the status, its headers (`Allow`, `WWW-Authenticate`,
@@ -38,6 +41,11 @@ public struct APIError: Error, Sendable, Equatable {
         if status == .unauthorized { headers.add("WWW-Authenticate", challenge) }
         if let limit {
             var response = FeedAPI.json(LimitErrorBody(error: error, detail: detail, limit: limit.name, value: limit.value), status: status)
+            for (name, value) in headers { response.headers.add(name, value) }
+            return response
+        }
+        if let feeds {
+            var response = FeedAPI.json(RefusedFeedsBody(error: error, detail: detail, feeds: feeds), status: status)
             for (name, value) in headers { response.headers.add(name, value) }
             return response
         }
@@ -115,6 +123,22 @@ public struct APIError: Error, Sendable, Equatable {
 }
 
 /// The body of a `507`: `{"error":"insufficient storage","detail":"…","limit":"max-feeds","value":1000}`.
+/// One feed's refusal in a multi-feed request refused whole: `{"feed","event","error","detail"}`, where
+/// `event` is the event the stream would have sent for it (`notfound`, `forbidden`, `unauthorized`,
+/// `unavailable`).
+public struct FeedRefusal: Encodable, Sendable, Equatable {
+    public var feed: String
+    public var event: String
+    public var error: String
+    public var detail: String
+}
+
+struct RefusedFeedsBody: Encodable {
+    var error: String
+    var detail: String
+    var feeds: [FeedRefusal]
+}
+
 struct LimitErrorBody: Encodable {
     var error: String
     var detail: String

@@ -424,8 +424,22 @@ public struct FeedAPI: Sendable {
         case unavailable(String)
     }
 
-    /// The plain status of a multi-feed request whose every feed is refused.
+    /// The plain status of a multi-feed request whose every feed is refused, with each feed's refusal.
     private static func everyFeedRefused(_ outcomes: [(feed: String, outcome: MultiFeedOutcome)]) -> APIError {
+        var error = everyFeedRefusedStatus(outcomes)
+        error.feeds = outcomes.compactMap { feed, outcome in
+            switch outcome {
+            case .open: nil
+            case .notFound: FeedRefusal(feed: feed, event: "notfound", error: "not found", detail: "no feed named \(feed)")
+            case .forbidden(let detail): FeedRefusal(feed: feed, event: "forbidden", error: "forbidden", detail: detail)
+            case .unauthorized(let detail): FeedRefusal(feed: feed, event: "unauthorized", error: "token required", detail: detail)
+            case .unavailable(let detail): FeedRefusal(feed: feed, event: "unavailable", error: "redis unavailable", detail: detail)
+            }
+        }
+        return error
+    }
+
+    private static func everyFeedRefusedStatus(_ outcomes: [(feed: String, outcome: MultiFeedOutcome)]) -> APIError {
         func feeds(_ match: (MultiFeedOutcome) -> Bool) -> String {
             outcomes.filter { match($0.outcome) }.map { "'\($0.feed)'" }.joined(separator: ", ")
         }

@@ -244,6 +244,33 @@ for (const [status, event] of [[404, 'notfound'], [401, 'unauthorized'], [403, '
   });
 }
 
+test('a stream refused whole with each feed\'s refusal tells each its own: the missing one is retried', async () => {
+  const body = { error: 'forbidden', detail: 'd', feeds: [
+    { feed: 'theirs', event: 'forbidden', error: 'forbidden', detail: 'not yours' },
+    { feed: 'later', event: 'notfound', error: 'not found', detail: 'no feed named later' }] };
+  const { inbox, client, sources, timers } = setup(403, { fetch: async (url) => ({ url, status: 403, json: async () => body }) });
+  const a = client('a');
+  a(sub('theirs', 1), sub('later', 2));
+  sources[0].error(2);
+  await tick();
+  assert.deepEqual(seen(inbox.a, 'theirs'), ['forbidden:']);
+  assert.deepEqual(seen(inbox.a, 'later'), ['notfound:']);
+  assert.equal(inbox.a.find((m) => m.feed === 'later' && m.event === 'notfound').data.detail, 'no feed named later');
+  assert.deepEqual(timers.map((t) => t.ms), [2000], 'only the missing feed is asked for again');
+  timers[0].f();
+  assert.deepEqual(last(sources).feeds, ['later']);
+});
+
+test('a stream refused whole where a feed could not be loaded (Redis) is tried again', async () => {
+  const body = { error: 'redis unavailable', detail: 'd', feeds: [{ feed: 'home', event: 'unavailable', error: 'redis unavailable', detail: 'd' }] };
+  const { inbox, client, sources, timers } = setup(503, { fetch: async (url) => ({ url, status: 503, json: async () => body }) });
+  client('a')(sub('home'));
+  sources[0].error(2);
+  await tick();
+  assert.deepEqual(seen(inbox.a), []);
+  assert.deepEqual(timers.map((t) => t.ms), [2000]);
+});
+
 test('a stream refused for a reason the hub cannot tell (no server) retries with backoff', async () => {
   const { client, sources, timers } = setup(500);
   client('a')(sub('home'));
