@@ -110,6 +110,32 @@ def test_watch_once_prints_the_current_snapshot_and_exits(start):
     assert without_id(json.loads(lines[0])) == get_body(server, "news")
 
 
+def test_watch_once_with_a_cache_prints_only_the_current_snapshot_and_exits_6_without_a_server(start, tmp_path):
+    server = start()
+    rng = random.Random(5)
+    server.put("news", random_doc(rng))
+    cache = tmp_path / "cache"
+    url = f"http://127.0.0.1:{server.port}"
+
+    def once(url):
+        return subprocess.run([str(BINARY), "watch", "--json", "--once", "--cache", str(cache), url, "news"],
+                              capture_output=True, text=True, timeout=30, env=clean_environment())
+
+    first = once(url)  # fills the cache
+    assert first.returncode == 0, first.stderr
+    server.put("news", random_doc(rng))
+    second = once(url)  # the cache holds version 1; only the current version 2 is printed
+    assert second.returncode == 0, second.stderr
+    lines = second.stdout.splitlines()
+    assert len(lines) == 1, lines
+    assert without_id(json.loads(lines[0])) == get_body(server, "news")
+    same = once(url)  # the cache is current: the resumed stream confirms it, one line
+    assert same.returncode == 0 and len(same.stdout.splitlines()) == 1, (same.returncode, same.stdout, same.stderr)
+    gone = once(f"http://127.0.0.1:{free_port()}")  # a cached snapshot is not the server's: exit 6
+    assert gone.returncode == 6, (gone.returncode, gone.stdout, gone.stderr)
+    assert gone.stdout == "", "a stale snapshot is never printed by --once"
+
+
 def test_watch_many_feeds_on_one_stream(start):
     server = start()
     rng = random.Random(3)
