@@ -735,6 +735,22 @@ def test_limits_count_the_shared_data_and_data_directories_are_not_opened(cluste
     assert a.http("PUT", "/feeds/three", json_body=random_document(rng, 3)).status == 201, "deleting on another instance made no room"
 
 
+def test_max_store_bytes_counts_every_instances_feeds(cluster):
+    a = cluster.add(*PLAIN, "--max-store-bytes", "6000")
+    b = cluster.add(*PLAIN, "--max-store-bytes", "6000")
+
+    def document(tag):  # about 3.3 kB stored
+        return {"sections": [{"id": "s", "model": None,
+                              "items": [{"id": f"{tag}{i}", "kind": "k", "model": {"text": "x" * 300}} for i in range(10)]}]}
+
+    assert a.http("PUT", "/feeds/first", json_body=document("a")).status == 201
+    reply = b.http("PUT", "/feeds/second", json_body=document("b"))
+    assert reply.status == 507 and reply.json().get("limit") == "max-store-bytes", \
+        f"a second 3.3 kB feed with --max-store-bytes 6000, the first made on another instance -> {reply}"
+    assert a.http("DELETE", "/feeds/first").status == 204
+    assert b.http("PUT", "/feeds/second", json_body=document("b")).status == 201, "deleting on another instance made no room"
+
+
 # ----------------------------------------------------------------------------------------------------
 # 10. The URL, the environment, a Redis that is not there yet
 
