@@ -717,6 +717,18 @@ def test_start_checks_settings_eviction_and_appendfsync(cluster):
     finally:
         cluster.redis.command("CONFIG", "SET", "appendfsync", "always")
 
+    # A managed Redis that forbids CONFIG (here an ACL user without it): a warning, and the start goes on.
+    user = f"managed{random.randrange(10**6)}"
+    assert cluster.redis.command("ACL", "SETUSER", user, "on", ">managed-password", "~*", "&*", "+@all", "-config") == "OK"
+    try:
+        managed_url = cluster.redis.url.replace("redis://", f"redis://{user}:managed-password@")
+        managed = cluster.start(*PLAIN, "--redis", managed_url, "--redis-prefix", new_prefix())
+        line = managed.wait_log(r"CONFIG", timeout=5)
+        assert "warning" in line.string and "refused" in line.string, line.string
+        assert managed.http("PUT", "/feeds/x", json_body={"sections": []}).status == 201
+    finally:
+        cluster.redis.command("ACL", "DELUSER", user)
+
 
 def test_limits_count_the_shared_data_and_data_directories_are_not_opened(cluster, tmp_path):
     data = tmp_path / "data"
