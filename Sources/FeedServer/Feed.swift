@@ -287,8 +287,7 @@ public actor Feed {
             }
         }
         guard version > 0 else {
-            stream.send(EventPayload(FeedEvents.deletedEvent(feed: name)))
-            stream.close()
+            stream.end(with: EventPayload(FeedEvents.deletedEvent(feed: name)))
             return
         }
         if let missed = missedBatches(since: lastEventID) {
@@ -410,9 +409,8 @@ public actor Feed {
         replayBytes = 0
         viewState = nil
         let payload = EventPayload(FeedEvents.deletedEvent(feed: name))
-        let streams = Array(subscribers.values) + Array(taggedSubscribers.values)
-        transport?.broadcast(payload, to: streams)
-        for stream in streams { stream.close() }
+        // Each ends with it, even one that fell behind (it would drop a broadcast event).
+        for stream in Array(subscribers.values) + Array(taggedSubscribers.values) { stream.end(with: payload) }
         subscribers.removeAll()
         taggedSubscribers.removeAll()
         metrics.removeFeed(name)

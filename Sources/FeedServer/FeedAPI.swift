@@ -474,8 +474,7 @@ public struct FeedAPI: Sendable {
         let timer = Task {
             let seconds = expires - now()
             if seconds > 0 { try await Task.sleep(for: .milliseconds(Int64((seconds * 1000).rounded(.up)))) }
-            stream.send(EventPayload(FeedEvents.unauthorizedEvent(feed: feed)))
-            stream.close()
+            stream.end(with: EventPayload(FeedEvents.unauthorizedEvent(feed: feed)))
         }
         stream.onTermination { timer.cancel() }
     }

@@ -93,13 +93,14 @@ final class FeedMultiplexer: Sendable {
         if end { sink.close() }
     }
 
-    /// Sends `payload(feed)` for every open slot, then ends the stream (a token that expired).
+    /// Ends the stream with `payload(feed)` for every open slot as its last events (a token that
+    /// expired), written even while the connection is behind.
     func end(with payload: (String) -> EventPayload) {
-        state.withLock { state in
-            guard !state.ended else { return }
-            for slot in state.slots.values.sorted(by: { $0.sink.id > $1.sink.id }) { state.forward(payload(slot.sink.feed), to: sink) }
+        let last = state.withLock { state -> EventPayload? in
+            guard !state.ended else { return nil }
+            return EventPayload(state.slots.values.sorted(by: { $0.sink.id > $1.sink.id }).flatMap { payload($0.sink.feed).bytes })
         }
-        sink.close()
+        if let last { sink.end(with: last) } else { sink.close() }
     }
 
     // MARK: From the slots

@@ -254,14 +254,16 @@ package struct ConnectionMachine: Sendable {
         return actions
     }
 
-    /// Ends the stream after what is queued.
-    package mutating func endStream(now: Double) -> [Action] {
+    /// Ends the stream after what is queued, with `final` as its last event when given (written even
+    /// while the stream is paused after an overflow: the client learns why it ends).
+    package mutating func endStream(with final: EventPayload? = nil, now: Double) -> [Action] {
         guard phase == .streaming else { return [] }
         var actions: [Action] = []
         if var writer {
-            let trailer = writer.end()
+            let bytes = final.map { writer.end(with: $0, now: now) } ?? writer.end()
             self.writer = writer
-            write(trailer, now: now, into: &actions)
+            if final != nil { actions.append(.count(.eventSent)) }
+            write(bytes, now: now, into: &actions)
         }
         phase = .closing
         if queued == 0 { finishClosing(now: now, into: &actions) }

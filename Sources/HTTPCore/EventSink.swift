@@ -10,6 +10,9 @@ public protocol EventSink: AnyObject, Sendable {
     func send(_ payload: EventPayload)
     /// Ends the stream after what is queued has been written.
     func close()
+    /// Ends the stream with `final` as its last event (`deleted`, `unauthorized`), written even when the
+    /// stream fell behind and drops events (its budget does not hold it back), then closes it.
+    func end(with final: EventPayload)
     /// Clears an overflow and queues `payload` (a fresh state) as the next event.
     func resume(with payload: EventPayload)
     /// Registers work to do when the stream ends for any reason; runs at once if it already has.
@@ -26,6 +29,12 @@ public protocol EventSink: AnyObject, Sendable {
 
 extension EventSink {
     public func onOverflow(_ action: @escaping @Sendable (Int) -> Void) {}
+
+    /// ``send(_:)`` then ``close()``: for a sink that never drops events, or drops them knowingly.
+    public func end(with final: EventPayload) {
+        send(final)
+        close()
+    }
 }
 
 /// Hands one event to many sinks at once: a feed's batch is handed over once for all its

@@ -66,6 +66,13 @@ package struct SSEStreamWriter: Sendable {
         return encode(payload, now: now)
     }
 
+    /// The last event, written whatever the pause and the budget, followed by the trailer (``end()``).
+    package mutating func end(with final: EventPayload, now: Double) -> [UInt8] {
+        guard !isEnded else { return [] }
+        isPaused = false
+        return encode(final, now: now) + end()
+    }
+
     /// The bytes that end the stream (the gzip trailer, or nothing). Nothing is written after it.
     package mutating func end() -> [UInt8] {
         guard !isEnded else { return [] }

@@ -254,7 +254,7 @@ final class Connection: EventHandler, @unchecked Sendable {
 
     func enqueueEvent(_ payload: EventPayload, number: Int? = nil) { enqueueEvent(payload, now: EventLoop.now(), number: number) }
     func resumeStream(with payload: EventPayload) { perform(machine.resume(with: payload, now: EventLoop.now())) }
-    func endStream() { perform(machine.endStream(now: EventLoop.now())) }
+    func endStream(with final: EventPayload? = nil) { perform(machine.endStream(with: final, now: EventLoop.now())) }
     func tick(now: Double) { perform(machine.tick(now: now, date: loop.dateHeader())) }
 
     /// Queues the connection in its loop's timers if its machine's next deadline comes before the one

@@ -45,6 +45,12 @@ public final class EventStream: EventSink {
         loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.endStream() } }
     }
 
+    /// Ends the stream with `final` as its last event, written even while the stream is paused.
+    public func end(with final: EventPayload) {
+        if loop.server.configuration.compression { final.prepareDeflated() }
+        loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.endStream(with: final) } }
+    }
+
     /// Clears an overflow and queues `payload` (a fresh state) as the next event.
     public func resume(with payload: EventPayload) {
         if loop.server.configuration.compression { payload.prepareDeflated() }

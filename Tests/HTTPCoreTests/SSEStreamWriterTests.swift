@@ -53,6 +53,17 @@ struct SSEStreamWriterTests {
         #expect(writer.event(event, queued: 0, now: 3) == .write(event.bytes))
     }
 
+    /// A stream that fell behind still ends with its last event (why it ends), then nothing.
+    @Test func aPausedStreamEndsWithItsFinalEvent() {
+        var writer = SSEStreamWriter(gzip: false, heartbeat: 15, bufferLimit: 10, now: 0)
+        #expect(writer.event(event, queued: 5, now: 0) == .overflowed)
+        #expect(writer.event(event, queued: 5, now: 0) == .paused)
+        let deleted = EventPayload(ServerSentEvent.encode(event: "deleted", id: nil, data: Array("{}".utf8)))
+        #expect(writer.end(with: deleted, now: 1) == deleted.bytes)
+        #expect(writer.isEnded && writer.end(with: deleted, now: 2).isEmpty)
+        #expect(writer.event(event, queued: 0, now: 3) == .paused)
+    }
+
     @Test func anEventLargerThanTheBudgetGoesOutWhenNothingIsQueued() {
         var writer = SSEStreamWriter(gzip: false, heartbeat: 15, bufferLimit: 4, now: 0)
         #expect(writer.event(event, queued: 0, now: 0) == .write(event.bytes))

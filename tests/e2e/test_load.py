@@ -153,6 +153,42 @@ def test_a_slow_subscriber_is_caught_up_with_a_snapshot_once_it_reads_again(star
     assert server.metrics()["diffstream_resyncs_total"] >= 1
 
 
+def test_a_slow_subscriber_of_a_deleted_feed_still_gets_deleted(start):
+    server = start("--stream-buffer", "65536", "--log-level", "warning")
+    big_model = {"text": "y" * 1000}
+
+    def state(n):
+        return {"sections": [{"id": "a", "model": None, "items": [{"id": f"{n}-{i}", "kind": "k", "model": big_model} for i in range(40)]}]}
+
+    server.put("lag", state(0))
+    slow = socket.socket()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(("127.0.0.1", server.port))
+    slow.sendall(b"GET /feeds/lag/events HTTP/1.1\r\nHost: x\r\n\r\n")
+    n = 0
+    while server.metrics()["diffstream_stream_overflows_total"] == 0:
+        n += 1
+        server.put("lag", state(n))
+        assert n < 2000, "the slow subscriber never overflowed"
+    # Deleted while the stream is behind (its events dropped): the stream still ends with event: deleted.
+    assert server.http("DELETE", "/feeds/lag").status == 204
+    slow.settimeout(1)
+    data = b""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            chunk = slow.recv(1 << 20)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        data += chunk
+    slow.close()
+    assert time.monotonic() < deadline, "the stream of a deleted feed did not end"
+    events = events_of(data)
+    assert events and events[-1][0] == "deleted", f"the stream ended with {events[-1][0] if events else 'nothing'}, not deleted"
+
+
 def test_connection_churn(start):
     server = start("--log-level", "warning")
     fds_before = server.open_fds()
