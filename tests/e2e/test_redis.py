@@ -747,6 +747,28 @@ def test_limits_count_the_shared_data_and_data_directories_are_not_opened(cluste
     assert a.http("PUT", "/feeds/three", json_body=random_document(rng, 3)).status == 201, "deleting on another instance made no room"
 
 
+def test_readyz_reports_pubsub_refused_while_commands_work(cluster):
+    """Commands answer but SUBSCRIBE is refused (an ACL): once the instance holds a feed, commits of other
+    instances cannot reach it, so it is not ready; writes still commit. Allowed again, it is ready
+    without a restart."""
+    user = f"nosub{random.randrange(10**6)}"
+    assert cluster.redis.command("ACL", "SETUSER", user, "on", ">nosub-password", "~*", "&*", "+@all",
+                                 "-subscribe", "-psubscribe", "-ssubscribe") == "OK"
+    try:
+        url = cluster.redis.url.replace("redis://", f"redis://{user}:nosub-password@")
+        instance = cluster.start(*PLAIN, "--redis", url, "--redis-prefix", new_prefix())
+        # Commands work: the write commits. Following the feed it holds needs SUBSCRIBE, which is refused.
+        assert instance.http("PUT", "/feeds/x", json_body={"sections": []}).status == 201, "commands still work"
+        reply = wait_until(lambda: (lambda r: r if r.status == 503 else None)(instance.http("GET", "/readyz")), timeout=10,
+                           message="/readyz to say 503 while SUBSCRIBE is refused")
+        assert "SUBSCRIBE" in reply.json().get("redis", ""), reply
+        assert instance.http("GET", "/healthz").status == 200, "liveness is not readiness"
+        assert cluster.redis.command("ACL", "SETUSER", user, "+subscribe") == "OK"
+        wait_until(lambda: instance.http("GET", "/readyz").status == 200, timeout=10, message="/readyz 200 once SUBSCRIBE is allowed")
+    finally:
+        cluster.redis.command("ACL", "DELUSER", user)
+
+
 def test_max_store_bytes_counts_every_instances_feeds(cluster):
     a = cluster.add(*PLAIN, "--max-store-bytes", "6000")
     b = cluster.add(*PLAIN, "--max-store-bytes", "6000")
