@@ -105,7 +105,8 @@ extension DiffStreamServer {
         public var metricsRegistry: PrometheusCollectorRegistry?
         /// Seconds between pushes of DiffStream's counters and gauges to a swift-metrics backend the
         /// program bootstrapped itself (histograms are recorded as things happen); one more push at
-        /// shutdown. With DiffStream's own registry they are pushed when `/metrics` renders instead.
+        /// shutdown (from 0.1 s to an hour; pushing starts with ``DiffStreamServer/start()``). With
+        /// DiffStream's own registry they are pushed when `/metrics` renders instead.
         public var metricsPushInterval: Double = 10
         /// ``DiffStreamServer/run()`` stops at SIGINT or SIGTERM (caught from the server's creation on).
         /// Set it to false in a `ServiceGroup`, whose `gracefulShutdownSignals` then own the signals.

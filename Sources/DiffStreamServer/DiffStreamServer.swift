@@ -149,13 +149,7 @@ public final class DiffStreamServer: Service, Sendable {
         let http = self.http
         let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: options, serverMetrics: { http.metrics }, metrics: metrics)
         self.api = api
-        let push: Task<Void, Never>? = metrics.feedsProgramBackend ? Task { [interval = max(0.1, configuration.metricsPushInterval)] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(interval))
-                api.publishMetrics()
-            }
-        } : nil
-        state = Mutex(LifeState(port: nil, demo: demo, shutdown: nil, metricsPush: push))
+        state = Mutex(LifeState(port: nil, demo: demo, shutdown: nil, metricsPush: nil))
     }
 
     /// Pushes DiffStream's counters and gauges (requests, connections, streams, feeds, storage) to
@@ -271,6 +265,16 @@ public final class DiffStreamServer: Service, Sendable {
             do {
                 let port = try http.start { request in await api.handle(request) }
                 state.port = port
+                if metrics.feedsProgramBackend {
+                    // 0.1 s to an hour: a finite sleep whatever the configuration says.
+                    let interval = configuration.metricsPushInterval.isFinite ? min(3600, max(0.1, configuration.metricsPushInterval)) : 3600
+                    state.metricsPush = Task {
+                        while !Task.isCancelled {
+                            try? await Task.sleep(for: .seconds(interval))
+                            api.publishMetrics()
+                        }
+                    }
+                }
                 return nil
             } catch {
                 throw StartError(.listen, "cannot listen on \(configuration.host):\(configuration.port): \(error)")

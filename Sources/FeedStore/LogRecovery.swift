@@ -31,8 +31,9 @@ extension LogFeedStore {
         }
         let found = names.compactMap(Self.parse)
         // The database of earlier versions is renamed, durably, before a migration's log takes a write:
-        // still there beside files of generation 1 only, it is a migration a crash cut short. Again.
-        if names.contains(SQLiteMigrator.fileName), found.allSatisfy({ $0.generation == 1 }) { return try migrate() }
+        // still there beside files of generation 1 only, whose log holds no write, it is a migration a
+        // crash cut short. Again. (A log with writes beside it is a store that went on: it is loaded.)
+        if names.contains(SQLiteMigrator.fileName), found.allSatisfy({ $0.generation == 1 }), !logHoldsWrites(1) { return try migrate() }
         if found.isEmpty {
             do { log = try createLog(1) } catch { throw .directory(path: directory, reason: error.description) }
             startCommitting()
@@ -235,6 +236,13 @@ extension LogFeedStore {
         }
         removeFiles(before: generation)
         try makeDurable { () throws(FileError) in try files.syncDirectory(directory) }
+    }
+
+    /// Whether log `generation` exists and holds at least one record (a damaged one counts: it was a write).
+    private func logHoldsWrites(_ generation: Int) -> Bool {
+        guard let bytes = try? files.read(path(generation, .log)), bytes.count > LogFormat.headerSize else { return false }
+        guard let scan = try? LogFormat.scan(bytes, kind: .log) else { return true }
+        return !scan.entries.isEmpty
     }
 
     /// A database of the SQLite store of earlier versions: read it (``SQLiteMigrator``), write it as

@@ -55,6 +55,9 @@ package struct SSEStreamWriter: Sendable {
     /// The heartbeat comment if one is due at `now` (and the stream is not paused), else nil.
     package mutating func heartbeatIfDue(_ payload: EventPayload, queued: Int, now: Double) -> [UInt8]? {
         guard !isEnded, !isPaused, now >= nextHeartbeat else { return nil }
+        // A heartbeat never pauses the stream: with the queue that full, it only shows the connection
+        // is alive, which the queued bytes will do (and a pause must come from a counted event).
+        guard queued == 0 || queued + payload.bytes.count <= bufferLimit else { return nil }
         if case .write(let bytes) = event(payload, queued: queued, now: now) { return bytes }
         return nil
     }

@@ -312,6 +312,22 @@ struct LogFeedStoreTests {
         #expect(try !FileManager.default.contentsOfDirectory(atPath: directory).contains(SQLiteMigrator.fileName))
     }
 
+    /// A database left beside a generation-1 store whose log took writes (a rename that failed, before
+    /// migrations checked it) is not migrated again: the log's writes are kept.
+    @Test func aDatabaseBesideALogWithWritesIsNotMigratedAgain() async throws {
+        let old = StoredFeed(name: "kept", history: "00000000000000aa", version: 4, snapshot: Array("snapshot 4".utf8), batches: [], viewState: nil)
+        try SQLiteMigratorTests.writeDatabase(in: directory, [old])
+        let (store, _) = try open()
+        try await put(store, "later", version: 1)
+        store.close()
+        let migrated = try #require(try FileManager.default.contentsOfDirectory(atPath: directory).first { $0.hasPrefix(SQLiteMigrator.fileName + ".migrated-") })
+        try FileManager.default.copyItem(atPath: directory + "/" + migrated, toPath: directory + "/" + SQLiteMigrator.fileName)
+        let (again, contents) = try open()
+        defer { again.close() }
+        #expect(contents.feeds.map(\.name).sorted() == ["kept", "later"])
+        #expect(!contents.notes.contains { $0.contains("migrated") })
+    }
+
     @Test func aDamagedDatabaseIsMigratedOnlyWithSetAside() throws {
         try SQLiteMigratorTests.writeDatabase(in: directory, [SQLiteMigratorTests.news, SQLiteMigratorTests.quiet], damage: ["news": .snapshotCRC])
         let refused = try LogFeedStore(directory: directory)

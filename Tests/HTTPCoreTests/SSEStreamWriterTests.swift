@@ -53,6 +53,14 @@ struct SSEStreamWriterTests {
         #expect(writer.event(event, queued: 0, now: 3) == .write(event.bytes))
     }
 
+    /// A heartbeat over the budget is skipped, never a pause (only a counted event pauses a stream).
+    @Test func aHeartbeatOverTheBudgetIsSkippedNotAPause() {
+        var writer = SSEStreamWriter(gzip: false, heartbeat: 1, bufferLimit: 10, now: 0)
+        #expect(writer.heartbeatIfDue(heartbeat, queued: 9, now: 5) == nil)
+        #expect(!writer.isPaused)
+        #expect(writer.heartbeatIfDue(heartbeat, queued: 0, now: 5) == heartbeat.bytes)
+    }
+
     /// A stream that fell behind still ends with its last event (why it ends), then nothing.
     @Test func aPausedStreamEndsWithItsFinalEvent() {
         var writer = SSEStreamWriter(gzip: false, heartbeat: 15, bufferLimit: 10, now: 0)
