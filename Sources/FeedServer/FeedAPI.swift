@@ -400,13 +400,13 @@ public struct FeedAPI: Sendable {
                     case .open(let feed):
                         await registry.current(feed).subscribe(multiplexer.makeSlot(feed: entry.feed), lastEventID: entry.position, tagged: true)
                     case .notFound:
-                        multiplexer.send(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: "no feed named \(entry.feed)")))
+                        multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: "no feed named \(entry.feed)")))
                     case .forbidden(let detail):
-                        multiplexer.send(EventPayload(FeedEvents.refusalEvent("forbidden", feed: entry.feed, error: "forbidden", detail: detail)))
+                        multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("forbidden", feed: entry.feed, error: "forbidden", detail: detail)))
                     case .unauthorized(let detail):
-                        multiplexer.send(EventPayload(FeedEvents.refusalEvent("unauthorized", feed: entry.feed, error: "token required", detail: detail)))
+                        multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("unauthorized", feed: entry.feed, error: "token required", detail: detail)))
                     case .unavailable(let detail):
-                        multiplexer.send(EventPayload(FeedEvents.unavailableEvent(feed: entry.feed, detail: detail)))
+                        multiplexer.refuse(EventPayload(FeedEvents.unavailableEvent(feed: entry.feed, detail: detail)))
                     }
                 }
                 multiplexer.finishOpening()

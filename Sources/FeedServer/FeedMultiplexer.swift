@@ -13,7 +13,8 @@ import Synchronization
 ///   ``EventSink/onOverflow(_:)``; a connection that cannot tell: every slot that sent something since
 ///   the last drain) drop what their feed sends until the feed has resumed them with a fresh
 ///   snapshot; the others go on at once. A slot that closed meanwhile and whose last event (its
-///   `deleted`) was dropped gets that event again.
+///   `deleted`) was dropped gets that event again, and so does a refused feed's refusal; when the
+///   stream ends instead (no slot left, a token that expired), they are its last events.
 /// - When the connection ends, every slot ends (the feeds forget their subscriptions).
 final class FeedMultiplexer: Sendable {
     fileprivate struct Slot {
@@ -77,10 +78,19 @@ final class FeedMultiplexer: Sendable {
     /// The feeds whose slots are open, in no particular order.
     var openFeeds: [String] { state.withLock { $0.slots.values.map(\.sink.feed) } }
 
-    /// Queues bytes that belong to no slot (the announcement, a refusal), in order with the slots'.
+    /// Queues bytes that belong to no slot (the announcement), in order with the slots'.
     func send(_ payload: EventPayload) {
         state.withLock { state in
             if !state.ended { state.forward(payload, to: sink) }
+        }
+    }
+
+    /// Queues a listed feed's refusal (`notfound`, `forbidden`, …), its only and last event on this
+    /// stream: sent again after a drain, or at the stream's end, if the connection dropped it.
+    func refuse(_ payload: EventPayload) {
+        state.withLock { state in
+            guard !state.ended else { return }
+            state.closed.append((state.forward(payload, to: sink), payload))
         }
     }
 
@@ -90,7 +100,20 @@ final class FeedMultiplexer: Sendable {
             state.opening = false
             return state.slots.isEmpty && !state.ended
         }
-        if end { sink.close() }
+        if end { endStream() }
+    }
+
+    /// Ends the connection's stream; the last events of feeds whose end the connection dropped (their
+    /// `deleted` or refusal) are written last.
+    private func endStream(with extra: EventPayload? = nil) {
+        sink.end { [self] in
+            let lost = state.withLock { state -> [UInt8] in
+                guard let cut = state.firstDropped else { return [] }
+                return state.closed.filter { $0.number >= cut }.flatMap(\.payload.bytes)
+            }
+            let bytes = lost + (extra?.bytes ?? [])
+            return bytes.isEmpty ? nil : EventPayload(bytes)
+        }
     }
 
     /// Ends the stream with `payload(feed)` for every open slot as its last events (a token that
@@ -100,7 +123,7 @@ final class FeedMultiplexer: Sendable {
             guard !state.ended else { return nil }
             return EventPayload(state.slots.values.sorted(by: { $0.sink.id > $1.sink.id }).flatMap { payload($0.sink.feed).bytes })
         }
-        if let last { sink.end(with: last) } else { sink.close() }
+        if let last { endStream(with: last) } else { sink.close() }
     }
 
     // MARK: From the slots
@@ -141,7 +164,7 @@ final class FeedMultiplexer: Sendable {
             return (slot.onTermination, state.slots.isEmpty && !state.opening && !state.ended)
         }
         for action in actions { action() }
-        if end { sink.close() }
+        if end { endStream() }
     }
 
     fileprivate func onTermination(_ id: Int, _ action: @escaping @Sendable () -> Void) {

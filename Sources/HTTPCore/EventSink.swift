@@ -13,6 +13,10 @@ public protocol EventSink: AnyObject, Sendable {
     /// Ends the stream with `final` as its last event (`deleted`, `unauthorized`), written even when the
     /// stream fell behind and drops events (its budget does not hold it back), then closes it.
     func end(with final: EventPayload)
+    /// Ends the stream like ``end(with:)``, with the last event `last()` returns (none: nil), asked once
+    /// every event sent before has been written or dropped (a sink that drops events has said which,
+    /// ``onOverflow(_:)``), so it can repeat what was dropped.
+    func end(withLast last: @escaping @Sendable () -> EventPayload?)
     /// Clears an overflow and queues `payload` (a fresh state) as the next event.
     func resume(with payload: EventPayload)
     /// Registers work to do when the stream ends for any reason; runs at once if it already has.
@@ -33,6 +37,12 @@ extension EventSink {
     /// ``send(_:)`` then ``close()``: for a sink that never drops events, or drops them knowingly.
     public func end(with final: EventPayload) {
         send(final)
+        close()
+    }
+
+    /// ``send(_:)`` of what `last()` returns, then ``close()``.
+    public func end(withLast last: @escaping @Sendable () -> EventPayload?) {
+        if let payload = last() { send(payload) }
         close()
     }
 }

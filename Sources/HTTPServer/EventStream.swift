@@ -51,6 +51,12 @@ public final class EventStream: EventSink {
         loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.endStream(with: final) } }
     }
 
+    /// Ends the stream with what `last()` returns, asked on the loop once every event sent before was
+    /// written or dropped (an overflow among them has been reported by then).
+    public func end(withLast last: @escaping @Sendable () -> EventPayload?) {
+        loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.endStream(with: last()) } }
+    }
+
     /// Clears an overflow and queues `payload` (a fresh state) as the next event.
     public func resume(with payload: EventPayload) {
         if loop.server.configuration.compression { payload.prepareDeflated() }

@@ -228,6 +228,38 @@ struct MultiFeedStreamTests {
         #expect(await take(sink, 1).map(summary) == ["batch busy 2"], "busy lost nothing: no snapshot")
     }
 
+    /// The last feed of a stream deleted while the connection is behind: the stream ends with its
+    /// `deleted` (the connection dropped it, and will not drain again once it ends).
+    @Test func theLastFeedDeletedWhileTheStreamIsBehindEndsItWithDeleted() async throws {
+        let api = try await base.makeAPI()
+        _ = await base.put(api, "gone", items: ["1"])
+        let sink = try await base.subscribe(api, "/events?feed=gone")
+        _ = await take(sink, 1)
+        sink.fallBehind()
+        _ = await base.put(api, "gone", items: ["1", "2"])
+        #expect(await api.handle(HTTPRequest(method: "DELETE", target: "/feeds/gone", headers: ["Host": "x"])).status == .noContent)
+        #expect(await take(sink, 1).map(summary) == ["deleted gone"])
+        #expect(await sink.next() == nil, "and the stream ends")
+    }
+
+    /// A refusal the connection dropped (it fell behind while the feeds were opened) is sent again once
+    /// it drains; one the connection wrote is not.
+    @Test func aDroppedRefusalIsSentAgainAfterTheDrain() async {
+        let connection = MemorySink()
+        let multiplexer = FeedMultiplexer(connection)
+        let slot = multiplexer.makeSlot(feed: "a")
+        slot.onResync { $0.resume(with: EventPayload("event: snapshot\nid: a@3\ndata: {}\n\n")) }
+        multiplexer.refuse(EventPayload("event: forbidden\ndata: {\"feed\":\"b\"}\n\n"))  // written
+        connection.fallBehind()
+        slot.send(EventPayload("event: batch\nid: a@2\ndata: {}\n\n"))  // dropped
+        multiplexer.refuse(EventPayload("event: notfound\ndata: {\"feed\":\"c\"}\n\n"))  // dropped
+        multiplexer.finishOpening()
+        connection.drain()
+        #expect(await connection.next()?.type == "forbidden")
+        #expect(await connection.next()?.type == "notfound")
+        #expect(await connection.next()?.id == "a@3")
+    }
+
     /// A slot waiting for its feed's snapshot after a drain drops what the feed sends; when the feed
     /// ends it instead (deleted), the event that ended it is sent.
     @Test func aSlotEndedWhileWaitingForItsSnapshotSendsWhatEndedIt() async {

@@ -94,6 +94,22 @@ public final class MemorySink: EventSink {
         state.withLock { $0.onOverflow = action }
     }
 
+    /// As the server's stream: the overflow (if any) is reported first, then `final` is queued even
+    /// when the client fell behind, and the stream ends.
+    public func end(with final: EventPayload) {
+        end(withLast: { final })
+    }
+
+    public func end(withLast last: @escaping @Sendable () -> EventPayload?) {
+        let overflow = state.withLock { state in
+            defer { state.firstDropped = nil }
+            return state.firstDropped.flatMap { number in state.onOverflow.map { ($0, number) } }
+        }
+        if let (action, number) = overflow { action(number) }
+        if let payload = last() { deliver(payload, resuming: true) }
+        close()
+    }
+
     // MARK: What a test does
 
     /// The next event, waiting for it; nil once the stream has ended and every event was read.

@@ -304,6 +304,43 @@ def test_a_slow_subscriber_gets_a_snapshot_of_each_feed_it_fell_behind_on(start,
     assert [(kind, d.get("from"), d["version"]) for kind, d in events if d["feed"] == "quiet"] == expected
 
 
+def test_a_stream_whose_only_feed_is_deleted_while_it_is_behind_ends_with_deleted(start):
+    import socket
+    import time
+    server = start("--stream-buffer", "65536", "--log-level", "warning")
+    big_model = {"text": "y" * 1000}
+
+    def state(n):
+        return {"sections": [{"id": "a", "model": None, "items": [{"id": f"{n}-{i}", "kind": "k", "model": big_model} for i in range(40)]}]}
+
+    server.put("lag", state(0))
+    slow = socket.socket()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(("127.0.0.1", server.port))
+    slow.sendall(b"GET /events?feed=lag HTTP/1.1\r\nHost: x\r\n\r\n")
+    n = 0
+    while server.metrics()["diffstream_stream_overflows_total"] == 0:
+        n += 1
+        server.put("lag", state(n))
+        assert n < 2000, "the slow subscriber never overflowed"
+    assert server.http("DELETE", "/feeds/lag").status == 204
+    slow.settimeout(1)
+    data = b""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            chunk = slow.recv(1 << 20)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        data += chunk
+    slow.close()
+    assert time.monotonic() < deadline, "the stream did not end"
+    blocks = [block for block in data.split(b"\r\n\r\n", 1)[1].decode(errors="replace").split("\n\n") if block.startswith("event:")]
+    assert blocks and blocks[-1].startswith("event: deleted") and '"feed":"lag"' in blocks[-1], f"the stream ended with {blocks[-1][:80] if blocks else 'nothing'}"
+
+
 def test_a_feed_deleted_while_the_stream_is_behind_is_told_once_it_drains(start):
     import socket
     import time
