@@ -100,6 +100,10 @@ enum StreamDriver {
             for action in machine.handle(machineInput, now: now()) {
                 switch action {
                 case .connect(let id, let request):
+                    if request.token != cacheToken {  // a stream for another user: its data goes under that user's key
+                        cacheToken = request.token
+                        cache = cache?.keyed(for: cacheToken)
+                    }
                     guard let urlRequest = client.urlRequest(for: request) else {
                         continuation.finish(throwing: FeedClientError.invalidURL(client.baseURL.absoluteString + request.path))
                         return
@@ -127,10 +131,8 @@ enum StreamDriver {
                         pending.append(.token(nil))
                     }
                 case .store(let feedName, let cursor):
-                    if machine.token != cacheToken {
-                        cacheToken = machine.token
-                        cache = cache?.keyed(for: cacheToken)
-                    }
+                    // Keyed by the token of the stream that delivered it (``connect``), never a token
+                    // the hook gave since: until a stream opens with that one, data is the old user's.
                     cache?.save(feed: feedName, cursor: cursor)
                 case .finish:
                     return

@@ -438,22 +438,24 @@ struct StreamMachine: Sendable {
     }
 
     private mutating func timer(now: Double, into actions: inout [Action]) {
-        if case .open = phase, let confirm = confirmAt, confirm <= now {
-            // Resumed at the cached id and nothing missed: the cached snapshot is current.
-            confirmAt = nil
-            for feed in activeFeeds {
-                guard var cursor = cursors[feed], cursor.isStale, cursor.eventID != nil else { continue }
-                cursor.confirm()
-                cursors[feed] = cursor
-                if let update = Self.update(feed: feed, cursor: cursor, change: .full(.resync), batch: nil) { actions.append(.emit(.update(update))) }
-            }
-        }
         if case .open = phase {
             // Outages the new stream did not report again in time are over.
             for (feed, outage) in outages.sorted(by: { $0.key < $1.key }) {
                 guard case .unconfirmed(let until) = outage, until <= now else { continue }
                 outages[feed] = nil
                 actions.append(.emit(.available(feed: feed)))
+            }
+        }
+        if case .open = phase, let confirm = confirmAt, confirm <= now {
+            // Resumed at the cached id and nothing missed: the cached snapshot is current. Not for a
+            // feed the server says is unavailable: it answered from the state it holds, which may be
+            // behind (it stays stale until a batch or snapshot comes).
+            confirmAt = nil
+            for feed in activeFeeds where outages[feed] == nil {
+                guard var cursor = cursors[feed], cursor.isStale, cursor.eventID != nil else { continue }
+                cursor.confirm()
+                cursors[feed] = cursor
+                if let update = Self.update(feed: feed, cursor: cursor, change: .full(.resync), batch: nil) { actions.append(.emit(.update(update))) }
             }
         }
         switch phase {

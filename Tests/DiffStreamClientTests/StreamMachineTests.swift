@@ -319,6 +319,22 @@ struct StreamMachineTests {
         #expect(Self.updates(resumed.handle(.timer, now: 3)).isEmpty)
     }
 
+    /// A cached snapshot resumed at its id while the server says the feed is unavailable (it answered
+    /// from the state it holds, maybe behind) stays stale.
+    @Test func cachedSnapshotResumedDuringAnOutageStaysStale() throws {
+        let snapshot = try WireCodec.decodeSnapshot(Array(#"{"sections":[{"id":"s","items":[{"id":"a","kind":"k","model":1}]}]}"#.utf8))
+        let cached = ["home": FeedCursor(cached: snapshot, history: "aaaa", version: 3, eventID: "ds1.aaaa.3")]
+        var machine = StreamMachine(route: .single("home"), token: nil, cached: cached, jitter: { 0 })
+        _ = machine.handle(.start, now: 0)
+        var actions = machine.handle(.opened(connection: 1), now: 1)
+        actions += machine.handle(.bytes(connection: 1, Array((Self.firstBlock + Self.unavailable()).utf8)), now: 1)
+        #expect(Self.updates(actions).isEmpty)
+        actions = machine.handle(.timer, now: 3)
+        #expect(Self.updates(actions).isEmpty, "not confirmed while unavailable")
+        actions = machine.handle(.bytes(connection: 1, Array(Self.batch(from: 3).utf8)), now: 4)
+        #expect(Self.updates(actions).map(\.isStale) == [false], "the next batch makes it current")
+    }
+
     // MARK: Store outage (`event: unavailable` / `available`, issue 26)
 
     static func unavailable(_ feed: String = "home", detail: String = "redis: connection refused") -> String {
