@@ -113,6 +113,56 @@ class Response:
         return f"<Response {self.status} {self.headers} {self.body[:200]!r}>"
 
 
+def big_state(n, items=40):
+    """A snapshot of `items` items of about 1 kB each, all new at every `n`: a feed whose batches fill
+    a subscriber's --stream-buffer fast."""
+    model = {"text": "y" * 1000}
+    return {"sections": [{"id": "a", "model": None, "items": [{"id": f"{n}-{i}", "kind": "k", "model": model} for i in range(items)]}]}
+
+
+def overflowing_subscriber(server, path, feed="lag"):
+    """Opens `path` on a socket with a 4 KiB receive buffer that is not read, then PUTs big states of
+    `feed` (which must exist) until the server counts a stream overflow. Returns (socket, last n PUT)."""
+    slow = socket.socket()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(("127.0.0.1", server.port))
+    slow.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    n = 0
+    while server.metrics()["diffstream_stream_overflows_total"] == 0:
+        n += 1
+        server.put(feed, big_state(n))
+        assert n < 2000, "the slow subscriber never overflowed"
+    return slow, n
+
+
+def read_stream(sock, until=lambda data: False, timeout=20.0):
+    """Reads a raw stream until `until(data)` holds, the server ends it, or `timeout` seconds pass.
+    Returns (data, ended): ended is true when the server closed it."""
+    sock.settimeout(1)
+    data = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not until(data):
+        try:
+            chunk = sock.recv(1 << 20)
+        except socket.timeout:
+            continue
+        if not chunk:
+            return data, True
+        data += chunk
+    return data, False
+
+
+def stream_events(data):
+    """(event, data) pairs of the complete events of a raw (uncompressed) stream after its HTTP head."""
+    body = data.split(b"\r\n\r\n", 1)[1].decode(errors="replace")
+    events = []
+    for block in body.split("\n\n")[:-1]:  # the last piece is not terminated yet
+        fields = dict(line.split(": ", 1) for line in block.split("\n") if ": " in line and not line.startswith(":"))
+        if "data" in fields:
+            events.append((fields.get("event"), json.loads(fields["data"])))
+    return events
+
+
 def parse_responses(data, head_only=()):
     """Splits a byte stream into responses (Content-Length framed; 1xx, 204 and 304 have no body).
     `head_only`: indexes of responses to HEAD requests. Returns (responses, leftover bytes)."""

@@ -1,5 +1,4 @@
 """Many subscribers, a subscriber that never reads, connection churn, resets, running out of descriptors."""
-import json
 import resource
 import selectors
 import socket
@@ -7,7 +6,7 @@ import threading
 import time
 import pytest
 
-from e2e_helpers import SSEClient, apply_ops, normalised, snapshot, wait_until
+from e2e_helpers import SSEClient, apply_ops, big_state, normalised, overflowing_subscriber, read_stream, snapshot, stream_events, wait_until
 
 RESET = b"\x01\x00\x00\x00\x00\x00\x00\x00"  # SO_LINGER on, 0 s: close() sends a reset
 
@@ -20,17 +19,6 @@ def subscribe_raw(port, path, rcvbuf=None):
     sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     sock.setblocking(False)
     return sock
-
-
-def events_of(data):
-    """(event, data) pairs of the complete events of a raw (uncompressed) stream after its HTTP head."""
-    body = data.split(b"\r\n\r\n", 1)[1].decode(errors="replace")
-    events = []
-    for block in body.split("\n\n")[:-1]:  # the last piece is not terminated yet
-        fields = dict(line.split(": ", 1) for line in block.split("\n") if ": " in line and not line.startswith(":"))
-        if "data" in fields:
-            events.append((fields.get("event"), json.loads(fields["data"])))
-    return events
 
 
 def test_500_subscribers_receive_every_batch_in_order_and_converge(start):
@@ -58,7 +46,7 @@ def test_500_subscribers_receive_every_batch_in_order_and_converge(start):
         server.put("fan", state)
     pump(lambda: all(b.count(b"event: batch") == 20 for b in buffers.values()))
     for data in buffers.values():
-        events = events_of(data)
+        events = stream_events(data)
         assert [kind for kind, _ in events] == ["snapshot"] + ["batch"] * 20
         assert [d["version"] for _, d in events] == list(range(1, 22))
         document = events[0][1]
@@ -109,37 +97,14 @@ def test_a_subscriber_that_never_reads_does_not_delay_the_others_and_memory_stay
 
 def test_a_slow_subscriber_is_caught_up_with_a_snapshot_once_it_reads_again(start):
     server = start("--stream-buffer", "65536", "--log-level", "warning")
-    big_model = {"text": "y" * 1000}
-
-    def state(n):
-        return {"sections": [{"id": "a", "model": None, "items": [{"id": f"{n}-{i}", "kind": "k", "model": big_model} for i in range(40)]}]}
-
-    server.put("lag", state(0))
-    slow = socket.socket()
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    slow.connect(("127.0.0.1", server.port))
-    slow.sendall(b"GET /feeds/lag/events HTTP/1.1\r\nHost: x\r\n\r\n")
-    n = 0
-    while server.metrics()["diffstream_stream_overflows_total"] == 0:
-        n += 1
-        server.put("lag", state(n))
-        assert n < 2000, "the slow subscriber never overflowed"
-    final = server.put("lag", state(n + 1))["version"]
+    server.put("lag", big_state(0))
+    slow, n = overflowing_subscriber(server, "/feeds/lag/events")
+    final = server.put("lag", big_state(n + 1))["version"]
     # Now read everything: the stream must reach the current state through a fresh snapshot.
-    slow.settimeout(1)
-    data = b""
     marker = f'"version":{final},'.encode()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not (marker in data and b"\n\n" in data[data.index(marker):]):
-        try:
-            chunk = slow.recv(1 << 20)
-        except socket.timeout:
-            continue
-        if not chunk:
-            break
-        data += chunk
+    data, _ = read_stream(slow, until=lambda data: marker in data and b"\n\n" in data[data.index(marker):])
     slow.close()
-    events = events_of(data)
+    events = stream_events(data)
     assert [kind for kind, _ in events].count("snapshot") >= 2, "a resync snapshot after the first one"
     # Whatever arrived is consistent: each batch follows the version before it, and the end is the current state.
     document = None
@@ -149,43 +114,20 @@ def test_a_slow_subscriber_is_caught_up_with_a_snapshot_once_it_reads_again(star
         else:
             assert payload["from"] == document["version"], "a batch that does not follow the version before it"
             document = {**apply_ops(document, payload["ops"]), "version": payload["version"]}
-    assert document["version"] == final and normalised(document) == normalised(state(n + 1))
+    assert document["version"] == final and normalised(document) == normalised(big_state(n + 1))
     assert server.metrics()["diffstream_resyncs_total"] >= 1
 
 
 def test_a_slow_subscriber_of_a_deleted_feed_still_gets_deleted(start):
     server = start("--stream-buffer", "65536", "--log-level", "warning")
-    big_model = {"text": "y" * 1000}
-
-    def state(n):
-        return {"sections": [{"id": "a", "model": None, "items": [{"id": f"{n}-{i}", "kind": "k", "model": big_model} for i in range(40)]}]}
-
-    server.put("lag", state(0))
-    slow = socket.socket()
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    slow.connect(("127.0.0.1", server.port))
-    slow.sendall(b"GET /feeds/lag/events HTTP/1.1\r\nHost: x\r\n\r\n")
-    n = 0
-    while server.metrics()["diffstream_stream_overflows_total"] == 0:
-        n += 1
-        server.put("lag", state(n))
-        assert n < 2000, "the slow subscriber never overflowed"
+    server.put("lag", big_state(0))
+    slow, _ = overflowing_subscriber(server, "/feeds/lag/events")
     # Deleted while the stream is behind (its events dropped): the stream still ends with event: deleted.
     assert server.http("DELETE", "/feeds/lag").status == 204
-    slow.settimeout(1)
-    data = b""
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            chunk = slow.recv(1 << 20)
-        except socket.timeout:
-            continue
-        if not chunk:
-            break
-        data += chunk
+    data, ended = read_stream(slow)
     slow.close()
-    assert time.monotonic() < deadline, "the stream of a deleted feed did not end"
-    events = events_of(data)
+    assert ended, "the stream of a deleted feed did not end"
+    events = stream_events(data)
     assert events and events[-1][0] == "deleted", f"the stream ended with {events[-1][0] if events else 'nothing'}, not deleted"
 
 

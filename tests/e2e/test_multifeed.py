@@ -6,7 +6,8 @@ import urllib.parse
 
 import pytest
 
-from e2e_helpers import (JWT_SECRET, SSEClient, apply_ops, jwt_token, normalised, rights, snapshot)
+from e2e_helpers import (JWT_SECRET, SSEClient, apply_ops, big_state, jwt_token, normalised, overflowing_subscriber, read_stream, rights,
+                         snapshot, stream_events)
 
 
 def feed_id(event):
@@ -235,60 +236,23 @@ def test_gzip_on_the_multi_feed_stream_and_one_event_stream_in_metrics(server):
 
 @pytest.mark.parametrize("quiet_opens", ["at its position", "with a snapshot"])
 def test_a_slow_subscriber_gets_a_snapshot_of_each_feed_it_fell_behind_on(start, quiet_opens):
-    import socket
-    import time
     server = start("--stream-buffer", "65536", "--log-level", "warning")
-    big_model = {"text": "y" * 1000}
-
-    def state(n):
-        return {"sections": [{"id": "a", "model": None, "items": [{"id": f"{n}-{i}", "kind": "k", "model": big_model} for i in range(40)]}]}
-
-    server.put("lag", state(0))
+    server.put("lag", big_state(0))
     server.put("quiet", snapshot(("s", ["1"])))
     with SSEClient(server.port, "/events?feed=quiet") as client:
         quiet_at = feed_id(client.expect_event("snapshot")[0])[1]
-    slow = socket.socket()
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    slow.connect(("127.0.0.1", server.port))
     quiet = f"quiet@{quiet_at}" if quiet_opens == "at its position" else "quiet"
-    slow.sendall(f"GET /events?feed=lag&feed={quiet} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    n = 0
-    while server.metrics()["diffstream_stream_overflows_total"] == 0:
-        n += 1
-        server.put("lag", state(n))
-        assert n < 2000, "the slow subscriber never overflowed"
-    final = server.put("lag", state(n + 1))["version"]
+    slow, n = overflowing_subscriber(server, f"/events?feed=lag&feed={quiet}")
+    final = server.put("lag", big_state(n + 1))["version"]
     # Read everything: lag reaches its current state through a fresh snapshot; quiet, which lost
     # nothing, gets no snapshot, and its next batch follows its position.
-    slow.settimeout(1)
-    data = b""
-    deadline = time.monotonic() + 20
     marker = f'"version":{final},'.encode()
-    while time.monotonic() < deadline and not (marker in data and b"\n\n" in data[data.index(marker):]):
-        try:
-            chunk = slow.recv(1 << 20)
-        except socket.timeout:
-            continue
-        if not chunk:
-            break
-        data += chunk
+    data, _ = read_stream(slow, until=lambda data: marker in data and b"\n\n" in data[data.index(marker):])
     server.put("quiet", snapshot(("s", ["1", "2"])))
     marker, count = b'"feed":"quiet"', 1 if quiet_opens == "at its position" else 2
-    while time.monotonic() < deadline and not (data.count(marker) >= count and b"\n\n" in data[data.rindex(marker):]):
-        try:
-            chunk = slow.recv(1 << 20)
-        except socket.timeout:
-            continue
-        if not chunk:
-            break
-        data += chunk
+    more, _ = read_stream(slow, until=lambda more: (data + more).count(marker) >= count and b"\n\n" in (data + more)[(data + more).rindex(marker):])
     slow.close()
-    body = data.split(b"\r\n\r\n", 1)[1].decode(errors="replace")
-    events = []
-    for block in body.split("\n\n")[:-1]:
-        fields = dict(line.split(": ", 1) for line in block.split("\n") if ": " in line and not line.startswith(":"))
-        if "data" in fields:
-            events.append((fields.get("event"), json.loads(fields["data"])))
+    events = stream_events(data + more)
     lag = [(kind, d) for kind, d in events if d["feed"] == "lag"]
     assert [kind for kind, _ in lag].count("snapshot") >= 2, "a resync snapshot after the first one"
     document = None
@@ -298,85 +262,34 @@ def test_a_slow_subscriber_gets_a_snapshot_of_each_feed_it_fell_behind_on(start,
         else:
             assert payload["from"] == document["version"], "a batch that does not follow the version before it"
             document = {**apply_ops(document, payload["ops"]), "version": payload["version"]}
-    assert document["version"] == final and normalised(document) == normalised(state(n + 1))
+    assert document["version"] == final and normalised(document) == normalised(big_state(n + 1))
     # Quiet sent nothing after the overflow began (its opening snapshot, if any, went out before).
     expected = [("batch", 1, 2)] if quiet_opens == "at its position" else [("snapshot", None, 1), ("batch", 1, 2)]
     assert [(kind, d.get("from"), d["version"]) for kind, d in events if d["feed"] == "quiet"] == expected
 
 
 def test_a_stream_whose_only_feed_is_deleted_while_it_is_behind_ends_with_deleted(start):
-    import socket
-    import time
     server = start("--stream-buffer", "65536", "--log-level", "warning")
-    big_model = {"text": "y" * 1000}
-
-    def state(n):
-        return {"sections": [{"id": "a", "model": None, "items": [{"id": f"{n}-{i}", "kind": "k", "model": big_model} for i in range(40)]}]}
-
-    server.put("lag", state(0))
-    slow = socket.socket()
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    slow.connect(("127.0.0.1", server.port))
-    slow.sendall(b"GET /events?feed=lag HTTP/1.1\r\nHost: x\r\n\r\n")
-    n = 0
-    while server.metrics()["diffstream_stream_overflows_total"] == 0:
-        n += 1
-        server.put("lag", state(n))
-        assert n < 2000, "the slow subscriber never overflowed"
+    server.put("lag", big_state(0))
+    slow, _ = overflowing_subscriber(server, "/events?feed=lag")
     assert server.http("DELETE", "/feeds/lag").status == 204
-    slow.settimeout(1)
-    data = b""
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            chunk = slow.recv(1 << 20)
-        except socket.timeout:
-            continue
-        if not chunk:
-            break
-        data += chunk
+    data, ended = read_stream(slow)
     slow.close()
-    assert time.monotonic() < deadline, "the stream did not end"
-    blocks = [block for block in data.split(b"\r\n\r\n", 1)[1].decode(errors="replace").split("\n\n") if block.startswith("event:")]
-    assert blocks and blocks[-1].startswith("event: deleted") and '"feed":"lag"' in blocks[-1], f"the stream ended with {blocks[-1][:80] if blocks else 'nothing'}"
+    assert ended, "the stream did not end"
+    events = stream_events(data)
+    assert events and events[-1] == ("deleted", {"feed": "lag"}), f"the stream ended with {events[-1] if events else 'nothing'}"
 
 
 def test_a_feed_deleted_while_the_stream_is_behind_is_told_once_it_drains(start):
-    import socket
-    import time
     server = start("--stream-buffer", "65536", "--log-level", "warning")
-    big_model = {"text": "y" * 1000}
-
-    def state(n):
-        return {"sections": [{"id": "a", "model": None, "items": [{"id": f"{n}-{i}", "kind": "k", "model": big_model} for i in range(40)]}]}
-
-    server.put("lag", state(0))
+    server.put("lag", big_state(0))
     server.put("gone", snapshot(("s", ["1"])))
-    slow = socket.socket()
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    slow.connect(("127.0.0.1", server.port))
-    slow.sendall(b"GET /events?feed=lag&feed=gone HTTP/1.1\r\nHost: x\r\n\r\n")
-    n = 0
-    while server.metrics()["diffstream_stream_overflows_total"] == 0:
-        n += 1
-        server.put("lag", state(n))
-        assert n < 2000, "the slow subscriber never overflowed"
+    slow, n = overflowing_subscriber(server, "/events?feed=lag&feed=gone")
     assert server.http("DELETE", "/feeds/gone").status == 204
-    final = server.put("lag", state(n + 1))["version"]
-    slow.settimeout(1)
-    data = b""
-    deadline = time.monotonic() + 20
-    wanted = (b"event: deleted", f'"version":{final},'.encode())
-    while time.monotonic() < deadline and not all(w in data for w in wanted):
-        try:
-            chunk = slow.recv(1 << 20)
-        except socket.timeout:
-            continue
-        if not chunk:
-            break
-        data += chunk
+    final = server.put("lag", big_state(n + 1))["version"]
+    marker = f'"version":{final},'.encode()
+    data, _ = read_stream(slow, until=lambda data: b"event: deleted" in data and marker in data and b"\n\n" in data[data.index(marker):])
     slow.close()
-    body = data.split(b"\r\n\r\n", 1)[1].decode(errors="replace")
-    deleted = [block for block in body.split("\n\n") if block.startswith("event: deleted")]
-    assert deleted and '"feed":"gone"' in deleted[0], "the deleted feed's end never reached the stream that was behind"
-    assert f'"version":{final},' in body, "lag did not reach its current state"
+    events = stream_events(data)
+    assert ("deleted", {"feed": "gone"}) in events, "the deleted feed's end never reached the stream that was behind"
+    assert any(kind != "deleted" and d.get("version") == final for kind, d in events), "lag did not reach its current state"
