@@ -9,10 +9,10 @@ public enum RequestDigest {
     /// - Parameter operation: what the request does to the feed: `PUT`, `DELETE`, `PATCH`, or
     ///   `POST <action>`.
     /// - Complexity: O(n) in the input's length.
-    public static func of(_ operation: String, _ input: some Sequence<UInt8> = [UInt8]()) -> String {
+    public static func of(_ operation: String, _ input: [UInt8] = []) -> String {
         var hash = SHA256()
         hash.update(data: Array(operation.utf8) + [UInt8(ascii: "\n")])
-        hash.update(data: Array(input))
+        hash.update(data: input)
         return hash.finalize().prefix(16).map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex

@@ -118,17 +118,19 @@ def test_a_slow_subscriber_is_caught_up_with_a_snapshot_once_it_reads_again(star
     assert server.metrics()["diffstream_resyncs_total"] >= 1
 
 
-def test_a_slow_subscriber_of_a_deleted_feed_still_gets_deleted(start):
+@pytest.mark.parametrize("path", ["/feeds/lag/events", "/events?feed=lag"])
+def test_a_slow_subscriber_of_a_deleted_feed_still_gets_deleted(start, path):
     server = start("--stream-buffer", "65536", "--log-level", "warning")
     server.put("lag", big_state(0))
-    slow, _ = overflowing_subscriber(server, "/feeds/lag/events")
-    # Deleted while the stream is behind (its events dropped): the stream still ends with event: deleted.
+    slow, _ = overflowing_subscriber(server, path)
+    # Deleted while the stream is behind (its events dropped): the stream still ends with event: deleted,
+    # on the single-feed route and on /events (whose only feed it was).
     assert server.http("DELETE", "/feeds/lag").status == 204
     data, ended = read_stream(slow)
     slow.close()
     assert ended, "the stream of a deleted feed did not end"
     events = stream_events(data)
-    assert events and events[-1][0] == "deleted", f"the stream ended with {events[-1][0] if events else 'nothing'}, not deleted"
+    assert events and events[-1] == ("deleted", {"feed": "lag"}), f"the stream ended with {events[-1] if events else 'nothing'}, not deleted"
 
 
 def test_connection_churn(start):

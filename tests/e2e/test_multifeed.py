@@ -268,18 +268,6 @@ def test_a_slow_subscriber_gets_a_snapshot_of_each_feed_it_fell_behind_on(start,
     assert [(kind, d.get("from"), d["version"]) for kind, d in events if d["feed"] == "quiet"] == expected
 
 
-def test_a_stream_whose_only_feed_is_deleted_while_it_is_behind_ends_with_deleted(start):
-    server = start("--stream-buffer", "65536", "--log-level", "warning")
-    server.put("lag", big_state(0))
-    slow, _ = overflowing_subscriber(server, "/events?feed=lag")
-    assert server.http("DELETE", "/feeds/lag").status == 204
-    data, ended = read_stream(slow)
-    slow.close()
-    assert ended, "the stream did not end"
-    events = stream_events(data)
-    assert events and events[-1] == ("deleted", {"feed": "lag"}), f"the stream ended with {events[-1] if events else 'nothing'}"
-
-
 def test_a_feed_deleted_while_the_stream_is_behind_is_told_once_it_drains(start):
     server = start("--stream-buffer", "65536", "--log-level", "warning")
     server.put("lag", big_state(0))
