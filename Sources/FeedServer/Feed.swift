@@ -111,9 +111,13 @@ public actor Feed {
     /// The number of open subscriptions.
     public var subscriberCount: Int { subscribers.count + taggedSubscribers.count }
 
-    /// Nothing on this instance needs the copy now: no subscriber, not hosted, no write, refresh or read
-    /// under way. With a shared store, the registry drops idle copies (``FeedRegistry``).
-    var isIdle: Bool { subscriberCount == 0 && !isHosted && !writeTurn.isTaken && !refreshQueued && !rereading }
+    /// Nothing on this instance needs the copy now: no subscriber, not hosted, and not ``isBusy``.
+    /// With a shared store, the registry drops idle copies (``FeedRegistry``).
+    var isIdle: Bool { subscriberCount == 0 && !isHosted && !isBusy }
+
+    /// A write, a refresh from the shared store or a reread is under way or queued. A copy the registry
+    /// has just loaded is busy until the refresh that follows the load (``FeedRegistry``) is done.
+    var isBusy: Bool { writeTurn.isTaken || refreshQueued || rereading }
 
     /// The snapshot document (`GET /feeds/{feed}`).
     public func document() -> (version: Int, json: [UInt8]) {

@@ -1,7 +1,7 @@
 import Foundation
 import DiffStream
 import DiffStreamJSON
-import FeedServer
+@testable import FeedServer
 import FeedStore
 import Logging
 import RedisClient
@@ -19,10 +19,22 @@ struct SharedFeedRegistryTests {
         let store: RedisStore
         let registry: FeedRegistry
 
-        init(_ server: RedisTestServer, replay: Int = 8, maxFeeds: Int? = nil, prefix: String = "diffstream") async throws {
+        /// - Parameter hearing: false for an instance whose registry never follows the store's events
+        ///   (``Instance/deaf(_:)``).
+        init(_ server: RedisTestServer, replay: Int = 8, maxFeeds: Int? = nil, prefix: String = "diffstream", hearing: Bool = true) async throws {
             store = try RedisStore.open(url: server.url, keys: RedisKeys(prefix: prefix), replay: replay, maxFeeds: maxFeeds, pingInterval: 0.2)
             registry = FeedRegistry(replayLimit: replay, transport: MemoryBroadcaster(), store: store, logger: Logger(label: "test"))
-            await registry.startSharing(checkInterval: 3600)  // position checks are called by the tests
+            if hearing { await registry.startSharing(checkInterval: 3600) }  // position checks are called by the tests
+        }
+
+        /// An instance that hears no other instance's commits: its registry never follows the store's
+        /// events, so every copy it holds goes stale as soon as another instance writes, and stays so
+        /// until a write, a read's position check or a resume reads Redis again. Deterministic, where
+        /// unsubscribing a following instance from a feed's channel is not: the refresh that Redis's
+        /// confirmation of the earlier `SUBSCRIBE` queues can run at any time after it, even after the
+        /// other instance's writes, and make the copy current.
+        static func deaf(_ server: RedisTestServer) async throws -> Instance {
+            try await Instance(server, hearing: false)
         }
 
         func close() async {
@@ -57,19 +69,22 @@ struct SharedFeedRegistryTests {
         try await eventually { try followers(name, admin: admin) == count }
     }
 
-    /// Once both instances follow `name` (Redis counts two), `b` stops following it and Redis counts
-    /// one: `b` no longer hears the other's commits of it, so its copy goes stale from then on.
-    static func deafen(_ b: Instance, to name: String, admin: RedisConnection) async throws {
-        #expect(try await until(name, has: 2, admin: admin))
-        b.store.unfollow(name)
-        #expect(try await until(name, has: 1, admin: admin))
+    /// Waits for the copy of `name` that `instance` holds to be settled: the refresh that follows a
+    /// load (the registry queues it to catch commits published during the load) has read Redis, and
+    /// nothing else is under way (``Feed/isBusy``). A ``Instance/deaf(_:)`` instance then reads Redis
+    /// again only when a test asks it to, so whatever is written elsewhere from then on leaves its
+    /// copy stale, deterministically.
+    static func settle(_ name: String, on instance: Instance) async throws {
+        let feed = try #require(await instance.registry.feed(name))
+        #expect(await eventually { await !feed.isBusy }, "the copy of \(name) settles")
     }
 
-    /// `name` at version 2 in Redis (written through `written`), and `held`'s copy of it at 1: stale.
-    static func staleCopy(_ name: String, written a: Instance, held b: Instance, admin: RedisConnection) async throws -> Feed {
+    /// `name` at version 2 in Redis (written through `written`), and `held`'s copy of it at 1: stale
+    /// (`held` is ``Instance/deaf(_:)``).
+    static func staleCopy(_ name: String, written a: Instance, held b: Instance) async throws -> Feed {
         _ = try await a.registry.put(name, snapshot: snapshot([1]))
         let held = try #require(await b.registry.feed(name))
-        try await deafen(b, to: name, admin: admin)
+        try await settle(name, on: b)
         _ = try await a.registry.put(name, snapshot: snapshot([1, 2]))
         #expect(await held.version == 1, "B's copy is stale")
         return held
@@ -395,12 +410,11 @@ struct SharedFeedRegistryTests {
     /// and the write computed against Redis's feed.
     @Test func aWriteThatChangesNothingInAStaleCopyIsComputedAgainstRedis() async throws {
         try await RedisTestServer.with { server in
-            let a = try await Instance(server), b = try await Instance(server)
-            let admin = try RedisConnection(url: server.url, timeout: 2)
+            let a = try await Instance(server), b = try await Instance.deaf(server)
             for name in ["deleted", "moved"] {
                 _ = try await a.registry.put(name, snapshot: Self.snapshot([1]))
                 #expect(await b.registry.feed(name)?.version == 1)
-                try await Self.deafen(b, to: name, admin: admin)
+                try await Self.settle(name, on: b)
             }
             #expect(try await a.registry.delete("deleted", writeID: nil))
             _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
@@ -422,9 +436,9 @@ struct SharedFeedRegistryTests {
     /// not a conflict after every attempt, and goes through once Redis can be read again.
     @Test func aWriteWhoseRereadFailsAnswersTheStoresError() async throws {
         try await RedisTestServer.with { server in
-            let a = try await Instance(server), b = try await Instance(server)
+            let a = try await Instance(server), b = try await Instance.deaf(server)
             let admin = try RedisConnection(url: server.url, timeout: 2)
-            _ = try await Self.staleCopy("moved", written: a, held: b, admin: admin)
+            _ = try await Self.staleCopy("moved", written: a, held: b)
             _ = try admin.command(["ACL", "SETUSER", "default", "-xrange"])
             let next = try Self.snapshot([1, 2, 3])
             var refused: FeedWriteError?
@@ -450,9 +464,9 @@ struct SharedFeedRegistryTests {
     /// `available` would follow): the copy is read again instead.
     @Test func aStaleCopyThatCannotBeReadAgainIsNotServed() async throws {
         try await RedisTestServer.with { server in
-            let a = try await Instance(server), b = try await Instance(server)
+            let a = try await Instance(server), b = try await Instance.deaf(server)
             let admin = try RedisConnection(url: server.url, timeout: 2)
-            let held = try await Self.staleCopy("moved", written: a, held: b, admin: admin)
+            let held = try await Self.staleCopy("moved", written: a, held: b)
             let history = await held.history
 
             _ = try admin.command(["ACL", "SETUSER", "default", "-xrange"])
@@ -470,12 +484,11 @@ struct SharedFeedRegistryTests {
     /// acknowledged on another before it, even when that write's message has not arrived yet.
     @Test func aReadAnswersWritesAcknowledgedOnAnotherInstance() async throws {
         try await RedisTestServer.with { server in
-            let a = try await Instance(server), b = try await Instance(server)
-            let admin = try RedisConnection(url: server.url, timeout: 2)
+            let a = try await Instance(server), b = try await Instance.deaf(server)
             for name in ["deleted", "moved"] {
                 _ = try await a.registry.put(name, snapshot: Self.snapshot([1]))
                 #expect(try await b.registry.latest(name)?.version == 1)
-                try await Self.deafen(b, to: name, admin: admin)
+                try await Self.settle(name, on: b)
             }
             #expect(try await a.registry.delete("deleted", writeID: nil))
             _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
@@ -534,11 +547,10 @@ struct SharedFeedRegistryTests {
     /// client's key gets the first answer even where the action no longer applies.
     @Test func actionsRunOnTheStateRedisHoldsAndARetryGetsItsFirstAnswer() async throws {
         try await RedisTestServer.with { server in
-            let a = try await Instance(server), b = try await Instance(server)
-            let admin = try RedisConnection(url: server.url, timeout: 2)
+            let a = try await Instance(server), b = try await Instance.deaf(server)
             let onA = try await HostedFeeds(registry: a.registry).host(Shelf(), as: "shelf")
             let onB = try await HostedFeeds(registry: b.registry).host(Shelf(), as: "shelf")
-            try await Self.deafen(b, to: "shelf", admin: admin)
+            try await Self.settle("shelf", on: b)
             let added = try await onA.perform("add", body: Array(#"{"name":"x"}"#.utf8), writeID: nil)
             #expect(await b.registry.feed("shelf")?.version == added.version - 1, "B has not heard of x")
 
@@ -563,11 +575,10 @@ struct SharedFeedRegistryTests {
     /// rather than answered "nothing changed".
     @Test func anActionThatChangesNothingInAStaleStateRunsOnRedissState() async throws {
         try await RedisTestServer.with { server in
-            let a = try await Instance(server), b = try await Instance(server)
-            let admin = try RedisConnection(url: server.url, timeout: 2)
+            let a = try await Instance(server), b = try await Instance.deaf(server)
             let onA = try await HostedFeeds(registry: a.registry).host(Shelf(), as: "shelf")
             let onB = try await HostedFeeds(registry: b.registry).host(Shelf(), as: "shelf")
-            try await Self.deafen(b, to: "shelf", admin: admin)
+            try await Self.settle("shelf", on: b)
             let noted = try await onA.perform("note", body: Array(#"{"name":"x"}"#.utf8), writeID: nil)
             #expect(noted.operations == 0, "the note is not shown: the state alone changed")
             let cleared = try await onB.perform("note", body: Array(#"{"name":""}"#.utf8), writeID: nil)
