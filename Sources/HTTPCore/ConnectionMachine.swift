@@ -116,7 +116,12 @@ package struct ConnectionMachine: Sendable {
     /// Settings shared by every connection of a server (one allocation, not one copy each).
     package final class SharedSettings: Sendable {
         package let value: Settings
-        package init(_ value: Settings) { self.value = value }
+        /// The parsers' limits (`value.limits`), shared the same way.
+        package let limits: HTTPRequestParser.SharedLimits
+        package init(_ value: Settings) {
+            self.value = value
+            self.limits = HTTPRequestParser.SharedLimits(value.limits)
+        }
     }
 
     package init(id: Int, remote: String, settings: Settings, tls: Bool, now: Double) {
@@ -127,7 +132,7 @@ package struct ConnectionMachine: Sendable {
         self.id = id
         self.remote = remote
         self.sharedSettings = settings
-        self.parser = HTTPRequestParser(limits: settings.value.limits)
+        self.parser = HTTPRequestParser(sharedLimits: settings.limits)
         self.phase = tls ? .handshaking : .awaitingRequest
         self.phaseSince = now
         self.lastWriteProgress = now

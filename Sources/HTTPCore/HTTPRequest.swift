@@ -20,10 +20,15 @@ public struct HTTPRequest: Sendable, Equatable {
         self.version = version
         self.headers = headers
         self.body = body
-        let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        rawPath = String(parts.first ?? "")
+        // Without a query or escapes, `target`, `rawPath` and `path` share one string's storage.
+        if let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
+            rawPath = String(target[..<mark])
+            query = PercentDecoding.queryItems(String(target[target.utf8.index(after: mark)...]))
+        } else {
+            rawPath = target
+            query = []
+        }
         path = PercentDecoding.decode(rawPath) ?? rawPath
-        query = parts.count > 1 ? PercentDecoding.queryItems(String(parts[1])) : []
     }
 
     /// The first value of a query parameter.
@@ -53,7 +58,10 @@ public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
 /// Percent-decoding of paths and queries (RFC 3986 §2.1).
 public enum PercentDecoding {
     /// Decodes `%XX` escapes; `nil` if an escape is malformed or the result is not UTF-8.
+    /// Text with no `%` is returned as it is (the same storage: a request's `path` and `rawPath` then
+    /// share one allocation, which an idle subscriber keeps).
     public static func decode(_ text: String) -> String? {
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return text }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
         var iterator = text.utf8.makeIterator()

@@ -30,13 +30,16 @@ public struct HTTPRequestParser: Sendable {
         case error(HTTPParseError)
     }
 
+    /// The states that hold a request are `indirect` (boxed while a body is read): the parser lives
+    /// inline in every connection, idle subscribers included, and a request inline would add about
+    /// 100 bytes to each.
     private enum State: Sendable {
         case head
-        case body(Pending, remaining: Int)
-        case chunkSize(Pending)
-        case chunkData(Pending, remaining: Int)
-        case chunkDataEnd(Pending)
-        case trailers(Pending)
+        indirect case body(Pending, remaining: Int)
+        indirect case chunkSize(Pending)
+        indirect case chunkData(Pending, remaining: Int)
+        indirect case chunkDataEnd(Pending)
+        indirect case trailers(Pending)
         case failed(HTTPParseError)
     }
 
@@ -46,15 +49,28 @@ public struct HTTPRequestParser: Sendable {
         package var body: [UInt8]
     }
 
-    public let limits: HTTPLimits
+    /// The limits, shared by reference: every connection of a server has the same ones, and an idle
+    /// subscriber should not carry its own copy (about 90 bytes).
+    private let sharedLimits: SharedLimits
+    public var limits: HTTPLimits { sharedLimits.value }
     private var buffer: [UInt8] = []
     private var start = 0
     private var scanned = 0
     private var state = State.head
     private var continueSent = false
 
+    /// Limits that many parsers share (one allocation, not one copy each).
+    package final class SharedLimits: Sendable {
+        package let value: HTTPLimits
+        package init(_ value: HTTPLimits) { self.value = value }
+    }
+
     public init(limits: HTTPLimits = HTTPLimits()) {
-        self.limits = limits
+        self.init(sharedLimits: SharedLimits(limits))
+    }
+
+    package init(sharedLimits: SharedLimits) {
+        self.sharedLimits = sharedLimits
     }
 
     /// Bytes received but not yet consumed by a complete request.

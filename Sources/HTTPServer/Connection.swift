@@ -36,8 +36,9 @@ final class Connection: EventHandler, @unchecked Sendable {
     private var flushing = false
 
     private(set) var stream: EventStream?
-    /// The event stream's log metadata (its connect line's), for the disconnect line.
-    private var streamLogMetadata: Logger.Metadata = [:]
+    /// The handler's log metadata of the response that opened the event stream (say `feed`), for the
+    /// disconnect line, which adds its own keys only when written.
+    private var streamLogMetadata = StreamLogMetadata()
     /// The deadline at which this connection sits in its loop's timer queue (nil: not queued).
     var timerDeadline: Double?
 
@@ -195,15 +196,16 @@ final class Connection: EventHandler, @unchecked Sendable {
     /// What a response that opens an event stream brings: the handler's start closure and the request.
     struct StreamOpening {
         var start: @Sendable (any EventSink) -> Void
+        /// The request's path as sent (``HTTPRequest/rawPath``: never a decoded line break in a log).
         var path: String
-        /// The connect line's metadata, for the disconnect line.
+        /// The handler's metadata for the stream's log lines.
         var logMetadata: Logger.Metadata
     }
 
     private func openStream(_ opening: StreamOpening) {
         let stream = EventStream(id: id, path: opening.path, loop: loop)
         self.stream = stream
-        streamLogMetadata = opening.logMetadata
+        streamLogMetadata = StreamLogMetadata(opening.logMetadata)
         if isClosed {
             stream.terminate()  // gone while it opened: its owner learns at once
         }
@@ -212,12 +214,9 @@ final class Connection: EventHandler, @unchecked Sendable {
 
     /// The handler's response, prepared off the loop (loop thread).
     func respond(_ response: PreparedResponse, request: HTTPRequest) {
-        let opening = response.stream.map { start in
-            var metadata = response.logMetadata
-            metadata["connection"] = "\(id)"
-            metadata["path"] = "\(request.rawPath)"  // as sent: never a decoded line break in a log
-            return StreamOpening(start: start, path: request.path, logMetadata: metadata)
-        }
+        // An idle subscriber keeps only what the disconnect line needs: the handler's metadata as it
+        // is (shared, not copied) and the path, whose storage the request's strings share.
+        let opening = response.stream.map { start in StreamOpening(start: start, path: request.rawPath, logMetadata: response.logMetadata) }
         perform(machine.respond(response, now: EventLoop.now(), date: loop.dateHeader()), opening: opening)
     }
 
@@ -346,7 +345,9 @@ final class Connection: EventHandler, @unchecked Sendable {
         loop.connectionClosed(self)
         if let stream {
             loop.server.metrics.streamsOpen.subtract(1, ordering: .relaxed)
-            var metadata = streamLogMetadata
+            var metadata = streamLogMetadata.metadata
+            metadata["connection"] = "\(id)"
+            metadata["path"] = "\(stream.path)"
             metadata["reason"] = "\(reason)"
             loop.server.logger.info("sse disconnect #\(id) \(stream.path) (\(reason))", metadata: metadata)
             stream.terminate()

@@ -10,8 +10,8 @@ import Synchronization
 public final class EventStream: EventSink {
     /// Unique per server.
     public let id: Int
-    /// The path of the request that opened the stream (the rest of the request is not kept: an idle
-    /// subscriber should cost as little memory as possible).
+    /// The path of the request that opened the stream, as sent (``HTTPRequest/rawPath``; the rest of
+    /// the request is not kept: an idle subscriber should cost as little memory as possible).
     public let path: String
     /// The loop that owns the stream's connection.
     let loop: LoopCore
