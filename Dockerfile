@@ -13,20 +13,23 @@ RUN swift package resolve
 COPY Sources ./Sources
 COPY Tests ./Tests
 COPY Public ./Public
+# diffstream-watch: `diffstream watch` runs it (the client's HTTP stack stays out of the server's process).
 RUN swift build -c release --static-swift-stdlib --product diffstream \
-    && install -D "$(swift build -c release --show-bin-path)/diffstream" /out/diffstream
+    && swift build -c release --static-swift-stdlib --product diffstream-watch \
+    && install -D "$(swift build -c release --show-bin-path)/diffstream" /out/diffstream \
+    && install -D "$(swift build -c release --show-bin-path)/diffstream-watch" /out/diffstream-watch
 
 FROM debian:bookworm-slim
 # The libraries `ldd` lists for the binary (libssl3: libssl and libcrypto; zlib1g; libsqlite3-0; libstdc++6 and
-# libgcc-s1 for the statically linked Swift runtime; libcurl4 for FoundationNetworking, which `diffstream watch`
-# links through DiffStreamClient; libhiredis0.14 for `--redis`, through the CHiredis system-library target), and
+# libgcc-s1 for the statically linked Swift runtime; libcurl4 for FoundationNetworking, which diffstream-watch
+# (`diffstream watch`) links through DiffStreamClient; libhiredis0.14 for `--redis`, through the CHiredis system-library target), and
 # CA certificates. scripts/check-docker-runtime.sh installs exactly the line after '# runtime-packages'.
 # runtime-packages
 RUN apt-get update && apt-get install -y --no-install-recommends libssl3 zlib1g libsqlite3-0 libstdc++6 libgcc-s1 libcurl4 libhiredis0.14 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin diffstream \
     && mkdir -p /data && chown diffstream /data
-COPY --from=build /out/diffstream /usr/local/bin/diffstream
+COPY --from=build /out/diffstream /out/diffstream-watch /usr/local/bin/
 COPY --from=build /src/Public /usr/share/diffstream/Public
 VOLUME /data
 WORKDIR /data

@@ -25,6 +25,8 @@ let package = Package(
         // A stream transport for DiffStreamClient over OpenSSL: a CA file and `insecure` on Linux too.
         .library(name: "TLSStreamClient", targets: ["TLSStreamClient"]),
         .executable(name: "diffstream", targets: ["diffstream"]),
+        // `diffstream watch`: the Swift client in a program of its own, which `diffstream watch` runs.
+        .executable(name: "diffstream-watch", targets: ["diffstream-watch"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),  // 1.6: @ParentCommand
@@ -99,11 +101,20 @@ let package = Package(
         // `TLSStreamTransport`: DiffStreamClient's streams as HTTP/1.1 over a blocking socket, plain or TLS
         // through OpenSSL (a CA file, no verification), for Linux, where FoundationNetworking offers neither.
         .target(name: "TLSStreamClient", dependencies: ["DiffStreamClient", "COpenSSL", "OpenSSLSupport"], swiftSettings: strict),
-        // Parses flags into a `DiffStreamServer.Configuration` and runs the server.
+        // Parses flags into a `DiffStreamServer.Configuration` and runs the server. `diffstream watch` runs
+        // `diffstream-watch`, found beside it: the server process does not load the client's HTTP stack
+        // (FoundationNetworking and libcurl). Not a dependency: SwiftPM would link the dependency's
+        // libraries into this one too. `swift build` builds both; scripts and the Dockerfile name both.
         .executableTarget(
             name: "diffstream",
-            dependencies: ["DiffStreamServer", "FeedServer", "HTTPServer", "Examples", "LogLines", "DiffStreamClient", "TLSStreamClient", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["DiffStreamServer", "FeedServer", "HTTPServer", "Examples", "LogLines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        // `diffstream watch URL FEED…`: follows feeds with DiffStreamClient (and TLSStreamClient for https).
+        .executableTarget(
+            name: "diffstream-watch",
+            dependencies: ["DiffStream", "DiffStreamJSON", "DiffStreamClient", "TLSStreamClient", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict
         ),
         // Helpers shared by the test targets (a seeded generator for property-based tests).

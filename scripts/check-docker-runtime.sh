@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Proves that the release binary runs in a minimal Debian 12 root holding only the packages the
-# Dockerfile's runtime stage installs: no missing shared library, /healthz answers, the page is served.
+# Dockerfile's runtime stage installs: no missing shared library, /healthz answers, the page is served,
+# and `diffstream watch` (diffstream-watch, beside the binary) follows a feed.
 # A binary with `--redis` (issue 26) must link libhiredis, find it in the root (libhiredis0.14), and run
 # there against a real redis-server on loopback: /readyz says Redis is ok and a PUT reaches Redis.
 #   scripts/check-docker-runtime.sh .build/release/diffstream   (scripts/test.sh: .build-release/release/diffstream)
@@ -102,6 +103,10 @@ fi
 flock -u 9
 
 install -D -m 0755 "$binary" "$root/usr/local/bin/diffstream"
+# `diffstream watch` runs diffstream-watch, found beside the binary (the Dockerfile installs both).
+watcher="$(dirname "$binary")/diffstream-watch"
+[[ -x "$watcher" ]] || fail "no diffstream-watch beside $binary (build it with --product diffstream-watch)"
+install -D -m 0755 "$watcher" "$root/usr/local/bin/diffstream-watch"
 rm -rf "$root/usr/share/diffstream/Public"
 mkdir -p "$root/usr/share/diffstream"
 cp -r Public "$root/usr/share/diffstream/Public"
@@ -118,6 +123,10 @@ if grep -q "not found" <<<"$ldd_output"; then
     fail "shared libraries missing from the runtime packages:
 $(grep "not found" <<<"$ldd_output")"
 fi
+! grep -q "libcurl" <<<"$ldd_output" || fail "the server links libcurl (FoundationNetworking belongs to diffstream-watch only)"
+watch_ldd=$(chroot "$root" ldd /usr/local/bin/diffstream-watch 2>&1) || fail "ldd of diffstream-watch failed in the minimal root: $watch_ldd"
+! grep -q "not found" <<<"$watch_ldd" || fail "libraries of diffstream-watch missing from the runtime packages:
+$(grep "not found" <<<"$watch_ldd")"
 
 show_log() { echo "--- server log ---" >&2; cat "$log" >&2; echo "------------------" >&2; }
 
@@ -150,6 +159,12 @@ health=$(curl -fsS --max-time 5 "http://127.0.0.1:$port/healthz" 2>&1) \
     || { show_log; fail "GET /healthz failed: $health"; }
 page=$(curl -fsS --max-time 5 "http://127.0.0.1:$port/" 2>&1) || { show_log; fail "GET / failed: $page"; }
 grep -qi "<html" <<<"$page" || { show_log; fail "GET / did not return an HTML page"; }
+# `diffstream watch` in the root: it runs diffstream-watch, whose libraries (libcurl4) must be there.
+curl -fsS --max-time 5 -X PUT "http://127.0.0.1:$port/feeds/runtime-watch" -d '{"sections":[]}' >/dev/null \
+    || { show_log; fail "PUT /feeds/runtime-watch failed"; }
+watched=$(chroot "$root" /usr/local/bin/diffstream watch --json --once "http://127.0.0.1:$port" runtime-watch 2>&1) \
+    || { show_log; fail "diffstream watch failed in the minimal root: $watched"; }
+grep -q '"feed":"runtime-watch"' <<<"$watched" || fail "diffstream watch printed no snapshot of runtime-watch: $watched"
 stop_server
 
 # Redis mode: only for a binary that has --redis. ldd above already failed on a missing libhiredis;

@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 swift build -c release --product diffstream
+swift build -c release --product diffstream-watch  # `diffstream watch` runs it (a program of its own)
 exec .build/release/diffstream --public Public --demo "$@"

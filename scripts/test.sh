@@ -2,7 +2,7 @@
 # Runs every test of DiffStream; fails on the first failure.
 #  1. installs what is missing (scripts/setup.sh --test)
 #  2. builds debug with warnings as errors; then starts, in the background at the lowest priority, the
-#     builds the later steps need (the release binary in .build-release, then the example package
+#     builds the later steps need (the release binaries diffstream and diffstream-watch in .build-release, then the example package
 #     Examples/Scoreboard in release in the same directory), so they use the CPU the tests leave idle (the end-to-end tests mostly wait on
 #     sockets). Each later step runs its build again in the foreground:
 #     a no-op when the background one finished, a wait on SwiftPM's lock when it is under way, and the
@@ -48,13 +48,14 @@ swift build -Xswiftc -warnings-as-errors
 # dependency it shares with diffstream is compiled with the same command there, so it only compiles and
 # links its own (seconds, against minutes for a build of its own).
 release_build=(swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product diffstream --scratch-path .build-release)
+watch_build=(swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product diffstream-watch --scratch-path .build-release)
 scoreboard_build=(swift build --package-path Examples/Scoreboard -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product Scoreboard --scratch-path .build-release)
 step "starting the release build and the example's in the background (nice 19; log: test-artifacts/background-builds.log)"
 # setsid: its own process group, so that a failing step stops the whole chain (the EXIT trap). A new
 # session is also a new scheduler autogroup where the kernel has them (sched_autogroup_enabled), and
 # `nice` only ranks processes inside their autogroup: the group itself gets nice 19 too, else the
 # builds would take half the CPU from the tests.
-setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 bash -c '${release_build[*]} && ${scoreboard_build[*]}'" \
+setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 bash -c '${release_build[*]} && ${watch_build[*]} && ${scoreboard_build[*]}'" \
     >test-artifacts/background-builds.log 2>&1 </dev/null &
 background_groups+=("$!")
 
@@ -96,6 +97,7 @@ DIFFSTREAM_EXAMPLE_BINARY="$PWD/.build-release/release/Scoreboard" python3 -m py
 
 step "build (release, static Swift runtime, warnings as errors) and the Dockerfile checks"
 "${release_build[@]}"
+"${watch_build[@]}"
 hadolint Dockerfile
 scripts/check-docker-runtime.sh .build-release/release/diffstream
 

@@ -7,9 +7,14 @@ import TLSStreamClient
 
 /// `diffstream watch URL FEED…`: follows feeds with the Swift client and shows them live, or prints
 /// each snapshot as a line of JSON (`--json`).
+///
+/// A program of its own, `diffstream-watch`, which `diffstream watch` runs in its place (`execv`): the
+/// client links FoundationNetworking, and with it libcurl and some 28 libraries more, which the server
+/// process should not load (4 MB of its resident memory at start; docs/benchmarks.md, issue 35).
+@main
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "watch",
+        commandName: "diffstream watch",
         abstract: "Follows feeds of a server: a live view, or one line of JSON per snapshot.",
         discussion: """
         Follows through disconnects (resuming from the last event id). For private feeds give --token T \
@@ -26,8 +31,9 @@ struct WatchCommand: AsyncParsableCommand {
     @Argument(help: "The feeds to follow (several share one stream).") var feeds: [String]
     @Flag(help: "Print each snapshot as one line of JSON: the object GET /feeds/{feed} returns, plus the event id under \"id\".") var json = false
     @Flag(help: "Print the current snapshot of each feed and exit.") var once = false
-    /// `--token T` is the server command's own option (given before or after `watch`): the bearer token sent.
-    @ParentCommand var server: DiffStreamCommand
+    /// The bearer token sent. `diffstream --token T watch …` (the server command's option, before
+    /// `watch`) reaches here as `DIFFSTREAM_WATCH_TOKEN`.
+    @Option(help: "The bearer token to send (or set DIFFSTREAM_WATCH_TOKEN).") var token: String?
     @Option(help: "PEM file of the certificate authorities to trust (instead of OpenSSL's default CA paths). An unreadable file is exit 2.") var cacert: String?
     @Flag(help: "Do not verify the server's certificate (its chain or its name).") var insecure = false
     @Option(help: "A directory for the offline cache (the last snapshot is shown at once, marked stale; --once waits for the current one).") var cache: String?
@@ -42,7 +48,7 @@ struct WatchCommand: AsyncParsableCommand {
         }
         guard !feeds.isEmpty else { fail(.usage, "name at least one feed") }
         if cacert != nil && insecure { fail(.usage, "give --cacert or --insecure, not both") }
-        let token = server.token ?? ProcessInfo.processInfo.environment["DIFFSTREAM_WATCH_TOKEN"]
+        let token = token ?? ProcessInfo.processInfo.environment["DIFFSTREAM_WATCH_TOKEN"]
         var client = FeedClient(baseURL: base, token: token, cacheDirectory: cache.map { URL(fileURLWithPath: $0, isDirectory: true) })
         client.insecure = insecure
         if base.scheme == "https" || cacert != nil || insecure {
@@ -149,59 +155,4 @@ struct WatchCommand: AsyncParsableCommand {
         note(message)
         Foundation.exit(code.rawValue)
     }
-}
-
-/// The terminal view of `watch`: each feed's sections with their titles, items with kind and a short
-/// model; what the last batch changed is marked (inverse video) until the next update.
-struct WatchView {
-    var feeds: [String]
-    var state = "connecting"
-    /// Feeds whose server cannot reach its store (`event: unavailable`), with the server's detail.
-    var unavailable: [String: String] = [:]
-    private var updates: [String: WireFeedUpdate] = [:]
-    private var highlighted: [String: Set<WireID>] = [:]
-
-    init(feeds: [String]) { self.feeds = feeds }
-
-    mutating func apply(_ update: WireFeedUpdate) {
-        updates[update.feed] = update
-        var changed = Set<WireID>()
-        for operation in update.operations {
-            switch operation {
-            case .insert(let item, _, _), .update(let item): changed.insert(item.id)
-            case .move(let id, _, _): changed.insert(id)
-            case .insertSection(let section, _), .updateSection(let section): changed.insert(section.id)
-            case .moveSection(let id, _): changed.insert(id)
-            case .delete, .deleteSection: break
-            }
-        }
-        highlighted[update.feed] = changed
-    }
-
-    func render() -> String {
-        var lines: [String] = ["[\(state)]"]
-        for feed in feeds {
-            guard let update = updates[feed] else {
-                lines.append("\(feed): (waiting)\(unavailable[feed] != nil ? " (unavailable)" : "")")
-                continue
-            }
-            let marks = highlighted[feed] ?? []
-            let outage = unavailable[feed].map { " (unavailable: showing the last state\($0.isEmpty ? "" : "; \($0)"))" } ?? ""
-            lines.append("\u{1B}[1m\(feed)\u{1B}[0m v\(update.version)\(update.isStale ? " (cached, stale)" : "")\(outage)")
-            for (index, section) in update.snapshot.sections.enumerated() {
-                let title = section.model["title"]?.stringValue ?? section.model["header"]?.stringValue
-                lines.append(Self.mark("  ▸ \(section.id)\(title.map { " — \($0)" } ?? "")", marks.contains(section.id)))
-                for item in update.snapshot.items(atSectionIndex: index) {
-                    lines.append(Self.mark("    \(item.kind) \(item.id)  \(Self.short(item.model.description))", marks.contains(item.id)))
-                }
-            }
-        }
-        return lines.joined(separator: "\n") + "\n"
-    }
-
-    static func short(_ text: String, limit: Int = 80) -> String {
-        text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
-    }
-
-    static func mark(_ line: String, _ on: Bool) -> String { on ? "\u{1B}[7m\(line)\u{1B}[0m" : line }
 }
