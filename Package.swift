@@ -5,7 +5,12 @@ let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 let package = Package(
     name: "DiffStream",
-    // iOS 15: `reconfigureItems` (DiffStreamClient). The server products build on Linux and macOS only.
+    // Platforms. The declaration below is the client products': DiffStream, DiffStreamJSON and
+    // DiffStreamClient build for these Apple systems (iOS 15: `reconfigureItems`) and for Linux.
+    // Every other product is Linux-only (the epoll runtime; `Synchronization.Mutex`, which Apple has
+    // from macOS 15 only): HTTPCore, HTTPServer, FeedServer, FeedStore, LogLines, Examples,
+    // DiffStreamTesting, DiffStreamServer, TLSStreamClient, diffstream and diffstream-watch. SwiftPM declares platforms
+    // per package, not per product; tests/structure/test_platforms.py checks both halves of this.
     platforms: [.macOS(.v14), .iOS(.v15), .tvOS(.v15), .watchOS(.v8), .macCatalyst(.v15)],
     products: [
         .library(name: "DiffStream", targets: ["DiffStream"]),

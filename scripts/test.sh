@@ -7,7 +7,7 @@
 #     sockets). Each later step runs its build again in the foreground:
 #     a no-op when the background one finished, a wait on SwiftPM's lock when it is under way, and the
 #     build's own errors when it failed (the background log is test-artifacts/background-builds.log)
-#  3. swift test (unit, shared vectors, property-based), then the page's Node tests (tests/browser/*.test.mjs:
+#  3. the package's structure (tests/structure), swift test (unit, shared vectors, property-based), then the page's Node tests (tests/browser/*.test.mjs:
 #     the protocol module on the shared vectors, the stream hub's unit and property-based tests)
 #  4. end-to-end tests against the built binary over real sockets (tests/e2e), twice: with the default
 #     number of event loops and feeds in memory, then with --loops 1 and a durable --data directory (the
@@ -59,6 +59,9 @@ setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 
     >test-artifacts/background-builds.log 2>&1 </dev/null &
 background_groups+=("$!")
 
+step "the package's structure (tests/structure: the platforms each product declares, checked in the sources)"
+python3 -m pytest tests/structure -q -p no:cacheprovider
+
 step "swift test"
 # 15 minutes at most (the test targets' build included; the run takes 2 to 3): a test that hangs fails
 # the step, which then names the tests that started and never ended.
@@ -100,6 +103,7 @@ step "build (release, static Swift runtime, warnings as errors) and the Dockerfi
 "${watch_build[@]}"
 hadolint Dockerfile
 scripts/check-docker-runtime.sh .build-release/release/diffstream
+
 
 if [[ -n ${DIFFSTREAM_FUZZ:-} ]]; then
     step "fuzzing (scripts/fuzz.sh 10, the targets at once; long runs are recorded in docs/fuzzing.md)"

@@ -175,6 +175,17 @@ private struct Parser {
 
     func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 
+    /// The bytes as a string, or nil if they are not UTF-8. `String(validating:as:)` is Swift 6's
+    /// (macOS 15, iOS 18); the client products declare older Apple systems, where a string decoded
+    /// with repairs is compared with its bytes instead (a repair changes them).
+    static func validatedString(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, macCatalyst 18, *) {
+            return String(validating: bytes, as: UTF8.self)
+        }
+        let string = String(decoding: bytes, as: UTF8.self)
+        return string.utf8.elementsEqual(bytes) ? string : nil
+    }
+
     mutating func parseString() throws(JSONParseError) -> String {
         offset += 1  // opening quote
         let start = offset
@@ -183,7 +194,7 @@ private struct Parser {
             let byte = input[offset]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: input[start..<offset])
-                guard let string = String(validating: slice, as: UTF8.self) else {
+                guard let string = Self.validatedString(slice) else {
                     throw JSONParseError(offset: start, reason: "invalid UTF-8 in string")
                 }
                 offset += 1
@@ -199,7 +210,7 @@ private struct Parser {
             offset += 1
             switch byte {
             case UInt8(ascii: "\""):
-                guard let string = String(validating: bytes, as: UTF8.self) else {
+                guard let string = bytes.withUnsafeBufferPointer(Self.validatedString) else {
                     throw JSONParseError(offset: start, reason: "invalid UTF-8 in string")
                 }
                 return string
