@@ -119,9 +119,16 @@ public actor Feed {
     /// has just loaded is busy until the refresh that follows the load (``FeedRegistry``) is done.
     var isBusy: Bool { writeTurn.isTaken || refreshQueued || rereading }
 
-    /// The snapshot document (`GET /feeds/{feed}`).
+    /// The snapshot document (`GET /feeds/{feed}`): `{"feed","history","version","sections","id"}`.
     public func document() -> (version: Int, json: [UInt8]) {
-        (version, FeedEvents.snapshotJSON(feed: name, version: version, snapshot: snapshot))
+        let read = readDocument()
+        return (read.id.version, read.json)
+    }
+
+    /// The snapshot document and the position it shows, read together (its `ETag` is the id).
+    public func readDocument() -> (id: EventID, json: [UInt8]) {
+        let id = EventID(history: history, version: version)
+        return (id, FeedEvents.snapshotJSON(feed: name, history: history, version: version, snapshot: snapshot, id: id))
     }
 
     /// Marks the feed as hosted by the server: from now on it does not count against `--max-feeds`

@@ -225,7 +225,7 @@ public struct FeedAPI: Sendable {
             let found: Feed?
             do { found = try await registry.latest(name) } catch { throw APIError(readError: error) }
             guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
-            return .json(await feed.document().json + [0x0A])
+            return Self.document(await feed.readDocument(), ifNoneMatch: request.headers["If-None-Match"])
         case .putFeed:
             try await authorize(.write(name), request)
             let snapshot: WireSnapshot
@@ -316,6 +316,20 @@ public struct FeedAPI: Sendable {
             return FeedListing(feed: entry.name, version: entry.version, kind: "viewModel", patch: host.acceptsPatch,
                                actions: host.actionList.map(ActionListing.init))
         }
+    }
+
+    /// `GET /feeds/{feed}`: the document with its position as a strong `ETag`, the event id quoted
+    /// (the gzip variant's tag is the server's to add, ``EntityTag/gzipVariant(of:)``); `304` with the
+    /// tag the client holds when `If-None-Match` names either (RFC 9110 §13.1.2, §15.4.5).
+    static func document(_ read: (id: EventID, json: [UInt8]), ifNoneMatch: String?) -> HTTPResponse {
+        let tag = "\"\(read.id)\""
+        if let ifNoneMatch, let held = EntityTag.match(ifNoneMatch: ifNoneMatch, among: [tag, EntityTag.gzipVariant(of: tag)]) {
+            return HTTPResponse(status: .notModified, headers: ["ETag": held, "Cache-Control": "no-cache"])
+        }
+        var response = HTTPResponse.json(read.json + [0x0A])
+        response.headers.set("ETag", tag)
+        response.headers.set("Cache-Control", "no-cache")
+        return response
     }
 
     /// A JSON body from an `Encodable` value, keys in the order it encodes them, and a newline.

@@ -5,18 +5,22 @@ import HTTPCore
 enum FeedEvents {
     /// `{"feed":…,"version":N,"sections":[…]}`: the body of `GET /feeds/{feed}`; with a `history`,
     /// `{"feed":…,"history":"…","version":N,"sections":[…]}`, the data of a snapshot event.
-    static func snapshotJSON(feed: String, history: String? = nil, version: Int, snapshot: WireSnapshot) -> [UInt8] {
-        var writer = JSONWriter(capacity: 128 + snapshot.numberOfItems * 64)
+    /// `{"feed","history","version","sections"}`; with `id`, the event id follows as `"id"` (the body
+    /// of `GET /feeds/{feed}`: a position a client can follow from with `Last-Event-ID`).
+    static func snapshotJSON(feed: String, history: String, version: Int, snapshot: WireSnapshot, id: EventID? = nil) -> [UInt8] {
+        var writer = JSONWriter(capacity: 160 + snapshot.numberOfItems * 64)
         writer.raw("{\"feed\":")
         writer.write(feed)
-        if let history {
-            writer.raw(",\"history\":")
-            writer.write(history)
-        }
+        writer.raw(",\"history\":")
+        writer.write(history)
         writer.raw(",\"version\":")
         writer.write(version)
         writer.byte(UInt8(ascii: ","))
         WireCodec.writeSections(snapshot, into: &writer)
+        if let id {
+            writer.raw(",\"id\":")
+            writer.write(id.description)
+        }
         writer.byte(UInt8(ascii: "}"))
         return writer.bytes
     }

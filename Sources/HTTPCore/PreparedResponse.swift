@@ -55,6 +55,8 @@ package struct PreparedResponse: Sendable {
                 if info.gzip && body.count >= minimumCompressedSize {
                     body = Gzip.compress(body)
                     headers.set("Content-Encoding", "gzip")
+                    // The gzip variant is another representation: its own strong tag (RFC 9110 §8.8.3).
+                    if let tag = headers["ETag"] { headers.set("ETag", EntityTag.gzipVariant(of: tag)) }
                 }
             }
             let status = response.status.code

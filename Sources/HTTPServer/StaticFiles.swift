@@ -54,13 +54,12 @@ public final class StaticFiles: StaticContent {
             headers.add("Vary", "Accept-Encoding")
             if wantsGzip, let gzip = cached.gzip {
                 body = gzip
-                etag = "\"\(cached.etag)-gz\""
+                etag = EntityTag.gzipVariant(of: etag)
                 headers.add("Content-Encoding", "gzip")
             }
         }
         headers.add("ETag", etag)
-        if let match = request.headers["If-None-Match"],
-           match == "*" || match.split(separator: ",").contains(where: { $0.trimmingSpaces().replacingWeakPrefix() == etag }) {
+        if let field = request.headers["If-None-Match"], EntityTag.match(ifNoneMatch: field, among: [etag]) != nil {
             return HTTPResponse(status: .notModified, headers: headers)
         }
         return HTTPResponse(status: .ok, headers: headers, body: body)
@@ -137,8 +136,4 @@ public final class StaticFiles: StaticContent {
         guard let dot = name.lastIndex(of: ".") else { return "application/octet-stream" }
         return mimeTypes[name[name.index(after: dot)...].lowercased()] ?? "application/octet-stream"
     }
-}
-
-extension StringProtocol {
-    func replacingWeakPrefix() -> String { hasPrefix("W/") ? String(dropFirst(2)) : String(self) }
 }

@@ -29,7 +29,7 @@ struct WatchCommand: AsyncParsableCommand {
 
     @Argument(help: "The server's URL, e.g. http://127.0.0.1:8080.") var url: String
     @Argument(help: "The feeds to follow (several share one stream).") var feeds: [String]
-    @Flag(help: "Print each snapshot as one line of JSON: the object GET /feeds/{feed} returns, plus the event id under \"id\".") var json = false
+    @Flag(help: "Print each snapshot as one line of JSON: the object GET /feeds/{feed} returns at that position (with \"history\" and the event id under \"id\").") var json = false
     @Flag(help: "Print the current snapshot of each feed and exit.") var once = false
     /// The bearer token sent. `diffstream --token T watch …` (the server command's option, before
     /// `watch`) reaches here as `DIFFSTREAM_WATCH_TOKEN`.
@@ -73,7 +73,7 @@ struct WatchCommand: AsyncParsableCommand {
                     writeLine(Self.jsonLine(update))
                 } else {
                     view.apply(update)
-                    writeScreen(view.render())
+                    writeScreen(view)
                 }
                 if !update.isStale { shown.insert(update.feed) }
                 if once, shown.count == feeds.count { return }
@@ -98,11 +98,11 @@ struct WatchCommand: AsyncParsableCommand {
             case .unavailable(let feed, let detail):
                 note("\(feed): unavailable (\(detail.isEmpty ? "the server cannot reach its store" : detail)); showing the last state")
                 view.unavailable[feed] = detail
-                if !json { writeScreen(view.render()) }
+                if !json { writeScreen(view) }
             case .available(let feed):
                 note("\(feed): available again")
                 view.unavailable[feed] = nil
-                if !json { writeScreen(view.render()) }
+                if !json { writeScreen(view) }
             case .connection(let state):
                 switch state {
                 case .connected:
@@ -118,17 +118,21 @@ struct WatchCommand: AsyncParsableCommand {
                 case .stalled(let silence):
                     view.state = String(format: "no heartbeat for %.1f s; reconnecting", silence)
                 }
-                if !json { writeScreen(view.render()) }
+                if !json { writeScreen(view) }
             }
         }
     }
 
-    /// `{"feed","version","sections","id"}`: the body of `GET /feeds/{feed}` with the event id; models
-    /// as the server wrote them (canonical JSON, kept as bytes).
+    /// `{"feed","history","version","sections","id"}`: the body of `GET /feeds/{feed}` at the same
+    /// position; models as the server wrote them (canonical JSON, kept as bytes).
     static func jsonLine(_ update: WireFeedUpdate) -> [UInt8] {
-        var writer = JSONWriter(capacity: 128 + update.snapshot.numberOfItems * 64)
+        var writer = JSONWriter(capacity: 160 + update.snapshot.numberOfItems * 64)
         writer.raw("{\"feed\":")
         writer.write(update.feed)
+        if let history = update.history {
+            writer.raw(",\"history\":")
+            writer.write(history)
+        }
         writer.raw(",\"version\":")
         writer.write(update.version)
         writer.byte(UInt8(ascii: ","))
@@ -143,9 +147,18 @@ struct WatchCommand: AsyncParsableCommand {
         FileHandle.standardOutput.write(Data(bytes))  // unbuffered: one write per line
     }
 
-    private func writeScreen(_ text: String) {
-        FileHandle.standardOutput.write(Data(("\u{1B}[H\u{1B}[2J" + text).utf8))
+    /// On a terminal, the view redrawn in place (bold names, changes in inverse video); into a pipe or
+    /// a file, the same lines plain, one view after another with a blank line between, and no control
+    /// codes.
+    private func writeScreen(_ view: WatchView) {
+        if Self.toTerminal {
+            FileHandle.standardOutput.write(Data(("\u{1B}[H\u{1B}[2J" + view.render(styled: true)).utf8))
+        } else {
+            FileHandle.standardOutput.write(Data((view.render(styled: false) + "\n").utf8))
+        }
     }
+
+    private static let toTerminal = isatty(STDOUT_FILENO) == 1
 
     private func note(_ message: String) {
         FileHandle.standardError.write(Data("diffstream watch: \(message)\n".utf8))

@@ -29,7 +29,8 @@ struct WatchView {
         highlighted[update.feed] = changed
     }
 
-    func render() -> String {
+    /// The view as lines; `styled`: with the terminal's bold and inverse video (control codes).
+    func render(styled: Bool = true) -> String {
         var lines: [String] = ["[\(state)]"]
         for feed in feeds {
             guard let update = updates[feed] else {
@@ -38,12 +39,12 @@ struct WatchView {
             }
             let marks = highlighted[feed] ?? []
             let outage = unavailable[feed].map { " (unavailable: showing the last state\($0.isEmpty ? "" : "; \($0)"))" } ?? ""
-            lines.append("\u{1B}[1m\(feed)\u{1B}[0m v\(update.version)\(update.isStale ? " (cached, stale)" : "")\(outage)")
+            lines.append("\(styled ? "\u{1B}[1m\(feed)\u{1B}[0m" : feed) v\(update.version)\(update.isStale ? " (cached, stale)" : "")\(outage)")
             for (index, section) in update.snapshot.sections.enumerated() {
                 let title = section.model["title"]?.stringValue ?? section.model["header"]?.stringValue
-                lines.append(Self.mark("  ▸ \(section.id)\(title.map { " — \($0)" } ?? "")", marks.contains(section.id)))
+                lines.append(Self.mark("  ▸ \(section.id)\(title.map { " — \($0)" } ?? "")", marks.contains(section.id) && styled))
                 for item in update.snapshot.items(atSectionIndex: index) {
-                    lines.append(Self.mark("    \(item.kind) \(item.id)  \(Self.short(item.model.description))", marks.contains(item.id)))
+                    lines.append(Self.mark("    \(item.kind) \(item.id)  \(Self.short(item.model.description))", marks.contains(item.id) && styled))
                 }
             }
         }

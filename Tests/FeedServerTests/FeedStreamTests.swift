@@ -1,6 +1,6 @@
 import TestSupport
 import DiffStreamJSON
-import FeedServer
+@testable import FeedServer
 import HTTPCore
 import Synchronization
 import Testing
@@ -81,7 +81,27 @@ struct FeedStreamTests {
         #expect(batch?.data.hasPrefix(#"{"feed":"list","history":"\#(history)","from":1,"version":2,"ops":"#) == true)
         let document = await api.handle(HTTPRequest(method: "GET", target: "/feeds/list", headers: ["Host": "x"]))
         guard case .bytes(let body) = document.body else { Issue.record("not a body"); return }
-        #expect(String(decoding: body, as: UTF8.self).hasPrefix(#"{"feed":"list","version":2,"sections":"#), "the document has no history")
+        let text = String(decoding: body, as: UTF8.self)
+        #expect(text.hasPrefix(#"{"feed":"list","history":"\#(history)","version":2,"sections":"#), "the document has the history")
+        #expect(text.hasSuffix(#","id":"ds1.\#(history).2"}"# + "\n"), "and the event id of its version")
+        #expect(document.headers["ETag"] == "\"ds1.\(history).2\"")
+    }
+
+    /// `If-None-Match` against the document's tags (RFC 9110 §13.1.2): either variant of the current
+    /// position, weak or strong, or `*`, is `304` with the tag named; anything else the document.
+    @Test(arguments: [
+        (#""ds1.0123456789abcdef.2""#, #""ds1.0123456789abcdef.2""#), (#"W/"ds1.0123456789abcdef.2""#, #""ds1.0123456789abcdef.2""#),
+        (#""x", "ds1.0123456789abcdef.2-gz""#, #""ds1.0123456789abcdef.2-gz""#), ("*", #""ds1.0123456789abcdef.2""#),
+        (#""ds1.0123456789abcdef.1""#, nil), (#""ds1.0123456789abcdef.2-br""#, nil), ("", nil),
+    ] as [(String, String?)])
+    func aDocumentIsNotModifiedWhileItsTagIsHeld(condition: String, notModifiedWith: String?) {
+        let read = (id: EventID(history: "0123456789abcdef", version: 2), json: Array(#"{"feed":"f"}"#.utf8))
+        let response = FeedAPI.document(read, ifNoneMatch: condition)
+        if let notModifiedWith {
+            #expect(response.status.code == 304 && response.headers["ETag"] == notModifiedWith)
+        } else {
+            #expect(response.status.code == 200 && response.headers["ETag"] == #""ds1.0123456789abcdef.2""#)
+        }
     }
 
     @Test(arguments: [(15.0, ": heartbeat 15"), (2, ": heartbeat 2"), (0.5, ": heartbeat 0.5")])

@@ -73,8 +73,8 @@ def get_body(server, feed):
     return json.loads(reply.body)
 
 
-def without_id(line):
-    return {key: value for key, value in line.items() if key not in ("id", "_raw")}
+def without_raw(line):
+    return {key: value for key, value in line.items() if key != "_raw"}
 
 
 def test_watch_json_last_line_equals_get(start):
@@ -84,15 +84,15 @@ def test_watch_json_last_line_equals_get(start):
     watch = Watch("--json", f"http://127.0.0.1:{server.port}", "news")
     try:
         first = watch.next()
-        assert without_id(first) == get_body(server, "news")
+        assert without_raw(first) == get_body(server, "news")
         for _ in range(40):
             server.put("news", random_doc(rng))
         final = get_body(server, "news")
         lines = watch.until(lambda line: line["version"] == final["version"])
-        assert without_id(lines[-1]) == final
-        # Byte-exact: the line is the body of GET /feeds/news as the server wrote it, with the id added.
+        assert without_raw(lines[-1]) == final
+        # Byte-exact: the line is the body of GET /feeds/news as the server wrote it (history and id included).
         raw = lines[-1]["_raw"]
-        assert raw[:raw.rindex(',"id":')] + "}" == server.http("GET", "/feeds/news").body.decode().rstrip("\n")
+        assert raw == server.http("GET", "/feeds/news").body.decode().rstrip("\n")
         versions = [first["version"]] + [line["version"] for line in lines]
         assert versions == sorted(set(versions)), "versions move forward one update at a time"
     finally:
@@ -107,7 +107,7 @@ def test_watch_once_prints_the_current_snapshot_and_exits(start):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) == 1
-    assert without_id(json.loads(lines[0])) == get_body(server, "news")
+    assert without_raw(json.loads(lines[0])) == get_body(server, "news")
 
 
 def test_watch_once_with_a_cache_prints_only_the_current_snapshot_and_exits_6_without_a_server(start, tmp_path):
@@ -128,7 +128,7 @@ def test_watch_once_with_a_cache_prints_only_the_current_snapshot_and_exits_6_wi
     assert second.returncode == 0, second.stderr
     lines = second.stdout.splitlines()
     assert len(lines) == 1, lines
-    assert without_id(json.loads(lines[0])) == get_body(server, "news")
+    assert without_raw(json.loads(lines[0])) == get_body(server, "news")
     same = once(url)  # the cache is current: the resumed stream confirms it, one line
     assert same.returncode == 0 and len(same.stdout.splitlines()) == 1, (same.returncode, same.stdout, same.stderr)
     gone = once(f"http://127.0.0.1:{free_port()}")  # a cached snapshot is not the server's: exit 6
@@ -154,7 +154,7 @@ def test_watch_many_feeds_on_one_stream(start):
             if got[feed]["version"] != final["version"]:
                 lines = watch.until(lambda line, feed=feed, final=final: line["feed"] == feed and line["version"] == final["version"])
                 got[feed] = lines[-1]
-            assert without_id(got[feed]) == final
+            assert without_raw(got[feed]) == final
     finally:
         watch.stop()
 
@@ -214,12 +214,12 @@ def test_property_random_puts_with_kill_9_restarts_and_a_new_history(start, tmp_
                     seen = watch.until(lambda line: history_and_version(line)[0] != history_and_version(lines[-1])[0])
                     lines += seen
                     # The new history is announced with its snapshot: the server's state at that version.
-                    assert without_id(seen[-1]) == expected
+                    assert without_raw(seen[-1]) == expected
             server.put("prop", random_doc(rng, str(n)))
         final = get_body(server, "prop")
         final_history = None
         lines += watch.until(lambda line: line["version"] == final["version"] and history_and_version(line)[0] != history_and_version(lines[0])[0])
-        assert without_id(lines[-1]) == final
+        assert without_raw(lines[-1]) == final
         last = {}
         for line in lines:
             history, version = history_and_version(line)
@@ -229,3 +229,17 @@ def test_property_random_puts_with_kill_9_restarts_and_a_new_history(start, tmp_
         assert len(last) == 2 and final_history != history_and_version(lines[0])[0]
     finally:
         watch.stop()
+
+
+def test_watch_into_a_pipe_writes_plain_lines(start):
+    """Not a terminal: the view as plain lines, no screen clearing, bold or inverse video (issue 37)."""
+    server = start()
+    server.put("plain", {"sections": [{"id": "top", "model": {"title": "Top"}, "items": [
+        {"id": "a", "kind": "card", "model": {"title": "Hello"}}]}]})
+    result = subprocess.run([str(BINARY), "watch", "--once", f"http://127.0.0.1:{server.port}", "plain"],
+                            capture_output=True, text=True, timeout=30, env=clean_environment())
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout, repr(result.stdout)
+    lines = result.stdout.splitlines()
+    assert "plain v1" in lines and "  ▸ top — Top" in lines
+    assert any(line.startswith("    card a ") and "Hello" in line for line in lines), lines

@@ -32,10 +32,6 @@ def watch(*args, timeout=30):
                           env=clean_environment(), stdin=subprocess.DEVNULL)
 
 
-def without_id(line):
-    return {key: value for key, value in line.items() if key != "id"}
-
-
 @pytest.fixture
 def tls_server(start, certificates):
     cert, key, _ = certificates
@@ -54,14 +50,14 @@ def test_cacert_prints_the_snapshot_equal_to_get(tls_server, certificates, host)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) == 1
-    assert without_id(json.loads(lines[0])) == get(tls_server, cert, "home")
+    assert json.loads(lines[0]) == get(tls_server, cert, "home")
 
 
 def test_insecure_accepts_a_self_signed_certificate(tls_server, certificates):
     cert, _, _ = certificates
     result = watch("--json", "--once", "--insecure", f"https://127.0.0.1:{tls_server.port}", "home")
     assert result.returncode == 0, result.stderr
-    assert without_id(json.loads(result.stdout.splitlines()[0])) == get(tls_server, cert, "home")
+    assert json.loads(result.stdout.splitlines()[0]) == get(tls_server, cert, "home")
 
 
 @pytest.mark.parametrize("flags", [[], ["--cacert", "OTHER"]])
@@ -112,7 +108,7 @@ def test_a_live_stream_over_tls_follows_changes(tls_server, certificates):
             line = lines.get(timeout=20)
             if line["version"] == version:
                 break
-        assert without_id(line) == get(tls_server, cert, "home")
+        assert line == get(tls_server, cert, "home")
     finally:
         process.terminate()
         process.wait(10)
@@ -149,7 +145,7 @@ def test_a_stream_over_tls_resumes_after_the_server_restarts(start, certificates
             line = lines.get(timeout=30)
             if line["version"] == version:
                 break
-        assert without_id(line) == get(server, cert, "home")
+        assert line == get(server, cert, "home")
     finally:
         process.terminate()
         process.wait(10)
