@@ -234,6 +234,7 @@ public final class DiffStreamServer: Service, Sendable {
             logger.info("store \(store.directory): \(contents.feeds.count) feeds loaded in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
             return (store, contents)
         } catch {
+            if case .locked(let path) = error { throw StartError(.store, error.description, cause: .dataDirectoryLocked(path: path)) }
             throw StartError(.store, error.description)
         }
     }
@@ -276,6 +277,9 @@ public final class DiffStreamServer: Service, Sendable {
                     }
                 }
                 return nil
+            } catch let error as SystemError where error.errno == EADDRINUSE {
+                throw StartError(.listen, "port \(configuration.port) on \(configuration.host) is in use by another program (\(error))",
+                                 cause: .addressInUse(host: configuration.host, port: configuration.port))
             } catch {
                 throw StartError(.listen, "cannot listen on \(configuration.host):\(configuration.port): \(error)")
             }

@@ -25,15 +25,27 @@ extension DiffStreamServer {
             case stopped
         }
 
+        /// A cause the program can explain in its own terms (its flags, its settings), when the failure
+        /// has one. ``message`` names no flag; the `diffstream` command adds `--port` or `--data`.
+        public enum Cause: Sendable, Equatable {
+            /// Another program listens on the address (`EADDRINUSE`).
+            case addressInUse(host: String, port: UInt16)
+            /// Another server holds the data directory's lock.
+            case dataDirectoryLocked(path: String)
+        }
+
         /// What failed.
         public var kind: Kind
         /// What failed, in words a user can act on.
         public var message: String
+        /// The cause, when it is one a program may want to explain in its own terms.
+        public var cause: Cause?
 
         /// An error of `kind`, explained by `message`.
-        public init(_ kind: Kind, _ message: String) {
+        public init(_ kind: Kind, _ message: String, cause: Cause? = nil) {
             self.kind = kind
             self.message = message
+            self.cause = cause
         }
 
         public var description: String { message }

@@ -16,7 +16,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .directory(let path, let reason): "the data directory '\(path)' cannot be used: \(reason)"
-        case .locked(let path): "the data directory '\(path)' is in use by another diffstream (it holds the lock on '\(path)/diffstream.lock'); stop it or choose another --data"
+        case .locked(let path): "the data directory '\(path)' is in use by another diffstream (it holds the lock on '\(path)/diffstream.lock')"
         case .damaged(let path, let reason): "the data in '\(path)' cannot be trusted: \(reason)"
         case .full(let path): "no space left on the device holding '\(path)'"
         case .io(let path, let reason): "a write to '\(path)' failed: \(reason)"

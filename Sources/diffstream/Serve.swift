@@ -24,9 +24,13 @@ extension DiffStreamCommand {
 
     /// What the command says about a start that failed: the library's words, with the flag to use.
     static func message(for error: DiffStreamServer.StartError) -> String {
-        switch error.kind {
-        case .damagedData(let directory, let feeds):
+        switch (error.kind, error.cause) {
+        case (.damagedData(let directory, let feeds), _):
             "the data in '\(directory)' cannot be trusted: \(feeds.joined(separator: "; ")); start with --set-aside-damaged to skip those feeds"
+        case (_, .addressInUse(_, let port)?):
+            "\(error.message); stop it, or choose another port with --port (--port 0 picks a free one)\(port == 8080 ? ", e.g. --port 8081" : "")"
+        case (_, .dataDirectoryLocked?):
+            "\(error.message); stop it or choose another --data"
         default:
             error.message
         }

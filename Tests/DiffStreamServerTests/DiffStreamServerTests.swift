@@ -89,11 +89,30 @@ struct DiffStreamServerTests {
         let first = try await DiffStreamServer(configuration: configuration)
         await #expect { try await DiffStreamServer(configuration: configuration) } throws: { error in
             guard let error = error as? DiffStreamServer.StartError else { return false }
-            return error.kind == .store && error.message.contains(directory)
+            return error.kind == .store && error.message.contains(directory) && error.cause == .dataDirectoryLocked(path: directory)
+                && !error.message.contains("--data")  // the library names no flag; the command adds it
         }
         await first.shutdown()  // releases the lock
         let second = try await DiffStreamServer(configuration: configuration)
         await second.shutdown()
+    }
+}
+
+extension DiffStreamServerTests {
+    /// A port another server holds: `.listen`, with the cause a program explains in its own terms.
+    @Test func aPortInUseIsAStartErrorWithItsCause() async throws {
+        let first = try await DiffStreamServer(configuration: Self.configuration())
+        let port = try await first.start()
+        var configuration = Self.configuration()
+        configuration.port = port
+        let second = try await DiffStreamServer(configuration: configuration)
+        await #expect { try await second.start() } throws: { error in
+            guard let error = error as? DiffStreamServer.StartError else { return false }
+            return error.kind == .listen && error.cause == .addressInUse(host: "127.0.0.1", port: port)
+                && error.message.hasPrefix("port \(port) on 127.0.0.1 is in use by another program")
+        }
+        await second.shutdown()
+        await first.shutdown()
     }
 }
 

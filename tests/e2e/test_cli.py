@@ -166,3 +166,23 @@ def test_max_connections_over_the_file_limit_is_reported(start):
     server = start("--max-connections", "1000000")
     server.wait_log("exceeds what the open-file limit")
     assert os.path.exists(f"/proc/{server.pid}")
+
+
+def test_a_port_in_use_is_one_line_that_says_what_to_do(start, tmp_path):
+    """Issue 37: the port taken (here by another diffstream) is said in one line, with the flag to use."""
+    server = start()
+    result = run("--port", str(server.port), "--public", tmp_path, "--data", "none")
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("diffstream:")]
+    assert errors == [f"diffstream: port {server.port} on 127.0.0.1 is in use by another program "
+                      f"(bind(127.0.0.1:{server.port}) failed: Address already in use (errno 98)); "
+                      "stop it, or choose another port with --port (--port 0 picks a free one)"], result.stderr
+
+
+def test_a_locked_data_directory_names_the_flag(start, tmp_path):
+    data = tmp_path / "data"
+    start("--data", data)
+    result = run("--port", "0", "--public", tmp_path, "--data", data)
+    assert result.returncode == 2
+    assert f"the data directory '{data}' is in use by another diffstream" in result.stderr
+    assert "; stop it or choose another --data" in result.stderr

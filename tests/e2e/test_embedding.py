@@ -7,15 +7,17 @@ The first build of the example takes minutes (it is a separate package with its 
 DIFFSTREAM_SKIP_EMBEDDING=1 to skip this module. It runs in the suite's first pass only: the second pass's
 settings (`E2E_LOOPS`, `DIFFSTREAM_E2E_DATA`) are the `diffstream` command's, which the example does not use.
 """
+import http.client
 import os
 import re
+import socket
 import subprocess
 import threading
 
 import pytest
 
 from conftest import ARTIFACTS, E2E_DATA, E2E_LOOPS, Server, finish, log_name
-from e2e_helpers import ROOT, SSEClient, apply_ops, check_minimal, clean_environment
+from e2e_helpers import BINARY, ROOT, SSEClient, apply_ops, check_minimal, clean_environment, wait_until
 
 PACKAGE = ROOT / "Examples" / "Scoreboard"
 
@@ -118,3 +120,64 @@ def test_sigterm_shuts_the_program_down_gracefully(scoreboard):
         assert client.wait_closed()
     scoreboard.wait_log(r"signal 15: shutting down")
     scoreboard.wait_log(r"\bshut down$")
+
+
+def port_free(port):
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def test_the_example_runs_beside_a_diffstream_with_default_settings(example_binary, tmp_path, request):
+    """Issue 37: both with their defaults, in one folder: diffstream on 8080 with ./data, the example on
+    8090 with ./scoreboard-data. Both serve."""
+    if not (port_free(8080) and port_free(8090)):
+        pytest.skip("port 8080 or 8090 is taken on this machine: the defaults cannot be tried here")
+    (tmp_path / "Public").symlink_to(ROOT / "Public")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    diffstream = subprocess.Popen([str(BINARY)], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=open(ARTIFACTS / f"{log_name(request.node)}-diffstream.log", "w"), env=clean_environment())
+    example = subprocess.Popen([str(example_binary)], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=open(ARTIFACTS / f"{log_name(request.node)}-scoreboard.log", "w"), env=clean_environment())
+    try:
+        assert wait_until(lambda: answers(8080, "/healthz") == 200, timeout=20), "diffstream serves on 8080"
+        assert wait_until(lambda: answers(8090, "/feeds/scores") == 200, timeout=20), "the example serves on 8090"
+        assert (tmp_path / "data").is_dir() and (tmp_path / "scoreboard-data").is_dir()
+    finally:
+        for process in (example, diffstream):
+            process.terminate()
+        assert example.wait(20) == 0 and diffstream.wait(20) == 0
+
+
+def answers(port, path):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        connection.request("GET", path)
+        return connection.getresponse().status
+    except OSError:
+        return None
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("taken", ["port", "data"])
+def test_a_start_failure_is_one_line_in_the_programs_terms(example_binary, start, tmp_path, taken):
+    """A port in use or a locked data folder: one line naming the cause and the example's own setting,
+    exit 1, no fatal error or backtrace."""
+    data = tmp_path / "data"
+    server = start("--data", data)
+    env = {"SCOREBOARD_PORT": str(server.port), "SCOREBOARD_DATA": str(tmp_path / "other")} if taken == "port" \
+        else {"SCOREBOARD_PORT": "0", "SCOREBOARD_DATA": str(data)}
+    result = subprocess.run([str(example_binary)], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=clean_environment(env))
+    assert result.returncode == 1, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "Fatal error" not in result.stderr and "backtrace" not in result.stderr.lower(), result.stderr
+    if taken == "port":
+        assert last == f"scoreboard: port {server.port} on 127.0.0.1 is in use by another program " \
+                       f"(bind(127.0.0.1:{server.port}) failed: Address already in use (errno 98)); set SCOREBOARD_PORT to another port (0 picks a free one)", last
+    else:
+        assert last.startswith(f"scoreboard: the data directory '{data}' is in use by another diffstream") and last.endswith("; set SCOREBOARD_DATA to another folder"), last

@@ -28,13 +28,34 @@ struct Scoreboard: HostedViewModel {
 }
 
 @main struct Scores {
-    static func main() async throws {
+    static func main() async {
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
-        var configuration = DiffStreamServer.Configuration()
-        configuration.port = UInt16(ProcessInfo.processInfo.environment["SCOREBOARD_PORT"] ?? "") ?? 8080
-        configuration.dataDirectory = ProcessInfo.processInfo.environment["SCOREBOARD_DATA"] ?? "data"
-        let server = try await DiffStreamServer(configuration: configuration)
-        try await server.host(Scoreboard(), as: "scores")
-        try await server.run()          // until SIGINT/SIGTERM, then a graceful shutdown
+        let environment = ProcessInfo.processInfo.environment
+        var configuration = DiffStreamServer.Configuration()  // beside diffstream's own 8080 and ./data:
+        configuration.port = UInt16(environment["SCOREBOARD_PORT"] ?? "") ?? 8090  // 0 picks a free port
+        configuration.dataDirectory = environment["SCOREBOARD_DATA"] ?? "scoreboard-data"
+        do {
+            let server = try await DiffStreamServer(configuration: configuration)
+            try await server.host(Scoreboard(), as: "scores")
+            try await server.run()  // logs its URL; until SIGINT/SIGTERM, then a graceful shutdown
+        } catch let error as DiffStreamServer.StartError {
+            fail(hint(error))
+        } catch {
+            fail("\(error)")
+        }
+    }
+
+    /// The library's words, and what to do in this program's terms.
+    static func hint(_ error: DiffStreamServer.StartError) -> String {
+        switch error.cause {
+        case .addressInUse?: "\(error.message); set SCOREBOARD_PORT to another port (0 picks a free one)"
+        case .dataDirectoryLocked?: "\(error.message); set SCOREBOARD_DATA to another folder"
+        case nil: error.message
+        }
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("scoreboard: \(message)\n".utf8))
+        exit(1)
     }
 }
