@@ -178,9 +178,18 @@ function hue(id) {
 function media(li, item) {
   const m = item.model || {};
   const poster = li.querySelector('.poster');
+  if (!poster) return;  // an item of another look under the same kind
   poster.style.setProperty('--hue', hue(m.id ?? item.id)); // the url is never fetched
   poster.setAttribute('aria-label', `${item.kind === 'video' ? 'Video' : 'Image'}: ${m.title ?? ''}`);
   li.querySelector('.play').hidden = item.kind !== 'video';
+}
+
+/// The hooks for `feed`: a playing card's only on blackjack, whose template it completes; a "card" of any
+/// other feed (the README's first example) has neither template nor hook, so it shows as a titled item.
+function hooksFor(feed) {
+  if (feed === 'blackjack') return hooks;
+  const { card, ...others } = hooks;  // eslint-disable-line no-unused-vars
+  return others;
 }
 
 const hooks = {
@@ -188,6 +197,7 @@ const hooks = {
   video: media,
   card(li, { model: m = {} }) {
     const face = li.querySelector('.face');
+    if (!face) return;  // a "card" of another feed than blackjack: no playing-card template there
     face.classList.toggle('red', m.suit === '♥' || m.suit === '♦');
     face.setAttribute('aria-label', `${m.rank ?? ''} ${m.suit ?? ''}`.trim());
   },
@@ -313,7 +323,7 @@ async function showFeed(feed) {
   for (const button of bar.querySelectorAll('.ds-action-button')) button.classList.add('action-button');
   for (const input of bar.querySelectorAll('.ds-action-input')) input.classList.add('action-input');
   app.region = render(feedEl, feed, {
-    hooks, sectionHook, onChange, animate: () => $('animate').checked,
+    hooks: hooksFor(feed), sectionHook, onChange, animate: () => $('animate').checked,
   });
 }
 

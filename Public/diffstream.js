@@ -33,6 +33,12 @@ export function valueAt(model, path, context = {}) {
 }
 
 const truthy = (value) => Boolean(value) && !(Array.isArray(value) && value.length === 0);
+/// The text a generic item is titled with: the model's `title`, `name` or `text`, if one is a string.
+const genericTitle = (model) => {
+  if (!isObject(model)) return '';
+  const found = ['title', 'name', 'text'].map((key) => model[key]).find((value) => typeof value === 'string' && value !== '');
+  return found ?? '';
+};
 const asText = (value) => (value === undefined || value === null ? '' : isObject(value) || Array.isArray(value) ? JSON.stringify(value) : String(value));
 
 /// Attributes whose value is a URL: only http(s) and relative URLs are set (no `javascript:`, `data:`).
@@ -403,11 +409,14 @@ class Region {
 
   // The readable JSON view of an item of a kind without a template, with generic action controls.
 
+  /// An item of a kind the page has no template for: its kind, a title from the model's `title`, `name`
+  /// or `text` when it has one, and the model as indented JSON. Block elements (and a space between the
+  /// kind and the title), so it reads as separate lines on a page with no style sheet of ours.
   buildGeneric(element) {
-    const label = document.createElement('span'); label.className = 'ds-kind';
-    const title = document.createElement('strong'); title.className = 'ds-title';
+    const label = document.createElement('small'); label.className = 'ds-kind';
+    const title = document.createElement('div'); title.className = 'ds-title';
     const pre = document.createElement('pre'); pre.className = 'json';
-    element.append(label, title, pre);
+    element.append(label, ' ', title, pre);
     this.connection.catalog().then(() => {
       if (element.isConnected || this.items.get(element.dataset.itemId)?.element === element) this.addGenericActions(element);
     });
@@ -417,7 +426,7 @@ class Region {
     const [label, title, pre] = element.children;
     const model = item.model ?? null;
     label.textContent = item.kind;
-    title.textContent = isObject(model) && typeof model.title === 'string' ? model.title : '';
+    title.textContent = genericTitle(model);
     const json = JSON.stringify(model, null, 2);
     if (pre.textContent !== json) pre.textContent = json;
   }
@@ -437,7 +446,7 @@ class Region {
   itemTitles(kind) {
     return [...this.items.values()].filter((r) => r.kind === kind).map((r) => {
       let label = r.element.dataset.itemId;
-      try { const [, model] = JSON.parse(r.json); if (isObject(model) && typeof model.title === 'string') label = model.title; } catch (_) { /* keep the id */ }
+      try { const [, model] = JSON.parse(r.json); label = genericTitle(model) || label; } catch (_) { /* keep the id */ }
       return [r.element.dataset.itemId, label];
     });
   }

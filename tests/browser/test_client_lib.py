@@ -3,6 +3,7 @@ served from a scratch --public directory next to the library's files, not from P
 against docs/client-js.md: a template for a kind no example uses, many feeds in one tab on one event
 stream, regions that converge under random writes without recreating surviving elements, and a
 data-action checkbox that toggles a to-do."""
+import json
 import pathlib
 import random
 import re
@@ -426,3 +427,22 @@ def test_a_text_field_gets_the_models_latest_value_when_it_is_left(page, lib_ser
     field.send_keys("Y")
     page.find_element("css selector", "button.other").click()
     assert page.execute_script("return document.querySelector('input.text').value") == "twoY"
+
+
+@pytest.mark.parametrize("model, title", [
+    ({"title": "Wired", "issue": 7}, "Wired"), ({"name": "Ada"}, "Ada"), ({"text": "A note"}, "A note"), ({"n": 1}, ""),
+])
+def test_a_kind_without_a_template_reads_as_a_titled_item(page, lib_server, model, title):
+    """Issue 37: on a page of one's own (no style sheet of ours), an item of a kind with no template shows
+    its kind, its title (from title, name or text) and its model as indented JSON, on separate lines."""
+    lib_server.request("PUT", "/feeds/mags", {"sections": [{"id": "s", "model": None, "items": [
+        {"id": "m1", "kind": "magazine", "model": model}]}]})
+    open_page(page, lib_server, ["mags"])
+    wait_for(lambda: page.execute_script("return document.querySelector(\"#region-mags [data-item-id='m1']\") !== null"),
+             message="the item to render")
+    text = page.execute_script("return document.querySelector(\"#region-mags [data-item-id='m1']\").innerText")
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines[0].strip() == "magazine", lines
+    if title:
+        assert lines[1].strip() == title, lines
+    assert json.dumps(model, indent=2, sort_keys=True).splitlines()[1].strip() in text, text  # the JSON, indented (keys sorted: canonical)

@@ -1,4 +1,6 @@
 """The page in a real browser: it renders each feed, applies batches, keeps input state, reconnects."""
+import json
+import re
 import subprocess
 
 import pytest
@@ -324,3 +326,23 @@ def test_typing_keeps_focus_through_updates(browser, server):
     wait_version(server, browser, 7)
     bar_field.send_keys("item")
     assert browser.execute_script("return [document.activeElement.value, document.activeElement.closest('#actions') !== null]") == ["new item", True]
+
+
+def readme_first_put():
+    """The README's first example: the feed name and the body of its first `curl -X PUT`, as written there."""
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    match = re.search(r"curl -X PUT http://127\.0\.0\.1:8080/feeds/(\w+) -d '(.*?)'", readme, re.S)
+    assert match, "the README has no curl -X PUT example"
+    return match.group(1), json.loads(match.group(2))
+
+
+def test_the_readmes_first_example_shows_its_titles(browser, server):
+    """Issue 37: the README's first feed shows "Hello" and "World", not two blank playing cards (the demo's
+    card template is blackjack's alone)."""
+    feed, body = readme_first_put()
+    server.request("PUT", f"/feeds/{feed}", body)
+    open_feed(browser, server, feed)
+    shown = browser.execute_script("return [...document.querySelectorAll('#feed [data-item-id]')].map(i => i.innerText)")
+    titles = [item["model"]["title"] for section in body["sections"] for item in section["items"]]
+    assert len(shown) == len(titles) and all(title in text for title, text in zip(titles, shown)), shown
+    assert browser.execute_script("return document.querySelectorAll('#feed .face').length") == 0
