@@ -139,6 +139,7 @@ let package = Package(
         .testTarget(name: "DiffStreamClientTests", dependencies: ["DiffStreamClient", "DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TLSStreamClientTests", dependencies: ["TLSStreamClient", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamServerTests", dependencies: ["DiffStreamServer", "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
+                                                                 .product(name: "Crypto", package: "swift-crypto"),
                                                                  .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
     ]
 )

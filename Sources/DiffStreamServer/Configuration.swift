@@ -52,7 +52,12 @@ extension DiffStreamServer {
 
         // The page.
         /// The directory of the page's static files; nil serves the API and the streams only (`--public`).
+        /// Whatever it is, every server serves the browser library built into the binary at
+        /// `/_diffstream/<version>/` (``DiffStreamServer/libraryPath``).
         public var publicDirectory: String?
+        /// With no ``publicDirectory``, serve the page built into the binary (Public/ as it was built):
+        /// `diffstream` does when `--public` is not given and there is no `./Public`.
+        public var servesBuiltInPage = false
 
         // Feeds.
         /// Batches kept per feed for resuming clients (`--replay`).

@@ -110,10 +110,14 @@ public final class DiffStreamServer: Service, Sendable {
                 throw StartError(.jwt, error.description)
             }
         }
-        var files: StaticFiles?
+        var pages: [any StaticContent] = [BrowserLibrary()]
         if let directory = configuration.publicDirectory {
-            do { files = try StaticFiles(root: directory) } catch { throw StartError(.publicDirectory, "the public directory '\(directory)' cannot be served: \(error)") }
+            do { pages.append(try StaticFiles(root: directory)) } catch { throw StartError(.publicDirectory, "the public directory '\(directory)' cannot be served: \(error)") }
+        } else if configuration.servesBuiltInPage {
+            pages.append(BrowserLibrary.builtInPage)
+            logger.info("serving the page built into the binary (no page directory given)")
         }
+        let files = StaticContentChain(pages)
 
         let redis = try await Self.openRedis(configuration, logger: logger, stop: stop)
         self.redis = redis
@@ -247,6 +251,10 @@ public final class DiffStreamServer: Service, Sendable {
 
     /// The port the server listens on, once started (the one picked for port 0); 0 before.
     public var port: UInt16 { state.withLock { $0.port ?? 0 } }
+
+    /// The path of the browser library built into this binary, `/_diffstream/<version>/`: a page imports
+    /// `<libraryPath>diffstream.js`; `/_diffstream/current/diffstream.js` redirects there.
+    public static var libraryPath: String { BrowserLibrary.path }
 
     /// Where the server listens, e.g. `http://127.0.0.1:8080` (the port is 0 before ``start()``).
     public var url: String {

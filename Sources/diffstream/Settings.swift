@@ -131,9 +131,13 @@ extension DiffStreamCommand {
         default: throw ConfigurationError(message: "--tls-cert and --tls-key go together: give both or neither")
         }
 
-        let directory = value(publicDirectory, "public")?.text ?? "Public"
+        // The page: --public (or DIFFSTREAM_PUBLIC), else ./Public if there is one, else the page built
+        // into the binary, so the binary serves the demo from any folder.
+        let givenDirectory = value(publicDirectory, "public")?.text
+        let directory = givenDirectory ?? "Public"
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        let directoryExists = FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue
+        if !directoryExists, givenDirectory != nil {
             throw ConfigurationError(message: "the public directory '\(directory)' does not exist (set it with --public)")
         }
         let token = value(self.token, "token")?.text
@@ -143,7 +147,8 @@ extension DiffStreamCommand {
         func enabled(_ flag: Bool, _ name: String) -> Bool {
             flag || ["1", "true", "on", "yes"].contains(environment[name]?.lowercased() ?? "")
         }
-        configuration.publicDirectory = directory
+        configuration.publicDirectory = directoryExists ? directory : nil
+        configuration.servesBuiltInPage = !directoryExists
         configuration.token = token
         configuration.allowOrigin = value(allowOrigin, "allow-origin")?.text
         if let (text, source) = value(publicOrigin, "public-origin") {

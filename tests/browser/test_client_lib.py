@@ -446,3 +446,36 @@ def test_a_kind_without_a_template_reads_as_a_titled_item(page, lib_server, mode
     if title:
         assert lines[1].strip() == title, lines
     assert json.dumps(model, indent=2, sort_keys=True).splitlines()[1].strip() in text, text  # the JSON, indented (keys sorted: canonical)
+
+
+OWN_PAGE = """<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><link rel="icon" href="data:,"><title>a page of one's own</title></head>
+<body>
+  <template data-kind="player"><span class="name" data-text="name"></span> <span class="score" data-text="stats.score"></span></template>
+  <div id="region"></div>
+  <script type="module">
+    import { render } from '/_diffstream/current/diffstream.js';
+    render(document.getElementById('region'), 'own');
+  </script>
+</body>
+</html>
+"""
+
+
+def test_a_page_of_ones_own_imports_the_library_from_the_server(page, tmp_path):
+    """Issue 37: a page in a folder with no library file in it needs only its one import: the server serves
+    the library from the binary (the redirect to the versioned path, then the relative imports there)."""
+    (tmp_path / "own.html").write_text(OWN_PAGE)
+    server = Server(public=tmp_path)
+    try:
+        server.request("PUT", "/feeds/own", {"sections": [{"id": "s", "model": None, "items": [
+            player("p1", "Ada", 3), player("p2", "Grace", 5)]}]})
+        page.get(f"{server.url}/own.html")
+        names = "return [...document.querySelectorAll('#region [data-item-id] .name')].map(e => e.textContent)"
+        wait_for(lambda: page.execute_script(names) == ["Ada", "Grace"], message="the page of one's own to render the feed")
+        server.request("PUT", "/feeds/own", {"sections": [{"id": "s", "model": None, "items": [player("p2", "Grace", 6)]}]})
+        wait_for(lambda: page.execute_script(names) == ["Grace"], message="a batch to reach it")
+        assert not any(entry["level"] == "SEVERE" for entry in page.get_log("browser")), page.get_log("browser")
+    finally:
+        server.stop()
