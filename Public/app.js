@@ -1,7 +1,8 @@
 // The DiffStream demo page: a user of the client library (diffstream.js). It shows one feed at a time,
-// picked from GET /feeds; the examples' looks are the templates in index.html, and the few things
-// attributes cannot say are the hooks below.
+// picked from GET /feeds (home first); the examples' looks are the templates in index.html, and the few
+// things attributes cannot say are the hooks of demo-looks.js, which the dashboard shares.
 import { connect, render, renderActions, action } from './diffstream.js';
+import { hooksFor, sectionHook } from './demo-looks.js';
 
 const $ = (id) => document.getElementById(id);
 const feedEl = $('feed');
@@ -165,70 +166,6 @@ function onChange(change, subscription) {
   }
 }
 
-// ---- Hooks: what the templates' attributes cannot say ---------------------------------------------
-
-/// A stable hue for an id, so a poster always gets the same colours.
-function hue(id) {
-  let h = 2166136261;
-  for (const c of String(id)) h = Math.imul(h ^ c.codePointAt(0), 16777619);
-  h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
-  return ((h ^ (h >>> 12)) >>> 0) % 360;
-}
-
-function media(li, item) {
-  const m = item.model || {};
-  const poster = li.querySelector('.poster');
-  if (!poster) return;  // an item of another look under the same kind
-  poster.style.setProperty('--hue', hue(m.id ?? item.id)); // the url is never fetched
-  poster.setAttribute('aria-label', `${item.kind === 'video' ? 'Video' : 'Image'}: ${m.title ?? ''}`);
-  li.querySelector('.play').hidden = item.kind !== 'video';
-}
-
-/// The hooks for `feed`: a playing card's only on blackjack, whose template it completes; a "card" of any
-/// other feed (the README's first example) has neither template nor hook, so it shows as a titled item.
-function hooksFor(feed) {
-  if (feed === 'blackjack') return hooks;
-  const { card, ...others } = hooks;  // eslint-disable-line no-unused-vars
-  return others;
-}
-
-const hooks = {
-  image: media,
-  video: media,
-  card(li, { model: m = {} }) {
-    const face = li.querySelector('.face');
-    if (!face) return;  // a "card" of another feed than blackjack: no playing-card template there
-    face.classList.toggle('red', m.suit === '♥' || m.suit === '♦');
-    face.setAttribute('aria-label', `${m.rank ?? ''} ${m.suit ?? ''}`.trim());
-  },
-  day(li, { model: m = {} }, { created }) {
-    li.classList.toggle('selected', m.selected === true);
-    const body = li.querySelector('.body');
-    if (body.tagName === 'BUTTON') {
-      body.setAttribute('aria-pressed', String(m.selected === true));
-      if (created) li.addEventListener('click', (event) => { if (event.target === li) body.click(); });
-    }
-  },
-  todo(li, { model: m = {} }, { created }) {
-    li.classList.toggle('done', m.done === true);
-    if (created) li.draggable = true;
-  },
-};
-
-/// A section without a title keeps its id, for screen readers only.
-function sectionHook(section, { id, model }) {
-  const h2 = section.querySelector('h2');
-  const title = model && typeof model.title === 'string' ? model.title : '';
-  h2.classList.toggle('untitled', !title);
-  const text = section.querySelector('.section-title');
-  if (text.textContent !== (title || id)) text.textContent = title || id;
-  // A game's chips show when the model has the key, even when its value is 0.
-  for (const chip of section.querySelectorAll('[data-chip]')) {
-    const hidden = !(model && typeof model === 'object' && Object.hasOwn(model, chip.dataset.chip));
-    if (chip.hidden !== hidden) chip.hidden = hidden;
-  }
-}
-
 // ---- The to-do list: saving a title on leaving it, Escape, reordering ----------------------------
 
 feedEl.addEventListener('focusout', (event) => {
@@ -300,7 +237,8 @@ async function loadCatalog() {
 
 async function showFeed(feed) {
   await loadCatalog();
-  feed = feed || app.catalog.keys().next().value;
+  // The demo opens on home (the feed that changes by itself), else the first feed the server lists.
+  feed = feed || (app.catalog.has('home') ? 'home' : app.catalog.keys().next().value);
   if (!feed) { showNotice('The server has no feeds yet. Create one with PUT /feeds/{name}.'); return; }
   if (app.region) app.region.close();
   app.feed = feed;
@@ -310,6 +248,7 @@ async function showFeed(feed) {
   url.searchParams.set('feed', feed);
   history.replaceState(null, '', url);
   document.title = `${feed} · DiffStream`;
+  showTry(feed);
   feedEl.setAttribute('aria-label', `Feed ${feed}`);
   feedEl.replaceChildren();
   showNotice(null);
@@ -325,6 +264,16 @@ async function showFeed(feed) {
   app.region = render(feedEl, feed, {
     hooks: hooksFor(feed), sectionHook, onChange, animate: () => $('animate').checked,
   });
+}
+
+/// One line under the bar: what is live here and the curl command that follows the feed shown.
+function showTry(feed) {
+  const entry = app.catalog.get(feed);
+  const live = feed === 'home' || feed === 'week' ? 'changes every few seconds with --demo'
+    : entry && entry.kind === 'viewModel' ? 'a view model: use its actions above, or POST them'
+    : 'a snapshot feed: PUT a new snapshot and watch the batch arrive';
+  $('try-live').textContent = `${feed}: ${live}. Try it with curl:`;
+  $('try-command').textContent = `curl -N ${new URL(`/feeds/${encodeURIComponent(feed)}/events`, location.href)}`;
 }
 
 picker.addEventListener('change', () => showFeed(picker.value));

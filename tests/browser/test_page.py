@@ -346,3 +346,40 @@ def test_the_readmes_first_example_shows_its_titles(browser, server):
     titles = [item["model"]["title"] for section in body["sections"] for item in section["items"]]
     assert len(shown) == len(titles) and all(title in text for title, text in zip(titles, shown)), shown
     assert browser.execute_script("return document.querySelectorAll('#feed .face').length") == 0
+
+
+def test_the_page_lands_on_home_and_says_how_to_try_it(browser, server):
+    """Issue 37: without ?feed the demo opens on home (not the alphabetically first feed), and one line says
+    what is live and the curl command that follows the feed shown."""
+    browser.get(f"{server.url}/")
+    wait_for(lambda: dom(browser)["feed"] == "home" and dom(browser)["state"] == "live", message="the page to open on home")
+    line = browser.execute_script("return document.getElementById('try').innerText")
+    assert f"curl -N {server.url}/feeds/home/events" in line and line.startswith("home:"), line
+    browser.execute_script("const p = document.getElementById('feed-picker'); p.value = 'todo'; p.dispatchEvent(new Event('change'))")
+    wait_for(lambda: f"{server.url}/feeds/todo/events" in browser.execute_script("return document.getElementById('try').innerText"),
+             message="the line to follow the feed picked")
+
+
+def test_the_dashboard_stacks_panels_without_gaps_and_caps_their_height(browser, server):
+    """Issue 37: panels of different heights in columns, each at most 70% of the window and scrolling inside;
+    the home posters get their colours from the page's own hook."""
+    browser.get(f"{server.url}/dashboard.html")
+    live = "return [...document.querySelectorAll('[data-panel] .status')].filter(s => s.dataset.state === 'live').length"
+    wait_for(lambda: browser.execute_script(live) >= 5, timeout=20, message="the examples' panels to be live")
+    boxes = browser.execute_script("""
+      return [...document.querySelectorAll('[data-panel]')].map(p => {
+        const r = p.getBoundingClientRect(); return {feed: p.dataset.panel, left: Math.round(r.left), top: r.top, bottom: r.bottom, height: r.height};
+      });""")
+    cap = browser.execute_script("return window.innerHeight") * 0.7 + 1
+    assert all(box["height"] <= cap for box in boxes), boxes
+    columns = {}
+    for box in boxes:
+        columns.setdefault(box["left"], []).append(box)
+    for column in columns.values():
+        column.sort(key=lambda box: box["top"])
+        for above, below in zip(column, column[1:]):
+            assert below["top"] - above["bottom"] <= 20, (above, below)  # the margin between panels, no more
+    scrolls = browser.execute_script("const r = document.querySelector(\"[data-panel='home'] .feed-region\"); return [r.scrollHeight, r.clientHeight]")
+    assert scrolls[0] > scrolls[1], "the home panel scrolls inside its cap"
+    hues = browser.execute_script("return [...document.querySelectorAll(\"[data-panel='home'] .poster\")].map(p => p.style.getPropertyValue('--hue'))")
+    assert len(hues) > 1 and len(set(hues)) > 1, hues
