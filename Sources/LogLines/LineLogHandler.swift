@@ -14,7 +14,7 @@ public enum LogFormat: String, Sendable, CaseIterable {
     /// sorted by key. A value with a space, a quote, `=` or nothing in it is written as a JSON string.
     case text
     /// One JSON object per line, for log collectors: `timestamp`, `level`, `label`, `message`, and
-    /// `metadata` (an object of the message's metadata, only when it has some). See the README's "Logs".
+    /// `metadata` (an object of the message's metadata, only when it has some). See docs/configuration.md, "Logs".
     case json
 }
 
