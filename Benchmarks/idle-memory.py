@@ -41,7 +41,8 @@ def rss_kib(pid):
 
 def start(binary, subscribers):
     args = [binary, "--host", "127.0.0.1", "--port", "0", "--data", "none", "--public", tempfile.mkdtemp(prefix="idle-memory-"),
-            "--max-connections", str(subscribers + 100), "--max-connections-per-ip", "0", "--log-level", "warning"]
+            "--max-connections", str(subscribers + 100), "--max-connections-per-ip", "0", "--log-level", "warning",
+            "--loops", "2"]  # two event loops on any machine: per-loop buffers are part of the figure
     process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     for line in process.stderr:

@@ -163,8 +163,10 @@ public struct FeedAPI: Sendable {
         // Nanoseconds from the monotonic clock: a `Duration` would cost the request two 128-bit conversions.
         MetricHandles.shared.requestTimer(route: index, of: Self.patterns, status: response.status.code)
             .recordNanoseconds(Int64((MonotonicClock.now() - started) * 1e9))
-        if let origin = options.allowOrigin {
+        // A response that set its own (the browser library's `*`) keeps it.
+        if let origin = options.allowOrigin, response.headers["Access-Control-Allow-Origin"] == nil {
             response.headers.set("Access-Control-Allow-Origin", origin)
+            response.headers.set("Access-Control-Expose-Headers", "ETag")  // a read's position, to the page's script
             if origin != "*" { response.headers.add("Vary", "Origin") }
         }
         return response
@@ -225,7 +227,8 @@ public struct FeedAPI: Sendable {
             let found: Feed?
             do { found = try await registry.latest(name) } catch { throw APIError(readError: error) }
             guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
-            return Self.document(await feed.readDocument(), ifNoneMatch: request.headers["If-None-Match"])
+            return Self.document(await feed.readDocument(), ifNoneMatch: request.headers["If-None-Match"],
+                                 acceptsGzip: options.compression && Gzip.isAccepted(by: request.headers["Accept-Encoding"]))
         case .putFeed:
             try await authorize(.write(name), request)
             let snapshot: WireSnapshot
@@ -299,7 +302,7 @@ public struct FeedAPI: Sendable {
         HTTPResponse(status: .noContent, headers: [
             "Allow": Self.allMethods,
             "Access-Control-Allow-Methods": Self.allMethods,
-            "Access-Control-Allow-Headers": "Authorization, Content-Type, Last-Event-ID, Idempotency-Key",
+            "Access-Control-Allow-Headers": "Authorization, Content-Type, Last-Event-ID, Idempotency-Key, If-None-Match",
             "Access-Control-Max-Age": "600",
         ])
     }
@@ -319,12 +322,15 @@ public struct FeedAPI: Sendable {
     }
 
     /// `GET /feeds/{feed}`: the document with its position as a strong `ETag`, the event id quoted
-    /// (the gzip variant's tag is the server's to add, ``EntityTag/gzipVariant(of:)``); `304` with the
-    /// tag the client holds when `If-None-Match` names either (RFC 9110 §13.1.2, §15.4.5).
-    static func document(_ read: (id: EventID, json: [UInt8]), ifNoneMatch: String?) -> HTTPResponse {
+    /// (the gzip variant's tag is the server's to add, ``EntityTag/gzipVariant(of:)``); `304` when
+    /// `If-None-Match` names the tag of a representation this request may get (RFC 9110 §13.1.2): the
+    /// gzip one only when the client takes gzip. The 304 carries that tag and the 200's `Vary` (§15.4.5).
+    /// - Parameter acceptsGzip: compression is on and the request's `Accept-Encoding` takes gzip.
+    static func document(_ read: (id: EventID, json: [UInt8]), ifNoneMatch: String?, acceptsGzip: Bool) -> HTTPResponse {
         let tag = "\"\(read.id)\""
-        if let ifNoneMatch, let held = EntityTag.match(ifNoneMatch: ifNoneMatch, among: [tag, EntityTag.gzipVariant(of: tag)]) {
-            return HTTPResponse(status: .notModified, headers: ["ETag": held, "Cache-Control": "no-cache"])
+        let current = acceptsGzip ? [tag, EntityTag.gzipVariant(of: tag)] : [tag]
+        if let ifNoneMatch, let held = EntityTag.match(ifNoneMatch: ifNoneMatch, among: current) {
+            return HTTPResponse(status: .notModified, headers: ["ETag": held, "Cache-Control": "no-cache", "Vary": "Accept-Encoding"])
         }
         var response = HTTPResponse.json(read.json + [0x0A])
         response.headers.set("ETag", tag)

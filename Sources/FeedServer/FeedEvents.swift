@@ -3,8 +3,6 @@ import HTTPCore
 
 /// Encodes a feed's events and documents, each once.
 enum FeedEvents {
-    /// `{"feed":…,"version":N,"sections":[…]}`: the body of `GET /feeds/{feed}`; with a `history`,
-    /// `{"feed":…,"history":"…","version":N,"sections":[…]}`, the data of a snapshot event.
     /// `{"feed","history","version","sections"}`; with `id`, the event id follows as `"id"` (the body
     /// of `GET /feeds/{feed}`: a position a client can follow from with `Last-Event-ID`).
     static func snapshotJSON(feed: String, history: String, version: Int, snapshot: WireSnapshot, id: EventID? = nil) -> [UInt8] {

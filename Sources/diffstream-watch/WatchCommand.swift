@@ -111,7 +111,7 @@ struct WatchCommand: AsyncParsableCommand {
                 case .connecting:
                     view.state = "connecting"
                 case .disconnected(let reason, let retryIn):
-                    if !everConnected || once && shown.count < feeds.count && !everConnected {
+                    if !everConnected {
                         fail(.unreachable, "cannot reach \(url): \(reason)")
                     }
                     view.state = String(format: "disconnected (%@); retrying in %.1f s", reason, retryIn)

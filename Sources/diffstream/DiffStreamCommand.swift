@@ -16,7 +16,7 @@ struct DiffStreamCommand: AsyncParsableCommand {
 
     @Option(help: "Address to bind (IPv4 or IPv6). [env: DIFFSTREAM_HOST] (default: 127.0.0.1)") var host: String?
     @Option(help: "Port to listen on; 0 picks a free one. [env: DIFFSTREAM_PORT] (default: 8080)") var port: String?
-    @Option(name: .customLong("public"), help: "Directory of the page's static files. [env: DIFFSTREAM_PUBLIC] (default: ./Public)") var publicDirectory: String?
+    @Option(name: .customLong("public"), help: "Directory of the page's static files. [env: DIFFSTREAM_PUBLIC] (default: ./Public if there is one, else the page built into the binary)") var publicDirectory: String?
     @Option(help: "Bearer token every write must carry. [env: DIFFSTREAM_TOKEN]") var token: String?
     @Option(help: "Seconds between heartbeat comments on idle event streams. [env: DIFFSTREAM_HEARTBEAT] (default: 15)") var heartbeat: String?
     @Option(help: "Batches kept per feed for resuming clients. [env: DIFFSTREAM_REPLAY] (default: 1024)") var replay: String?

@@ -375,7 +375,10 @@ def test_cors_headers_with_allow_origin(start):
     assert reply.status == 204
     assert "PUT" in reply.headers["Access-Control-Allow-Methods"] and "PATCH" in reply.headers["Access-Control-Allow-Methods"]
     allowed = reply.headers["Access-Control-Allow-Headers"].lower()
-    assert "last-event-id" in allowed and "authorization" in allowed and "content-type" in allowed
+    assert "last-event-id" in allowed and "authorization" in allowed and "content-type" in allowed and "if-none-match" in allowed
+    assert server.http("GET", "/feeds/home", headers={"Origin": "https://app.example"}).headers["Access-Control-Expose-Headers"] == "ETag"
+    library = server.http("GET", "/_diffstream/current/diffstream.js", headers={"Origin": "https://app.example"})
+    assert library.status == 302 and library.headers["Access-Control-Allow-Origin"] == "*"
     plain = start()
     assert plain.http("GET", "/feeds").headers["Access-Control-Allow-Origin"] is None
 

@@ -139,18 +139,33 @@ def test_the_example_runs_beside_a_diffstream_with_default_settings(example_bina
         pytest.skip("port 8080 or 8090 is taken on this machine: the defaults cannot be tried here")
     (tmp_path / "Public").symlink_to(ROOT / "Public")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    logs = [ARTIFACTS / f"{log_name(request.node)}-{name}.log" for name in ("diffstream", "scoreboard")]
     diffstream = subprocess.Popen([str(BINARY)], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=open(ARTIFACTS / f"{log_name(request.node)}-diffstream.log", "w"), env=clean_environment())
+                                  stderr=open(logs[0], "w"), env=clean_environment())
     example = subprocess.Popen([str(example_binary)], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=open(ARTIFACTS / f"{log_name(request.node)}-scoreboard.log", "w"), env=clean_environment())
+                               stderr=open(logs[1], "w"), env=clean_environment())
+
+    def serving(process, port, path):
+        """True once it answers; "exited" if it stopped (then a port taken since the check is a skip)."""
+        if process.poll() is not None:
+            return "exited"
+        return answers(port, path) == 200
+
     try:
-        assert wait_until(lambda: answers(8080, "/healthz") == 200, timeout=20), "diffstream serves on 8080"
-        assert wait_until(lambda: answers(8090, "/feeds/scores") == 200, timeout=20), "the example serves on 8090"
+        for process, log, port, path in [(diffstream, logs[0], 8080, "/healthz"), (example, logs[1], 8090, "/feeds/scores")]:
+            state = wait_until(lambda: serving(process, port, path), timeout=20, message=f"a server on {port}")
+            if state == "exited":
+                text = log.read_text()
+                if "is in use by another program" in text:
+                    pytest.skip(f"port {port} was taken after the check: {text.strip().splitlines()[-1]}")
+                pytest.fail(f"the server for {port} exited: {text[-2000:]}")
         assert (tmp_path / "data").is_dir() and (tmp_path / "scoreboard-data").is_dir()
     finally:
         for process in (example, diffstream):
-            process.terminate()
-        assert example.wait(20) == 0 and diffstream.wait(20) == 0
+            if process.poll() is None:
+                process.terminate()
+        codes = [process.wait(20) for process in (example, diffstream)]
+    assert codes == [0, 0], codes
 
 
 def answers(port, path):
