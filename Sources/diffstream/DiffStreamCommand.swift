@@ -69,7 +69,7 @@ struct DiffStreamCommand: AsyncParsableCommand {
             settings.server.logger = Logger(label: "diffstream")
             try await runnable.serve(settings)
         } catch let error as ConfigurationError {
-            FileHandle.standardError.write(Data("diffstream: \(error.message)\nRun 'diffstream --help' for the options.\n".utf8))
+            FileHandle.standardError.write(Data("diffstream: \(error.message)\n\(error.suggestsHelp ? "Run 'diffstream --help' for the options.\n" : "")".utf8))
             Foundation.exit(2)
         } catch {
             let code = exitCode(for: error)

@@ -13,7 +13,7 @@ extension DiffStreamCommand {
             settings.server.logger.info("\(error.message)")
             Foundation.exit(0)
         } catch {
-            throw ConfigurationError(message: Self.message(for: error))
+            throw ConfigurationError(message: Self.message(for: error), suggestsHelp: false)
         }
         if settings.server.logger.logLevel > .info {
             settings.logging.announcer().info("diffstream listening on \(server.url)")  // the port is announced even to a quiet log

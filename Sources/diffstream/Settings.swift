@@ -8,6 +8,9 @@ import Logging
 /// A configuration value that cannot be used; the message says which and why.
 struct ConfigurationError: Error {
     var message: String
+    /// Whether the message ends with the hint to read `--help` (not for a start that failed on a
+    /// port, a folder or a file: the one line says what to do).
+    var suggestsHelp = true
 }
 
 /// The resolved configuration: flags, then environment, then defaults; every value validated.

@@ -173,6 +173,7 @@ def test_a_port_in_use_is_one_line_that_says_what_to_do(start, tmp_path):
     server = start()
     result = run("--port", str(server.port), "--public", tmp_path, "--data", "none")
     assert result.returncode == 2, result.stderr
+    assert "--help" not in result.stderr, result.stderr  # a start that failed: one line, no usage hint
     errors = [line for line in result.stderr.splitlines() if line.startswith("diffstream:")]
     assert errors == [f"diffstream: port {server.port} on 127.0.0.1 is in use by another program "
                       f"(bind(127.0.0.1:{server.port}) failed: Address already in use (errno 98)); "
