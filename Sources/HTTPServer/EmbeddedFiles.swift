@@ -40,20 +40,7 @@ public final class EmbeddedFiles: StaticContent {
         guard let file = files[name] else { return nil }
         var headers = self.headers
         headers.set("Content-Type", file.type)
-        var body = file.bytes
-        var etag = file.etag
-        if PreparedResponse.isCompressible(file.type) {
-            headers.add("Vary", "Accept-Encoding")
-            if compression, Gzip.isAccepted(by: request.headers["Accept-Encoding"]), let gzip = file.gzip {
-                body = gzip
-                etag = EntityTag.gzipVariant(of: etag)
-                headers.add("Content-Encoding", "gzip")
-            }
-        }
-        headers.set("ETag", etag)
-        if let field = request.headers["If-None-Match"], EntityTag.match(ifNoneMatch: field, among: [etag]) != nil {
-            return HTTPResponse(status: .notModified, headers: headers)
-        }
-        return HTTPResponse(status: .ok, headers: headers, body: body)
+        return StaticFiles.answer(bytes: file.bytes, gzip: file.gzip, type: file.type, etag: file.etag, headers: headers,
+                                  request: request, compression: compression)
     }
 }

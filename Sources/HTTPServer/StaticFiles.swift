@@ -45,14 +45,23 @@ public final class StaticFiles: StaticContent {
     /// The response for a GET of `request`, or nil if no file matches (the caller answers 404).
     public func response(for request: HTTPRequest, compression: Bool) -> HTTPResponse? {
         guard let file = resolve(rawPath: request.rawPath), let cached = load(file) else { return nil }
-        let wantsGzip = compression && Gzip.isAccepted(by: request.headers["Accept-Encoding"])
         let type = Self.mimeType(for: file)
-        var headers: HTTPHeaders = ["Content-Type": type, "Cache-Control": "no-cache"]
-        var body = cached.bytes
-        var etag = "\"\(cached.etag)\""
+        return Self.answer(bytes: cached.bytes, gzip: cached.gzip, type: type, etag: "\"\(cached.etag)\"",
+                           headers: ["Content-Type": type, "Cache-Control": "no-cache"], request: request, compression: compression)
+    }
+
+    /// A file's answer to `request`, for the static and the embedded files alike: the gzipped bytes (and
+    /// the gzip variant's tag) when the type compresses and the client takes gzip, `Vary`, the `ETag`, and
+    /// `304` when `If-None-Match` names the tag (RFC 9110 §13.1.2).
+    /// - Parameter headers: the answer's own fields (`Content-Type` among them).
+    static func answer(bytes: [UInt8], gzip: [UInt8]?, type: String, etag: String, headers: HTTPHeaders,
+                       request: HTTPRequest, compression: Bool) -> HTTPResponse {
+        var headers = headers
+        var body = bytes
+        var etag = etag
         if PreparedResponse.isCompressible(type) {
             headers.add("Vary", "Accept-Encoding")
-            if wantsGzip, let gzip = cached.gzip {
+            if compression, Gzip.isAccepted(by: request.headers["Accept-Encoding"]), let gzip {
                 body = gzip
                 etag = EntityTag.gzipVariant(of: etag)
                 headers.add("Content-Encoding", "gzip")
