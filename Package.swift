@@ -8,22 +8,24 @@ let package = Package(
     // Platforms. The declaration below is the client products': DiffStream, DiffStreamJSON and
     // DiffStreamClient build for these Apple systems (iOS 15: `reconfigureItems`) and for Linux.
     // Every other product is Linux-only (the epoll runtime; `Synchronization.Mutex`, which Apple has
-    // from macOS 15 only): HTTPCore, HTTPServer, FeedServer, FeedStore, LogLines, Examples,
-    // DiffStreamTesting, DiffStreamServer, TLSStreamClient, diffstream and diffstream-watch. SwiftPM declares platforms
+    // from macOS 15 only): HTTPCore, EpollRuntime, FeedServer, FeedStorage, LogLines, DiffStreamExamples,
+    // DiffStreamTesting, DiffStreamServer, DiffStreamRedis, TLSStreamClient, diffstream and diffstream-watch. SwiftPM declares platforms
     // per package, not per product; tests/structure/test_platforms.py checks both halves of this.
     platforms: [.macOS(.v14), .iOS(.v15), .tvOS(.v15), .watchOS(.v8), .macCatalyst(.v15)],
     products: [
         .library(name: "DiffStream", targets: ["DiffStream"]),
         .library(name: "DiffStreamJSON", targets: ["DiffStreamJSON"]),
         .library(name: "HTTPCore", targets: ["HTTPCore"]),
-        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "EpollRuntime", targets: ["EpollRuntime"]),
         .library(name: "FeedServer", targets: ["FeedServer"]),
-        .library(name: "FeedStore", targets: ["FeedStore"]),
+        .library(name: "FeedStorage", targets: ["FeedStorage"]),
         .library(name: "LogLines", targets: ["LogLines"]),
-        .library(name: "Examples", targets: ["Examples"]),
+        .library(name: "DiffStreamExamples", targets: ["DiffStreamExamples"]),
         .library(name: "DiffStreamTesting", targets: ["DiffStreamTesting"]),
         // Hosts view models from a program of one's own: `import DiffStreamServer` (see README).
         .library(name: "DiffStreamServer", targets: ["DiffStreamServer"]),
+        // Keeps a server's feeds in Redis, for several instances (`RedisSharing`; docs/deploy-redis.md).
+        .library(name: "DiffStreamRedis", targets: ["DiffStreamRedis"]),
         // Follows feeds from Swift programs (iOS apps, tools) and translates batches into diffable data source
         // calls: `import DiffStreamClient` (docs/client-swift.md).
         .library(name: "DiffStreamClient", targets: ["DiffStreamClient"]),
@@ -60,18 +62,18 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         // SQLite from Debian (libsqlite3-dev), to read the databases of the feed store of earlier versions.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
-        // libhiredis from Debian (libhiredis-dev), the Redis client behind RedisClient (issue 26). Found
+        // libhiredis from Debian (libhiredis-dev), the Redis client behind the module Redis (issue 26). Found
         // without pkg-config: hiredis.pc's -D_FILE_OFFSET_BITS=64 is a flag SwiftPM refuses, with a warning.
         .systemLibrary(name: "CHiredis"),
         // Talks RESP to a Redis server through hiredis: connections with a timeout on every call, a thread
         // per connection, replies as a Swift enum, pub/sub on a dedicated connection, `redis://` URLs.
-        .target(name: "RedisClient", dependencies: ["CHiredis"], swiftSettings: strict),
+        .target(name: "Redis", dependencies: ["CHiredis"], swiftSettings: strict),
         // Feeds in Redis (issue 26, in progress): the key schema, the scripts, lost answers settled, and the
-        // shared store seam (`RedisStore` as `SharedFeedStore`). Not linked by the executable yet.
-        .target(name: "RedisFeedStore", dependencies: ["RedisClient", "FeedStore"], swiftSettings: strict),
+        // shared store seam (`RedisStore` as `SharedFeedStore`).
+        .target(name: "RedisFeedStore", dependencies: ["Redis", "FeedStorage"], swiftSettings: strict),
         // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the log store, and a
         // read-only migrator for the SQLite databases of earlier versions.
-        .target(name: "FeedStore", dependencies: ["CSQLite", "CZlib", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
+        .target(name: "FeedStorage", dependencies: ["CSQLite", "CZlib", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
         // epoll and eventfd, which the Glibc module does not export.
         .target(name: "CSystemShims"),
         // HTTP/1.1 and SSE as pure logic: requests, responses, the parser, the connection state machine,
@@ -81,24 +83,27 @@ let package = Package(
         // The epoll runtime: sockets, event loops, connections, event streams, static files, TLS. Knows nothing of feeds.
         // The OpenSSL context both TLS sides start from (TLS 1.2 or newer) and the error queue read as text.
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "HTTPServer", dependencies: ["HTTPCore", "LogLines", "COpenSSL", "OpenSSLSupport", "CZlib", "CSystemShims", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        // The executable's swift-log handler: one line per message, as text or as JSON. HTTPServer writes its
+        .target(name: "EpollRuntime", dependencies: ["HTTPCore", "LogLines", "COpenSSL", "OpenSSLSupport", "CZlib", "CSystemShims", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // The executable's swift-log handler: one line per message, as text or as JSON. EpollRuntime writes its
         // request lines through it directly when it is the backend (no metadata dictionary per request).
         .target(name: "LogLines", dependencies: ["JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Feeds, the HTTP API and hosting view models: joins the diff engine and HTTP through the
         // transport seam of HTTPCore; never the epoll runtime.
-        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPCore", "FeedStore", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
+        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
                                                   .product(name: "Logging", package: "swift-log"),
                                                   .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.
-        .target(name: "Examples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
+        .target(name: "DiffStreamExamples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         // `ViewModelHarness`: drives a hosted view model in a unit test, with no server and no store.
         .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         // The library a program hosts its view models with: the store, the registry, the API and the
         // server wired together, with a graceful shutdown (a swift-service-lifecycle `Service`).
-        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStore", "HTTPServer", "Examples", "RedisClient", "RedisFeedStore",
+        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStorage", "EpollRuntime",
                                                         .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
+        // `RedisSharing`: the server's feeds kept in Redis, shared by several instances (`--redis`). A product
+        // of its own, so a program that does not share its feeds links neither hiredis nor the Redis code.
+        .target(name: "DiffStreamRedis", dependencies: ["DiffStreamServer", "FeedStorage", "Redis", "RedisFeedStore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The Swift client: follows feeds (typed decoding, resume, gaps, heartbeats, offline cache), runs actions
         // over URLSession, and translates batches into `NSDiffableDataSourceSnapshot` calls (pure, any platform).
         // Depends on the snapshot types and the pure wire codec only, never on the server.
@@ -112,7 +117,7 @@ let package = Package(
         // libraries into this one too. `swift build` builds both; scripts and the Dockerfile name both.
         .executableTarget(
             name: "diffstream",
-            dependencies: ["DiffStreamServer", "FeedServer", "HTTPServer", "Examples", "LogLines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["DiffStreamServer", "DiffStreamRedis", "DiffStreamExamples", "FeedServer", "FeedStorage", "LogLines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
@@ -127,15 +132,15 @@ let package = Package(
         .testTarget(name: "DiffStreamTests", dependencies: ["DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamJSONTests", dependencies: ["DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .testTarget(name: "EpollRuntimeTests", dependencies: ["EpollRuntime", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStore", "HTTPServer", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
-        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisFeedStore", "FeedStore", "FeedServer", "DiffStream", "DiffStreamJSON", "TestSupport",
+        .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisFeedStore", "FeedStorage", "FeedServer", "DiffStream", "DiffStreamJSON", "TestSupport",
                                                          .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "FeedStoreTests", dependencies: ["FeedStore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "FeedStorageTests", dependencies: ["FeedStorage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamTestingTests", dependencies: ["DiffStreamTesting", "DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
-        .testTarget(name: "ExamplesTests", dependencies: ["Examples", "FeedServer", "DiffStreamTesting"], swiftSettings: strict),
+        .testTarget(name: "DiffStreamExamplesTests", dependencies: ["DiffStreamExamples", "FeedServer", "DiffStreamTesting"], swiftSettings: strict),
         .testTarget(name: "DiffStreamClientTests", dependencies: ["DiffStreamClient", "DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TLSStreamClientTests", dependencies: ["TLSStreamClient", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamServerTests", dependencies: ["DiffStreamServer", "TestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),

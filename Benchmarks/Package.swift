@@ -26,7 +26,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "fanout-bench",
-            dependencies: [.product(name: "HTTPServer", package: root), "CBenchShims"],
+            dependencies: [.product(name: "EpollRuntime", package: root), "CBenchShims"],
             swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
 )

@@ -16,7 +16,7 @@ let targetNames = ((try? FileManager.default.contentsOfDirectory(atPath: here.ap
     .filter { $0.hasPrefix("fuzz-") }
     .sorted()
 
-let rootProducts: [Target.Dependency] = ["DiffStream", "DiffStreamJSON", "HTTPCore", "HTTPServer", "FeedServer", "FeedStore", "Examples"].map {
+let rootProducts: [Target.Dependency] = ["DiffStream", "DiffStreamJSON", "HTTPCore", "EpollRuntime", "FeedServer", "FeedStorage", "DiffStreamExamples"].map {
     .product(name: $0, package: root)
 }
 

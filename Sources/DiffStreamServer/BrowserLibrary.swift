@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import EpollRuntime
 
 /// The browser library built into the binary (`PublicFiles`), served by every server at
 /// `/_diffstream/<version>/<module>` with `Cache-Control: public, max-age=31536000, immutable` (the version
@@ -21,7 +21,7 @@ struct BrowserLibrary: StaticContent {
         files: decoded.filter { PublicFiles.library.contains($0.key) }, prefix: path,
         headers: ["Cache-Control": "public, max-age=31536000, immutable", "Access-Control-Allow-Origin": "*"])
 
-    /// The whole page at `/` (``DiffStreamServer/Configuration/servesBuiltInPage``), revalidated on each use.
+    /// The whole page at `/` (``Server/Configuration/servesBuiltInPage``), revalidated on each use.
     static let builtInPage = EmbeddedFiles(files: decoded, prefix: "/", headers: ["Cache-Control": "no-cache"])
 
     func response(for request: HTTPRequest, compression: Bool) -> HTTPResponse? {

@@ -2,18 +2,17 @@ import Foundation
 import Logging
 import Prometheus
 
-extension DiffStreamServer {
+extension Server {
     /// Everything that can be set about a server: one field per flag of the `diffstream` command
     /// (named in each field's comment), with a library's defaults.
     ///
-    /// `Configuration()` listens on 127.0.0.1:8080, serves no page, hosts no example feed and keeps
-    /// feeds in memory. The `diffstream` command has its own defaults (`./Public`, every example,
-    /// `./data`). `--log-level` and `--log-format` have no field: they are the ``logger``'s business.
+    /// `Configuration()` listens on 127.0.0.1:8080, serves no page and keeps feeds in memory. The
+    /// `diffstream` command has its own defaults (`./Public`, `./data`), and hosts the examples itself. `--log-level` and `--log-format` have no field: they are the ``logger``'s business.
     public struct Configuration: Sendable {
         // Listening.
         /// The address to bind, IPv4 or IPv6 (`--host`).
         public var host = "127.0.0.1"
-        /// The port to listen on; 0 picks a free one, which ``DiffStreamServer/port`` then tells (`--port`).
+        /// The port to listen on; 0 picks a free one, which ``Server/port`` then tells (`--port`).
         public var port: UInt16 = 8080
         /// Event loops, the threads serving sockets; at least 1 (`--loops`).
         public var loops = ProcessInfo.processInfo.activeProcessorCount
@@ -53,7 +52,7 @@ extension DiffStreamServer {
         // The page.
         /// The directory of the page's static files; nil serves the API and the streams only (`--public`).
         /// Whatever it is, every server serves the browser library built into the binary at
-        /// `/_diffstream/<version>/` (``DiffStreamServer/libraryPath``).
+        /// `/_diffstream/<version>/` (``Server/libraryPath``).
         public var publicDirectory: String?
         /// With no ``publicDirectory``, serve the page built into the binary (Public/ as it was built):
         /// `diffstream` does when `--public` is not given and there is no `./Public`.
@@ -67,24 +66,16 @@ extension DiffStreamServer {
         /// The largest snapshot one feed may hold, in encoded bytes (`--max-feed-bytes`).
         public var maxFeedBytes = 8 << 20
         /// Encoded bytes of all snapshots and replay windows together; nil: a quarter of the memory, at
-        /// least 64 MiB, and no more than the data directory's disk has free; with ``redisURL``, 1 GiB
-        /// counted over every instance (`--max-store-bytes`).
+        /// least 64 MiB, and no more than the data directory's disk has free; with ``sharing``, its default
+        /// (1 GiB for Redis), counted over every instance (`--max-store-bytes`).
         public var maxStoreBytes: Int?
         /// The durable feed store's directory, opened and locked at start; nil keeps feeds in memory (`--data`).
         public var dataDirectory: String?
-        /// Redis, `redis://[user:password@]host[:port][/db]`, holding every feed that several instances
-        /// share; ``dataDirectory`` is then not used (`--redis`, `DIFFSTREAM_REDIS`).
-        public var redisURL: String?
-        /// The prefix of every Redis key, so several deployments share one Redis (`--redis-prefix`).
-        public var redisPrefix = "diffstream"
-        /// Seconds every Redis call may take before it counts as failed.
-        public var redisTimeout: Double = 2
+        /// Where feeds are kept when several instances serve them together, in place of ``dataDirectory``;
+        /// nil: not shared. `RedisSharing` (product `DiffStreamRedis`) keeps them in Redis (`--redis`).
+        public var sharing: (any FeedSharing)?
         /// Start even if the data is damaged: set damaged feeds aside and keep the rest (`--set-aside-damaged`).
         public var setAsideDamaged = false
-        /// The built-in example view models to host: home, week, blackjack, forecast, todo (`--examples`).
-        public var examples: [String] = []
-        /// Drive the home and week examples with live changes (`--demo`).
-        public var demo = false
 
         // Rights.
         /// The bearer token every write must carry (`--token`).
@@ -110,14 +101,14 @@ extension DiffStreamServer {
         public var metricsRegistry: PrometheusCollectorRegistry?
         /// Seconds between pushes of DiffStream's counters and gauges to a swift-metrics backend the
         /// program bootstrapped itself (histograms are recorded as things happen); one more push at
-        /// shutdown (from 0.1 s to an hour; pushing starts with ``DiffStreamServer/start()``). With
+        /// shutdown (from 0.1 s to an hour; pushing starts with ``Server/start()``). With
         /// DiffStream's own registry they are pushed when `/metrics` renders instead.
         public var metricsPushInterval: Double = 10
-        /// ``DiffStreamServer/run()`` stops at SIGINT or SIGTERM (caught from the server's creation on).
+        /// ``Server/run()`` stops at SIGINT or SIGTERM (caught from the server's creation on).
         /// Set it to false in a `ServiceGroup`, whose `gracefulShutdownSignals` then own the signals.
         public var catchesSignals = true
 
-        /// A library's defaults: loopback, port 8080, no page, no examples, feeds in memory.
+        /// A library's defaults: loopback, port 8080, no page, feeds in memory.
         public init() {}
     }
 }

@@ -1,4 +1,4 @@
-extension DiffStreamServer {
+extension Server {
     /// Why a server could not be created or started; ``message`` says which path or value and why.
     public struct StartError: Error, Sendable, CustomStringConvertible {
         /// What failed.
@@ -16,12 +16,10 @@ extension DiffStreamServer {
             case publicDirectory
             /// The address cannot be bound.
             case listen
-            /// A view model (an example) cannot be hosted.
-            case hosting
-            /// Redis cannot be used: a malformed URL, an evicting `maxmemory-policy`, or settings that
-            /// differ from the other instances'.
+            /// The shared store (``Configuration/sharing``) cannot be used; for Redis: a malformed URL, an
+            /// evicting `maxmemory-policy`, or settings that differ from the other instances'.
             case redis
-            /// A stop (SIGINT, SIGTERM) came while the start waited for Redis: not a failure.
+            /// A stop (SIGINT, SIGTERM) came while the start waited for the shared store: not a failure.
             case stopped
         }
 

@@ -1,5 +1,5 @@
 import DiffStreamJSON
-import FeedStore
+import FeedStorage
 import HTTPCore
 
 /// An error a handler answers with: status, a short error, and a detail a user can act on.

@@ -2,7 +2,7 @@ import CoreMetrics
 import Metrics
 import DiffStream
 import DiffStreamJSON
-import FeedStore
+import FeedStorage
 import HTTPCore
 
 /// A named, versioned stream of snapshots: the current snapshot, its version, a window of recent

@@ -1,5 +1,5 @@
 import CoreMetrics
-import FeedStore
+import FeedStorage
 import Synchronization
 
 /// Feed counters for `/metrics`: subscribers per feed, batches, resyncs (published when `/metrics` is

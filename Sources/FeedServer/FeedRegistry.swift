@@ -1,5 +1,5 @@
 import DiffStreamJSON
-import FeedStore
+import FeedStorage
 import HTTPCore
 import Logging
 

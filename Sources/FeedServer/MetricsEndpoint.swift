@@ -1,5 +1,5 @@
 import CoreMetrics
-import FeedStore
+import FeedStorage
 import HTTPCore
 import Prometheus
 import Synchronization
@@ -23,7 +23,7 @@ public final class MetricsEndpoint: Sendable {
 
     /// An endpoint serving `registry`, or the registry DiffStream bootstraps swift-metrics with.
     /// The program bootstrapped swift-metrics with a backend of its own: DiffStream's counters and
-    /// gauges reach it only when published (``FeedAPI/publishMetrics()``; `DiffStreamServer` does so
+    /// gauges reach it only when published (``FeedAPI/publishMetrics()``; `Server` does so
     /// periodically), not when `/metrics` renders.
     public let feedsProgramBackend: Bool
 

@@ -1,4 +1,4 @@
-import FeedStore
+import FeedStorage
 import Logging
 import Synchronization
 

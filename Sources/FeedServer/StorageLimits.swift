@@ -1,4 +1,4 @@
-import FeedStore
+import FeedStorage
 import Foundation
 
 /// How much the feeds may hold, all counted in **encoded** bytes (the JSON a client would receive):

@@ -1,5 +1,5 @@
-import RedisClient
-import FeedStore
+import Redis
+import FeedStorage
 
 /// One write of one feed, as the commit script takes it. Everything but the names is opaque bytes, as
 /// in the `FeedStore` seam: the snapshot as `WireCodec` encodes it, the batch as the SSE event sent.

@@ -1,4 +1,4 @@
-import RedisClient
+import Redis
 
 /// One feed as Redis holds it.
 public struct RedisStoredFeed: Sendable, Equatable {

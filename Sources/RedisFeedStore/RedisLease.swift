@@ -1,5 +1,5 @@
-import RedisClient
-import FeedStore
+import Redis
+import FeedStorage
 
 /// A lease in Redis (`lease:<name>`): the right to run a hosted view model's source on one instance at
 /// a time. It is held under a fencing token, which the holder passes with each commit

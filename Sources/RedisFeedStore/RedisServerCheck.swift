@@ -1,4 +1,4 @@
-import RedisClient
+import Redis
 
 /// What the start checks of the Redis server's settings (issue 26): the promise that an acknowledged
 /// write survives needs `appendfsync always`, and an evicting `maxmemory-policy` would drop feeds

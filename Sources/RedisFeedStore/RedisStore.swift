@@ -1,5 +1,5 @@
-import FeedStore
-import RedisClient
+import FeedStorage
+import Redis
 import Synchronization
 
 /// The ``SharedFeedStore`` seam on Redis (issue 26, docs/decisions/0003-redis.md): feeds several

@@ -1,5 +1,5 @@
 import ArgumentParser
-import FeedStore
+import FeedStorage
 import Foundation
 
 /// `diffstream backup DEST`: a consistent copy of the store while the server runs.

@@ -2,7 +2,6 @@ import ArgumentParser
 import Dispatch
 import FeedServer
 import Foundation
-import HTTPServer
 import Logging
 
 /// `diffstream`: parses flags (each also from an environment variable) and wires the pieces together.

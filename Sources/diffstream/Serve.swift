@@ -1,17 +1,31 @@
+import DiffStreamExamples
 import DiffStreamServer
 import Foundation
 import Logging
 
 extension DiffStreamCommand {
-    /// Starts the server and runs until SIGINT or SIGTERM, then shuts down gracefully and exits 0.
+    /// Hosts the examples, starts the server and runs until SIGINT or SIGTERM, then shuts down
+    /// gracefully and exits 0.
     func serve(_ settings: Settings) async throws {
-        let server: DiffStreamServer
+        let server: Server
         do {
-            server = try await DiffStreamServer(configuration: settings.server)
-            try await server.start()
+            server = try await Server(configuration: settings.server)
         } catch where error.kind == .stopped {
             settings.server.logger.info("\(error.message)")
             Foundation.exit(0)
+        } catch {
+            throw ConfigurationError(message: Self.message(for: error), suggestsHelp: false)
+        }
+        do {
+            for source in try await Examples.host(settings.examples, on: server.hosted, demo: settings.demo) {
+                server.cancelAtShutdown(source)
+            }
+        } catch {
+            await server.shutdown()  // the data directory's lock is released
+            throw ConfigurationError(message: error.description, suggestsHelp: false)
+        }
+        do {
+            try await server.start()
         } catch {
             throw ConfigurationError(message: Self.message(for: error), suggestsHelp: false)
         }
@@ -23,7 +37,7 @@ extension DiffStreamCommand {
     }
 
     /// What the command says about a start that failed: the library's words, with the flag to use.
-    static func message(for error: DiffStreamServer.StartError) -> String {
+    static func message(for error: Server.StartError) -> String {
         switch (error.kind, error.cause) {
         case (.damagedData(let directory, let feeds), _):
             "the data in '\(directory)' cannot be trusted: \(feeds.joined(separator: "; ")); start with --set-aside-damaged to skip those feeds"

@@ -1,5 +1,6 @@
+import DiffStreamExamples
+import DiffStreamRedis
 import DiffStreamServer
-import Examples
 import FeedServer
 import Foundation
 import LogLines
@@ -15,8 +16,12 @@ struct ConfigurationError: Error {
 
 /// The resolved configuration: flags, then environment, then defaults; every value validated.
 struct Settings {
-    /// Everything the server is made with (the command's defaults: ./Public, every example, ./data).
-    var server: DiffStreamServer.Configuration
+    /// Everything the server is made with (the command's defaults: ./Public, ./data).
+    var server: Server.Configuration
+    /// The example view models the command hosts (`--examples`; default: every one).
+    var examples: [String]
+    /// Whether the home and week examples get live changes (`--demo`).
+    var demo: Bool
     /// `--log-level` and `--log-format`.
     var logging: LogSettings
 }
@@ -104,7 +109,7 @@ extension DiffStreamCommand {
             guard let parsed = LogFormat(rawValue: text.lowercased()) else { throw ConfigurationError(message: "\(source) must be text or json, not '\(text)'") }
             logging.format = parsed
         }
-        var configuration = DiffStreamServer.Configuration()
+        var configuration = Server.Configuration()
         configuration.host = value(host, "host")?.text ?? "127.0.0.1"
         configuration.port = UInt16(try integer(port, "port", 0...65535, default: 8080))
         configuration.heartbeat = try seconds(heartbeat, "heartbeat", 0.1...3600, default: 15)
@@ -161,12 +166,12 @@ extension DiffStreamCommand {
             }
             configuration.publicOrigin = text.hasSuffix("/") ? String(text.dropLast()) : text
         }
-        configuration.demo = enabled(demo, "DIFFSTREAM_DEMO")
         let dataText = value(data, "data")?.text ?? "data"
         configuration.dataDirectory = dataText == "none" ? nil : dataText
         configuration.setAsideDamaged = enabled(setAsideDamaged, "DIFFSTREAM_SET_ASIDE_DAMAGED")
-        configuration.redisURL = value(redis, "redis")?.text
-        configuration.redisPrefix = value(redisPrefix, "redis-prefix")?.text ?? "diffstream"
+        if let url = value(redis, "redis")?.text {
+            configuration.sharing = RedisSharing(url: url, prefix: value(redisPrefix, "redis-prefix")?.text ?? "diffstream")
+        }
         configuration.replay = try integer(replay, "replay", 0...1_000_000, default: 1024)
         configuration.maxStreamFeeds = try integer(maxStreamFeeds, "max-stream-feeds", 1...10_000, default: 100)
 
@@ -175,7 +180,7 @@ extension DiffStreamCommand {
         configuration.maxFeedBytes = try integer(maxFeedBytes, "max-feed-bytes", 1024...(1 << 40), default: 8 << 20)
         configuration.maxStoreBytes = try integer(
             maxStoreBytes, "max-store-bytes", 4096...(1 << 50),
-            default: configuration.redisURL != nil ? 1 << 30 : StorageLimits.defaultMaxStoreBytes(dataDirectory: configuration.dataDirectory))
+            default: configuration.sharing?.defaultMaxStoreBytes ?? StorageLimits.defaultMaxStoreBytes(dataDirectory: configuration.dataDirectory))
 
         // Rights (issue 13).
         let secret = try JWTSecret.load(file: jwtSecretFile, environment: environment)
@@ -211,7 +216,6 @@ extension DiffStreamCommand {
                 }
             }
         }
-        configuration.examples = examples
-        return Settings(server: configuration, logging: logging)
+        return Settings(server: configuration, examples: examples, demo: enabled(demo, "DIFFSTREAM_DEMO"), logging: logging)
     }
 }

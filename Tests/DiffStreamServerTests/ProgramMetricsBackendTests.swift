@@ -15,9 +15,9 @@ struct ProgramMetricsBackendTests {
         await #expect(processExitsWith: .success) {
             let backend = CountingMetrics()
             MetricsSystem.bootstrap(backend)
-            var configuration = DiffStreamServerTests.configuration()
+            var configuration = ServerTests.configuration()
             configuration.metricsPushInterval = 0.05
-            guard let server = try? await DiffStreamServer(configuration: configuration), let port = try? await server.start() else { exit(3) }
+            guard let server = try? await Server(configuration: configuration), let port = try? await server.start() else { exit(3) }
             guard (try? await get("/metrics", port: port))?.status == 404 else { exit(4) }
             _ = try? await get("/healthz", port: port)
             // Pushed while the server runs: the two requests show up without a shutdown.

@@ -31,6 +31,6 @@ struct PublicFilesTests {
         }
         let hex = hash.finalize().map { String(format: "%02x", $0) }.joined()
         #expect(PublicFiles.version == String(hex.prefix(12)))
-        #expect(DiffStreamServer.libraryPath == "/_diffstream/\(PublicFiles.version)/")
+        #expect(Server.libraryPath == "/_diffstream/\(PublicFiles.version)/")
     }
 }

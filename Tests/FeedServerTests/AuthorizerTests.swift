@@ -1,5 +1,5 @@
 import FeedServer
-import HTTPServer
+import EpollRuntime
 import Testing
 
 struct AuthorizerTests {

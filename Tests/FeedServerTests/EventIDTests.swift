@@ -1,5 +1,5 @@
 import FeedServer
-import FeedStore
+import FeedStorage
 import Testing
 
 struct EventIDTests {

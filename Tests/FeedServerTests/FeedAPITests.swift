@@ -1,6 +1,6 @@
 import DiffStreamJSON
 import FeedServer
-import HTTPServer
+import EpollRuntime
 import Testing
 
 /// The API without sockets: requests in, responses out.

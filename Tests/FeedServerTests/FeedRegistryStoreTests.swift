@@ -1,6 +1,6 @@
 import DiffStreamJSON
-import FeedStore
-import HTTPServer
+import FeedStorage
+import EpollRuntime
 import Synchronization
 import Testing
 @testable import FeedServer

@@ -1,4 +1,4 @@
-import FeedStore
+import FeedStorage
 @testable import FeedServer
 import Testing
 

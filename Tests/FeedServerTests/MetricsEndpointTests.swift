@@ -1,6 +1,6 @@
 import CoreMetrics
 import FeedServer
-import HTTPServer
+import EpollRuntime
 import Logging
 import Testing
 

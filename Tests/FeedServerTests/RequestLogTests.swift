@@ -1,6 +1,6 @@
 import FeedServer
 import Foundation
-import HTTPServer
+import EpollRuntime
 import Logging
 import LogLines
 import Synchronization

@@ -1,7 +1,7 @@
 import DiffStreamJSON
 import FeedServer
 import Foundation
-import HTTPServer
+import EpollRuntime
 import Logging
 #if canImport(Glibc)
 import Glibc

@@ -173,5 +173,5 @@ def test_server_products_are_said_to_be_linux_only(package):
     assert "Linux-only" in manifest and "Linux-only" in readme
     for name in server:
         assert re.search(rf"\b{name}\b", manifest.split("platforms:")[0]), f"Package.swift's platform note does not name {name}"
-    runtime = (ROOT / "Sources" / "HTTPServer" / "Platform.swift").read_text()
+    runtime = (ROOT / "Sources" / "EpollRuntime" / "Platform.swift").read_text()
     assert "#if !os(Linux)" in runtime and "#error(" in runtime

@@ -12,7 +12,7 @@
 // appears in its (decoded) stream. Latency is measured from just before the publish request is sent.
 import Foundation
 import CBenchShims
-import HTTPServer
+import EpollRuntime
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,7 @@
 import Dispatch
-import Examples
+import DiffStreamExamples
 import FeedServer
-import HTTPServer
+import EpollRuntime
 
 /// Helpers the fuzz targets share.
 public enum FuzzSupport {

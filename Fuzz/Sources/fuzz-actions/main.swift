@@ -1,5 +1,5 @@
 import FuzzSupport
-import HTTPServer
+import EpollRuntime
 
 /// The view models' actions through `FeedAPI`'s handler (no sockets). The first byte picks the action
 /// (`forecast/select` or `blackjack/deal`), the rest is the body.

@@ -1,5 +1,5 @@
 import FuzzSupport
-import HTTPServer
+import EpollRuntime
 
 /// `PATCH /feeds/home` bodies through `FeedAPI`'s handler (no sockets): every body gets an answer
 /// (200, 400 or 422), and the feed keeps answering `GET` with a document.

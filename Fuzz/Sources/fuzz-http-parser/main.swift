@@ -1,4 +1,4 @@
-import HTTPServer
+import EpollRuntime
 
 /// Fuzzes `HTTPRequestParser` with arbitrary bytes. Beyond "no crash", two invariants:
 /// - the bytes fed in one piece and the same bytes fed split at a point the input chooses (its first

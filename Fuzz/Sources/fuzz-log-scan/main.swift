@@ -1,4 +1,4 @@
-@testable import FeedStore
+@testable import FeedStorage
 import FuzzSupport
 
 /// The store's files as recovery reads them (`LogFormat.scan`, then `StoreState.apply` as a restart

@@ -31,14 +31,14 @@ struct Scoreboard: HostedViewModel {
     static func main() async {
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         let environment = ProcessInfo.processInfo.environment
-        var configuration = DiffStreamServer.Configuration()  // beside diffstream's own 8080 and ./data:
+        var configuration = Server.Configuration()  // beside diffstream's own 8080 and ./data:
         configuration.port = UInt16(environment["SCOREBOARD_PORT"] ?? "") ?? 8090  // 0 picks a free port
         configuration.dataDirectory = environment["SCOREBOARD_DATA"] ?? "scoreboard-data"
         do {
-            let server = try await DiffStreamServer(configuration: configuration)
+            let server = try await Server(configuration: configuration)
             try await server.host(Scoreboard(), as: "scores")
             try await server.run()  // logs its URL; until SIGINT/SIGTERM, then a graceful shutdown
-        } catch let error as DiffStreamServer.StartError {
+        } catch let error as Server.StartError {
             fail(hint(error))
         } catch {
             fail("\(error)")
@@ -46,7 +46,7 @@ struct Scoreboard: HostedViewModel {
     }
 
     /// The library's words, and what to do in this program's terms.
-    static func hint(_ error: DiffStreamServer.StartError) -> String {
+    static func hint(_ error: Server.StartError) -> String {
         switch error.cause {
         case .addressInUse?: "\(error.message); set SCOREBOARD_PORT to another port (0 picks a free one)"
         case .dataDirectoryLocked?: "\(error.message); set SCOREBOARD_DATA to another folder"

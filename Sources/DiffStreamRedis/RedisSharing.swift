@@ -1,0 +1,86 @@
+import DiffStreamServer
+import FeedStorage
+import Logging
+import Redis
+import RedisFeedStore
+
+/// Keeps every feed in Redis, so several instances serve them together (`--redis`,
+/// docs/deploy-redis.md):
+///
+/// ```swift
+/// configuration.sharing = RedisSharing(url: "redis://redis:6379")
+/// ```
+///
+/// At start: a malformed URL or prefix, an evicting `maxmemory-policy`, or settings unlike the other
+/// instances' stop the start; a Redis that cannot be reached is tried again every 2 seconds, said in
+/// the log, until it answers or the server is stopped (an orchestrator starts both at once).
+public struct RedisSharing: FeedSharing {
+    /// `redis://[user:password@]host[:port][/db]` (`--redis`, `DIFFSTREAM_REDIS`).
+    public var url: String
+    /// The prefix of every key, so several deployments share one Redis (`--redis-prefix`).
+    public var prefix: String
+    /// Seconds every Redis call may take before it counts as failed.
+    public var timeout: Double
+
+    /// Feeds in the Redis at `url`, under keys that start with `prefix`.
+    public init(url: String, prefix: String = "diffstream", timeout: Double = 2) {
+        self.url = url
+        self.prefix = prefix
+        self.timeout = timeout
+    }
+
+    /// 1 GiB: counted over every instance, so it cannot follow one machine's memory or disk; set
+    /// ``Server/Configuration/maxStoreBytes`` to fit Redis's `maxmemory`.
+    public var defaultMaxStoreBytes: Int { 1 << 30 }
+
+    public func open(_ start: SharingStart) async throws(Server.StartError) -> OpenedSharing {
+        let url: RedisURL
+        do { url = try RedisURL(parsing: self.url) } catch { throw Server.StartError(.redis, "--redis: \(error.description)") }
+        if let problem = RedisKeys.problem(withPrefix: prefix) {
+            throw Server.StartError(.redis, "--redis-prefix '\(prefix)': \(problem)")
+        }
+        let keys = RedisKeys(prefix: prefix)
+        let logger = start.logger
+        let settings = [("replay", String(start.replay)), ("max-feeds", String(start.maxFeeds)),
+                        ("max-feed-bytes", String(start.maxFeedBytes)), ("max-store-bytes", String(start.maxStoreBytes))]
+        if start.dataDirectory != nil { logger.info("feeds are kept in Redis at \(url) under '\(keys.base)'; the data directory is not used") }
+        let timeout = self.timeout
+        /// One try: the store, or why the start must stop.
+        func connect() async throws(RedisError) -> Result<RedisStore, Server.StartError> {
+            let client = RedisClient(url: url, timeout: timeout, name: "redis-check")
+            defer { client.stop() }
+            let check = try await RedisServerCheck.run(client)
+            for warning in check.warnings { logger.warning("\(warning)") }
+            if !check.errors.isEmpty { return .failure(Server.StartError(.redis, check.errors.joined(separator: "; "))) }
+            let instance = RandomID.token()
+            let differing = try RedisStore.agree(on: settings, url: url, keys: keys, instance: instance, timeout: timeout)
+            if !differing.isEmpty {
+                return .failure(Server.StartError(.redis, "settings differ from the running instances' (every instance sharing Redis needs the same; "
+                    + "once none is running, the next start's are taken): \(differing.joined(separator: "; "))"))
+            }
+            return .success(try RedisStore.open(url: url, keys: keys, instanceID: instance, settings: settings, onSettingsConflict: { differing in
+                logger.error("settings differ from a running instance's (it started while Redis held no instance's presence): \(differing.joined(separator: "; ")); stop the instances whose settings are not wanted")
+            }, replay: start.replay, maxFeeds: start.maxFeeds, maxBytes: start.maxStoreBytes, timeout: timeout))
+        }
+        while true {
+            let outcome: Result<RedisStore, Server.StartError>
+            do throws(RedisError) {
+                outcome = try await connect()
+            } catch {
+                if case .server = error, !error.temporarilyRefused {
+                    throw Server.StartError(.redis, "Redis at \(url) refused the start: \(error.description)")
+                }
+                logger.warning("Redis at \(url) is not reachable (\(error.description)); retrying every 2 s")
+                if await start.stopRequested(within: .seconds(2)) { throw Server.StartError(.stopped, "stopped while waiting for Redis at \(url)") }
+                continue
+            }
+            switch outcome {
+            case .success(let store):
+                logger.info("feeds are kept in Redis at \(url) under '\(keys.base)' (epoch \(store.epoch))")
+                return OpenedSharing(store: store, close: { store.close() })
+            case .failure(let error):
+                throw error
+            }
+        }
+    }
+}

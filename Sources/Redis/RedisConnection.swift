@@ -1,0 +1,206 @@
+import CHiredis
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One blocking connection to Redis through hiredis, used by one thread at a time.
+///
+/// Every call has a timeout: the connect (`redisConnectWithTimeout`), and every read and write after
+/// it (`redisSetTimeout`, which sets `SO_RCVTIMEO`/`SO_SNDTIMEO`). A Redis that hangs fails the call
+/// with ``RedisError/timedOut(call:seconds:)``. After any error but a server's answer
+/// (``RedisError/breaksConnection``), the connection is closed: an answer that arrives late would be
+/// taken for the next command's. It is not `Sendable`: ``RedisClient`` and ``RedisSubscriber`` each
+/// keep theirs on their own thread. Used on a thread of the caller's, the process must ignore SIGPIPE
+/// (`DiffStreamServer`'s `Server` does) or that thread block it (``blockSIGPIPEOnThisThread()``).
+public final class RedisConnection {
+    private var context: UnsafeMutablePointer<redisContext>?
+    public let url: RedisURL
+    /// Seconds any one call may take.
+    public let timeout: Double
+
+    /// Connects, logs in (`AUTH`) and selects the database.
+    public init(url: RedisURL, timeout: Double) throws(RedisError) {
+        self.url = url
+        self.timeout = timeout
+        let tv = Self.timeValue(seconds: timeout)
+        guard let context = redisConnectWithTimeout(url.host, Int32(url.port), tv) else {
+            throw .connect(endpoint: url.endpoint, reason: "redisConnectWithTimeout could not allocate a context")
+        }
+        if context.pointee.err != 0 {
+            let reason = Self.errorText(context)
+            redisFree(context)
+            throw .connect(endpoint: url.endpoint, reason: reason)
+        }
+        self.context = context
+        guard redisSetTimeout(context, tv) == REDIS_OK else {
+            let reason = Self.errorText(context)
+            close()
+            throw .connect(endpoint: url.endpoint, reason: "redisSetTimeout: \(reason)")
+        }
+        do {
+            if let password = url.password {
+                let args = url.user.map { ["AUTH", $0, password] } ?? ["AUTH", password]
+                try expectOK(command(args.map { Array($0.utf8) }), "AUTH")
+            }
+            if url.database != 0 { try expectOK(command(["SELECT", String(url.database)]), "SELECT") }
+        } catch {
+            close()
+            // An answer (a wrong password, a database past the server's count) is the server's
+            // refusal; a lost or silent connection is a connection that could not be made.
+            if case .server = error { throw error }
+            throw .connect(endpoint: url.endpoint, reason: error.description)
+        }
+    }
+
+    deinit { close() }
+
+    private func expectOK(_ reply: RedisReply, _ name: String) throws(RedisError) {
+        switch reply {
+        case .status: return
+        case .error(let message): throw .server(command: name, message: message)
+        default: throw .unexpectedReply(command: name, reply: reply.description)
+        }
+    }
+
+    /// True until an error broke the connection or ``close()`` was called.
+    public var isOpen: Bool { context != nil }
+
+    /// The socket, for `poll` (the subscriber waits on it).
+    public var fileDescriptor: Int32 { context?.pointee.fd ?? -1 }
+
+    /// Closes the socket. Idempotent.
+    public func close() {
+        if let context { redisFree(context) }
+        context = nil
+    }
+
+    /// Sends one command and waits for its answer. A `-ERR` answer is returned as
+    /// ``RedisReply/error(_:)``, not thrown: the connection stays usable.
+    public func command(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
+        try append(arguments)
+        return try readReply(call: Self.name(arguments))
+    }
+
+    /// ``command(_:)`` with text arguments.
+    public func command(_ arguments: [String]) throws(RedisError) -> RedisReply {
+        try command(arguments.map { Array($0.utf8) })
+    }
+
+    /// Sends several commands in one write and reads their answers, in order (pipelining).
+    public func pipeline(_ commands: [[[UInt8]]]) throws(RedisError) -> [RedisReply] {
+        for arguments in commands { try append(arguments) }
+        var replies: [RedisReply] = []
+        replies.reserveCapacity(commands.count)
+        for arguments in commands { replies.append(try readReply(call: Self.name(arguments))) }
+        return replies
+    }
+
+    /// Queues a command in the output buffer (nothing is sent until a reply is read or ``flush()``).
+    public func append(_ arguments: [[UInt8]]) throws(RedisError) {
+        guard let context else { throw .notConnected(call: Self.name(arguments)) }
+        let status = Self.withArgv(arguments) { argc, argv, lengths in
+            redisAppendCommandArgv(context, argc, argv, lengths)
+        }
+        guard status == REDIS_OK else { throw fail(call: "redisAppendCommandArgv") }
+    }
+
+    /// Writes everything queued by ``append(_:)`` without waiting for answers.
+    public func flush() throws(RedisError) {
+        guard let context else { throw .notConnected(call: "redisBufferWrite") }
+        var done: Int32 = 0
+        while done == 0 {
+            guard redisBufferWrite(context, &done) == REDIS_OK else { throw fail(call: "redisBufferWrite") }
+        }
+    }
+
+    /// Waits (at most the timeout) for the next answer: a command's, or a pub/sub message.
+    public func readReply(call: String = "redisGetReply") throws(RedisError) -> RedisReply {
+        guard let context else { throw .notConnected(call: call) }
+        var raw: UnsafeMutableRawPointer?
+        guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw fail(call: call) }
+        defer { freeReplyObject(raw) }
+        return RedisReply(raw.assumingMemoryBound(to: redisReply.self))
+    }
+
+    /// An answer already read from the socket, if a whole one is buffered; nil otherwise. Never blocks.
+    public func bufferedReply() throws(RedisError) -> RedisReply? {
+        guard let context else { throw .notConnected(call: "redisGetReplyFromReader") }
+        var raw: UnsafeMutableRawPointer?
+        guard redisGetReplyFromReader(context, &raw) == REDIS_OK else { throw fail(call: "redisGetReplyFromReader") }
+        guard let raw else { return nil }
+        defer { freeReplyObject(raw) }
+        return RedisReply(raw.assumingMemoryBound(to: redisReply.self))
+    }
+
+    /// Reads what the socket has into hiredis's buffer (call after `poll` says it is readable).
+    public func readAvailable() throws(RedisError) {
+        guard let context else { throw .notConnected(call: "redisBufferRead") }
+        guard redisBufferRead(context) == REDIS_OK else { throw fail(call: "redisBufferRead") }
+    }
+
+    /// Turns the context's error into a ``RedisError`` and closes the connection.
+    private func fail(call: String) -> RedisError {
+        let code = errno
+        guard let context else { return .notConnected(call: call) }
+        let error: RedisError
+        switch context.pointee.err {
+        case REDIS_ERR_IO where code == EAGAIN || code == EWOULDBLOCK || code == ETIMEDOUT: error = .timedOut(call: call, seconds: timeout)
+        case REDIS_ERR_IO: error = .io(call: call, errno: code, reason: Self.errorText(context))
+        case REDIS_ERR_EOF: error = .closed(call: call)
+        case REDIS_ERR_PROTOCOL: error = .protocolError(call: call, reason: Self.errorText(context))
+        default: error = .io(call: call, errno: code, reason: Self.errorText(context))
+        }
+        close()
+        return error
+    }
+
+    private static func errorText(_ context: UnsafeMutablePointer<redisContext>) -> String {
+        withUnsafeBytes(of: context.pointee.errstr) { raw in
+            let bytes = raw.prefix(while: { $0 != 0 })
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// hiredis writes with `write(2)`: to a socket the server has reset, that raises SIGPIPE, which ends
+    /// the process unless it is ignored (`DiffStreamServer`'s `Server` ignores it) or blocked. The client's and the
+    /// subscriber's threads block it, so the write fails with `EPIPE` instead, whatever the program does.
+    /// (A signal raised by a write is sent to the thread that wrote, so blocking it there is enough.)
+    public static func blockSIGPIPEOnThisThread() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// The command's name, for errors (its first argument; never the data after it).
+    static func name(_ arguments: [[UInt8]]) -> String {
+        arguments.first.map { String(decoding: $0, as: UTF8.self).uppercased() } ?? "(empty command)"
+    }
+
+    static func timeValue(seconds: Double) -> timeval {
+        let micro = Int(max(0.001, seconds) * 1_000_000)
+        return timeval(tv_sec: micro / 1_000_000, tv_usec: micro % 1_000_000)
+    }
+
+    /// Lays the arguments out in one buffer and hands hiredis `argc`, `argv` and `argvlen` into it.
+    private static func withArgv<T>(_ arguments: [[UInt8]], _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> T) -> T {
+        var joined: [UInt8] = []
+        joined.reserveCapacity(arguments.reduce(0) { $0 + $1.count } + 1)
+        var offsets: [Int] = [], lengths: [Int] = []
+        for argument in arguments {
+            offsets.append(joined.count)
+            lengths.append(argument.count)
+            joined += argument
+        }
+        joined.append(0)  // so an empty last argument still points into the buffer
+        return joined.withUnsafeBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
+            var argv: [UnsafePointer<CChar>?] = offsets.map { base + $0 }
+            return argv.withUnsafeMutableBufferPointer { argvBuffer in
+                lengths.withUnsafeBufferPointer { body(Int32(arguments.count), argvBuffer.baseAddress!, $0.baseAddress!) }
+            }
+        }
+    }
+}
