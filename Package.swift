@@ -87,11 +87,19 @@ let package = Package(
         // The executable's swift-log handler: one line per message, as text or as JSON. EpollRuntime writes its
         // request lines through it directly when it is the backend (no metadata dictionary per request).
         .target(name: "LogLines", dependencies: ["JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        // Feeds, the HTTP API and hosting view models: joins the diff engine and HTTP through the
-        // transport seam of HTTPCore; never the epoll runtime.
-        .target(name: "FeedServer", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
-                                                  .product(name: "Logging", package: "swift-log"),
-                                                  .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
+        // The feed core: a feed's snapshot, version, history, replay window and subscribers, the diff of
+        // each write, the registry, storage accounting, events and event ids. Joins the diff engine and
+        // HTTP through HTTPCore's transport seam only; never the epoll runtime.
+        .target(name: "FeedCore", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "Crypto", package: "swift-crypto"),
+                                                .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
+        // Hosting view models: `HostedViewModel`, `ViewModelHost`, `HostedFeeds`, actions, `ViewModelError`.
+        .target(name: "ViewModelHosting", dependencies: ["FeedCore", "DiffStream", "DiffStreamJSON"], swiftSettings: strict),
+        // The HTTP API: the route table, `FeedAPI`, API errors (the one place statuses are chosen),
+        // authorization (tokens, JWT), the multi-feed stream policy, `/metrics`.
+        .target(name: "HTTPAPI", dependencies: ["FeedCore", "ViewModelHosting", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "JWTKit", package: "jwt-kit"),
+                                               .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
+        // The three above with one import (`@_exported`), as before they were split (issue 36).
+        .target(name: "FeedServer", dependencies: ["FeedCore", "ViewModelHosting", "HTTPAPI"], swiftSettings: strict),
         // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.
         .target(name: "DiffStreamExamples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         // `ViewModelHarness`: drives a hosted view model in a unit test, with no server and no store.
@@ -134,7 +142,7 @@ let package = Package(
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "EpollRuntimeTests", dependencies: ["EpollRuntime", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedCore", "ViewModelHosting", "HTTPAPI", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisFeedStore", "FeedStorage", "FeedServer", "DiffStream", "DiffStreamJSON", "TestSupport",
                                                          .product(name: "Logging", package: "swift-log")], swiftSettings: strict),

@@ -1,3 +1,5 @@
+import FeedCore
+import ViewModelHosting
 /// A feed-name pattern from a token's `subscribe` or `publish` list: a feed name in which `*` matches
 /// any run of characters (including none). `"*"` matches every feed, `"user-42-*"` every feed whose
 /// name starts with `user-42-`, and `"home"` only `home`. No other character is special.

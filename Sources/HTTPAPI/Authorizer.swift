@@ -1,3 +1,5 @@
+import FeedCore
+import ViewModelHosting
 import HTTPCore
 import Foundation
 
@@ -198,7 +200,7 @@ public struct Authorizer: Sendable {
         }
     }
 
-    func mayWrite(_ feed: String, as principal: Principal) -> Bool {
+    package func mayWrite(_ feed: String, as principal: Principal) -> Bool {
         switch principal {
         case .admin: return true
         case .token(let rights): return rights.publish.anyMatches(feed)
@@ -214,7 +216,7 @@ public struct Authorizer: Sendable {
     /// and `SameSite=Strict` does not stop a sibling subdomain, so the request's `Origin` (RFC 6454 §7,
     /// sent by browsers with every non-GET request) must be one of ours; without it, the fetch
     /// metadata `Sec-Fetch-Site: same-origin` (W3C Fetch Metadata §2.1) is needed.
-    func crossSiteRefusal(_ headers: HTTPHeaders) -> String? {
+    package func crossSiteRefusal(_ headers: HTTPHeaders) -> String? {
         guard let origin = headers["Origin"] else {
             if headers["Sec-Fetch-Site"] == "same-origin" { return nil }
             return "a write with only the \(Self.cookieName) cookie needs an Origin header (or Sec-Fetch-Site: same-origin) from this server's own origin; send 'Authorization: Bearer <token>' instead"
@@ -227,7 +229,7 @@ public struct Authorizer: Sendable {
 
     /// The token a request presents, and whether it came in the cookie: nil if none, a failure if the
     /// `Authorization` header is unusable.
-    static func presentedToken(headers: HTTPHeaders, query: [(name: String, value: String)], isEventStream: Bool) -> Result<(token: String, fromCookie: Bool)?, TokenFailure> {
+    package static func presentedToken(headers: HTTPHeaders, query: [(name: String, value: String)], isEventStream: Bool) -> Result<(token: String, fromCookie: Bool)?, TokenFailure> {
         if let authorization = headers["Authorization"] {
             // RFC 6750 §2.1: the scheme is case-insensitive; the token follows one space.
             let parts = authorization.split(separator: " ", maxSplits: 1)

@@ -2,10 +2,10 @@ import DiffStreamJSON
 import HTTPCore
 
 /// Encodes a feed's events and documents, each once.
-enum FeedEvents {
+package enum FeedEvents {
     /// `{"feed","history","version","sections"}`; with `id`, the event id follows as `"id"` (the body
     /// of `GET /feeds/{feed}`: a position a client can follow from with `Last-Event-ID`).
-    static func snapshotJSON(feed: String, history: String, version: Int, snapshot: WireSnapshot, id: EventID? = nil) -> [UInt8] {
+    package static func snapshotJSON(feed: String, history: String, version: Int, snapshot: WireSnapshot, id: EventID? = nil) -> [UInt8] {
         var writer = JSONWriter(capacity: 160 + snapshot.numberOfItems * 64)
         writer.raw("{\"feed\":")
         writer.write(feed)
@@ -24,12 +24,12 @@ enum FeedEvents {
     }
 
     /// `event: snapshot` with `{"feed":…,"history":"…","version":N,"sections":[…]}`.
-    static func snapshotEvent(feed: String, id: EventID, snapshot: WireSnapshot) -> [UInt8] {
+    package static func snapshotEvent(feed: String, id: EventID, snapshot: WireSnapshot) -> [UInt8] {
         ServerSentEvent.encode(event: "snapshot", id: id.description, data: snapshotJSON(feed: feed, history: id.history, version: id.version, snapshot: snapshot))
     }
 
     /// `event: batch` with `{"feed":…,"history":"…","from":N-1,"version":N,"ops":[…]}`.
-    static func batchEvent(feed: String, id: EventID, batch: WireBatch) -> [UInt8] {
+    package static func batchEvent(feed: String, id: EventID, batch: WireBatch) -> [UInt8] {
         var writer = JSONWriter(capacity: 128 + batch.operations.count * 80)
         writer.raw("{\"feed\":")
         writer.write(feed)
@@ -46,7 +46,7 @@ enum FeedEvents {
     }
 
     /// `event: unauthorized`: the stream's token has expired; the client must come back with a fresh one.
-    static func unauthorizedEvent(feed: String) -> [UInt8] {
+    package static func unauthorizedEvent(feed: String) -> [UInt8] {
         var writer = JSONWriter()
         writer.raw("{\"feed\":")
         writer.write(feed)
@@ -58,7 +58,7 @@ enum FeedEvents {
     /// multi-feed stream, whose ids are `NAME@ds1.<history>.<version>`. Only `id:` fields at the start
     /// of a line are changed (data lines start with `data: `, so JSON holding `id: ` is never touched).
     /// - Complexity: O(n) in the size of `events`.
-    static func namingFeedInID(_ events: [UInt8], feed: String) -> [UInt8] {
+    package static func namingFeedInID(_ events: [UInt8], feed: String) -> [UInt8] {
         let field = Array("id: ".utf8), tag = Array(feed.utf8) + [UInt8(ascii: "@")]
         var output: [UInt8] = []
         output.reserveCapacity(events.count + tag.count * 4)
@@ -80,7 +80,7 @@ enum FeedEvents {
     /// A batch event as stored before batch data carried `history` (`data: {"feed":…,"from":…`), with
     /// `"history":"…"` put after its feed; any other bytes unchanged.
     /// - Complexity: O(n) in the size of `event`.
-    static func addingHistory(_ event: [UInt8], feed: String, history: String) -> [UInt8] {
+    package static func addingHistory(_ event: [UInt8], feed: String, history: String) -> [UInt8] {
         var writer = JSONWriter()
         writer.raw("data: {\"feed\":")
         writer.write(feed)
@@ -96,14 +96,14 @@ enum FeedEvents {
     /// The first block of every event stream: `retry: 2000` and the comment `: heartbeat <seconds>`
     /// announcing the heartbeat interval (written as the `--heartbeat` value: `15`, `0.5`), so a client
     /// can treat about 2.5 intervals of silence as a dead stream.
-    static func announcement(retryMilliseconds: Int, heartbeat: Double) -> [UInt8] {
+    package static func announcement(retryMilliseconds: Int, heartbeat: Double) -> [UInt8] {
         let seconds = heartbeat == heartbeat.rounded() && abs(heartbeat) < 1e15 ? String(Int(heartbeat)) : String(heartbeat)
         return Array("retry: \(retryMilliseconds)\n: heartbeat \(seconds)\n\n".utf8)
     }
 
     /// A feed of a multi-feed stream refused inside it (`notfound`, `forbidden`, `unauthorized`):
     /// `{"feed":…,"error":…,"detail":…}`, no `id:`.
-    static func refusalEvent(_ event: String, feed: String, error: String, detail: String) -> [UInt8] {
+    package static func refusalEvent(_ event: String, feed: String, error: String, detail: String) -> [UInt8] {
         var writer = JSONWriter()
         writer.raw("{\"feed\":")
         writer.write(feed)
@@ -115,7 +115,7 @@ enum FeedEvents {
         return ServerSentEvent.encode(event: event, id: nil, data: writer.bytes)
     }
 
-    static func deletedEvent(feed: String) -> [UInt8] {
+    package static func deletedEvent(feed: String) -> [UInt8] {
         var writer = JSONWriter()
         writer.raw("{\"feed\":")
         writer.write(feed)
@@ -125,7 +125,7 @@ enum FeedEvents {
 
     /// The shared store (Redis) cannot be reached: the feed shows the last state this instance holds
     /// until `available`. `{"feed":…,"detail":…}`, no `id:` (the position does not move).
-    static func unavailableEvent(feed: String, detail: String) -> [UInt8] {
+    package static func unavailableEvent(feed: String, detail: String) -> [UInt8] {
         var writer = JSONWriter()
         writer.raw("{\"feed\":")
         writer.write(feed)
@@ -136,7 +136,7 @@ enum FeedEvents {
     }
 
     /// The shared store is reachable again; what the feed missed follows. `{"feed":…}`, no `id:`.
-    static func availableEvent(feed: String) -> [UInt8] {
+    package static func availableEvent(feed: String) -> [UInt8] {
         var writer = JSONWriter()
         writer.raw("{\"feed\":")
         writer.write(feed)

@@ -17,22 +17,22 @@ public final class FeedMetrics: Sendable {
     public init() {}
 
     /// The store whose counters `/metrics` shows (set by the registry).
-    var store: (any FeedStore)? {
+    package var store: (any FeedStore)? {
         get { storeSlot.withLock { $0 } }
         set { storeSlot.withLock { $0 = newValue } }
     }
 
-    func setSubscribers(_ feed: String, _ count: Int) { state.withLock { $0.subscribers[feed] = count } }
-    func recordBatch(_ feed: String) { state.withLock { $0.batches[feed, default: 0] += 1 } }
-    func recordResync() { state.withLock { $0.resyncs += 1 } }
-    func removeFeed(_ feed: String) { state.withLock { $0.subscribers[feed] = nil } }
-    func recordDiff(seconds: Double) {
+    package func setSubscribers(_ feed: String, _ count: Int) { state.withLock { $0.subscribers[feed] = count } }
+    package func recordBatch(_ feed: String) { state.withLock { $0.batches[feed, default: 0] += 1 } }
+    package func recordResync() { state.withLock { $0.resyncs += 1 } }
+    package func removeFeed(_ feed: String) { state.withLock { $0.subscribers[feed] = nil } }
+    package func recordDiff(seconds: Double) {
         MetricHandles.shared.timer(MetricName.diff).recordSeconds(seconds)
     }
 
     /// The feed and store values `/metrics` publishes (the diff and commit histograms are recorded as
     /// they happen).
-    func samples() -> [MetricSample] {
+    package func samples() -> [MetricSample] {
         let copy = state.withLock { $0 }
         var samples = copy.subscribers.map { MetricSample(name: "diffstream_feed_subscribers", labels: [("feed", $0.key)], value: Double($0.value), kind: .gauge) }
         samples += copy.batches.map { MetricSample(name: "diffstream_feed_batches_total", labels: [("feed", $0.key)], value: Double($0.value), kind: .counter) }

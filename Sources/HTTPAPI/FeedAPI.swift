@@ -1,3 +1,5 @@
+import FeedCore
+import ViewModelHosting
 import CoreMetrics
 import DiffStreamJSON
 import HTTPCore
@@ -49,18 +51,18 @@ public struct FeedAPI: Sendable {
         }
     }
 
-    let registry: FeedRegistry
-    let hosted: HostedFeeds?
-    let files: (any StaticContent)?
-    let options: Options
-    let serverMetrics: @Sendable () -> ServerMetrics?
+    package let registry: FeedRegistry
+    package let hosted: HostedFeeds?
+    package let files: (any StaticContent)?
+    package let options: Options
+    package let serverMetrics: @Sendable () -> ServerMetrics?
     /// Where DiffStream's metrics go and what `/metrics` serves.
     public let metrics: MetricsEndpoint
-    let authorizer: Authorizer
+    package let authorizer: Authorizer
     /// The first block of every event stream (`retry:` and the heartbeat announcement), encoded once.
-    let announcement: EventPayload
+    package let announcement: EventPayload
     /// What `retry:` tells clients to wait before reconnecting, in milliseconds.
-    static let retryMilliseconds = 2000
+    package static let retryMilliseconds = 2000
 
     /// The API over `registry`. `metrics` defaults to an endpoint made here, which bootstraps
     /// swift-metrics unless the program did (see ``MetricsEndpoint``); make it sooner and pass it when
@@ -81,9 +83,9 @@ public struct FeedAPI: Sendable {
     }
 
     /// The methods this server knows, in the order `Allow` and `OPTIONS` list them; any other is `501`.
-    static let knownMethods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    package static let knownMethods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
-    static let feedPattern = RoutePattern("/feeds/{feed}")
+    package static let feedPattern = RoutePattern("/feeds/{feed}")
 
     /// The route table: every method and path the API answers, in the order paths are matched (the
     /// first pattern with the path's shape is the path's resource). `HEAD` is answered as `GET` (the
@@ -106,16 +108,16 @@ public struct FeedAPI: Sendable {
     ]
 
     /// The table's patterns, each once, in the order they are matched.
-    static let patterns: [RoutePattern] = routes.reduce(into: []) { patterns, route in
+    package static let patterns: [RoutePattern] = routes.reduce(into: []) { patterns, route in
         if !patterns.contains(route.pattern) { patterns.append(route.pattern) }
     }
 
     /// The table's rows of each pattern, by the pattern's index in ``patterns``: a matched path's rows
     /// without comparing patterns per request.
-    static let rowsByPattern: [[Route]] = patterns.map { pattern in routes.filter { $0.pattern == pattern } }
+    package static let rowsByPattern: [[Route]] = patterns.map { pattern in routes.filter { $0.pattern == pattern } }
 
     /// What `OPTIONS` lists: every method of the table, `HEAD` with `GET`, and `OPTIONS`.
-    static let allMethods: String = {
+    package static let allMethods: String = {
         let methods = Set(routes.map(\.method))
         return knownMethods.filter { methods.contains($0) || $0 == "OPTIONS" || ($0 == "HEAD" && methods.contains("GET")) }
             .joined(separator: ", ")
@@ -132,7 +134,7 @@ public struct FeedAPI: Sendable {
     /// on the bytes (a `/` is one byte in UTF-8, never inside a character's bytes) and decode only a
     /// segment with a `%` in it: this runs on every request.
     /// - Complexity: O(length of the path).
-    static func segments(of request: HTTPRequest) -> [String] {
+    package static func segments(of request: HTTPRequest) -> [String] {
         request.rawPath.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst().map { raw in
             let text = String(Substring(raw))
             return raw.contains(UInt8(ascii: "%")) ? PercentDecoding.decode(text) ?? text : text
@@ -141,7 +143,7 @@ public struct FeedAPI: Sendable {
 
     /// The first pattern with the shape of `segments`, by its index in ``patterns``, and its parameters
     /// (the last pattern, `/{path...}`, takes any path).
-    static func match(_ segments: [String]) -> (index: Int, parameters: RouteParameters) {
+    package static func match(_ segments: [String]) -> (index: Int, parameters: RouteParameters) {
         for (index, pattern) in patterns.enumerated() {
             if let parameters = pattern.match(segments) { return (index, parameters) }
         }
@@ -198,7 +200,7 @@ public struct FeedAPI: Sendable {
 
     /// The `Allow` header's methods for the rows that apply to a path: the listed ones, in table
     /// order, with `HEAD` after `GET`.
-    static func allowed(_ routes: [Route]) -> [String] {
+    package static func allowed(_ routes: [Route]) -> [String] {
         var methods: [String] = []
         for route in routes where route.isListed && !methods.contains(route.method) {
             methods.append(route.method)
@@ -326,7 +328,7 @@ public struct FeedAPI: Sendable {
     /// `If-None-Match` names the tag of a representation this request may get (RFC 9110 §13.1.2): the
     /// gzip one only when the client takes gzip. The 304 carries that tag and the 200's `Vary` (§15.4.5).
     /// - Parameter acceptsGzip: compression is on and the request's `Accept-Encoding` takes gzip.
-    static func document(_ read: (id: EventID, json: [UInt8]), ifNoneMatch: String?, acceptsGzip: Bool) -> HTTPResponse {
+    package static func document(_ read: (id: EventID, json: [UInt8]), ifNoneMatch: String?, acceptsGzip: Bool) -> HTTPResponse {
         let tag = "\"\(read.id)\""
         let current = acceptsGzip ? [tag, EntityTag.gzipVariant(of: tag)] : [tag]
         if let ifNoneMatch, let held = EntityTag.match(ifNoneMatch: ifNoneMatch, among: current) {
@@ -339,7 +341,7 @@ public struct FeedAPI: Sendable {
     }
 
     /// A JSON body from an `Encodable` value, keys in the order it encodes them, and a newline.
-    static func json(_ body: some Encodable, status: HTTPStatus = .ok) -> HTTPResponse {
+    package static func json(_ body: some Encodable, status: HTTPStatus = .ok) -> HTTPResponse {
         do {
             return .json(try JSONValueEncoder().encodeBytes(body, terminator: "\n"), status: status)
         } catch {
@@ -513,7 +515,7 @@ public struct FeedAPI: Sendable {
 
     /// The request's `Idempotency-Key` (1 to 128 visible ASCII characters): with a shared store, the
     /// write's id, so a retry of the same write gets the first answer and runs once. Nil without one.
-    static func idempotencyKey(_ request: HTTPRequest) throws(APIError) -> String? {
+    package static func idempotencyKey(_ request: HTTPRequest) throws(APIError) -> String? {
         guard let key = request.headers["Idempotency-Key"] else { return nil }
         guard (1...128).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw APIError(.badRequest, "bad idempotency key", "Idempotency-Key must be 1 to 128 visible ASCII characters (no spaces)")
@@ -542,7 +544,7 @@ public struct FeedAPI: Sendable {
     /// `{"feed":"news","version":2,"ops":3}` and a newline: what a write answers. Written directly, not
     /// through `Encodable`: it is on the hot path of every write (an encoder's machinery cost a
     /// durable PUT several thousand instructions).
-    static func acknowledgement(feed: String, version: Int, ops: Int, status: HTTPStatus) -> HTTPResponse {
+    package static func acknowledgement(feed: String, version: Int, ops: Int, status: HTTPStatus) -> HTTPResponse {
         var writer = JSONWriter(capacity: 48 + feed.utf8.count)
         writer.raw("{\"feed\":")
         writer.write(feed)
@@ -565,18 +567,18 @@ public struct FeedAPI: Sendable {
 
 /// One entry of `GET /feeds`: `{"feed":"todo","version":3,"kind":"viewModel","patch":false,"actions":[…]}`,
 /// or `{"feed":"news","version":2,"kind":"snapshot"}`.
-struct FeedListing: Encodable {
-    var feed: String
-    var version: Int
-    var kind: String
-    var patch: Bool?
-    var actions: [ActionListing]?
+package struct FeedListing: Encodable {
+    package var feed: String
+    package var version: Int
+    package var kind: String
+    package var patch: Bool?
+    package var actions: [ActionListing]?
 }
 
 /// An action as `GET /feeds` lists it:
 /// `{"name":"add","public":true,"fields":[{"name":"title","type":"string","optional":false,"nullable":false}]}`.
-struct ActionListing: Encodable {
-    struct Field: Encodable {
+package struct ActionListing: Encodable {
+    package struct Field: Encodable {
         var name: String
         var type: String
         /// For a field of type `item`: the kind of item it names.
@@ -585,15 +587,15 @@ struct ActionListing: Encodable {
         var nullable: Bool
     }
 
-    var name: String
-    var isPublic: Bool
-    var fields: [Field]
+    package var name: String
+    package var isPublic: Bool
+    package var fields: [Field]
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case name, isPublic = "public", fields
     }
 
-    init(_ action: ActionDescription) {
+    package init(_ action: ActionDescription) {
         name = action.name
         isPublic = action.isPublic
         fields = action.fields.map { field in
@@ -611,17 +613,17 @@ struct ActionListing: Encodable {
 
 /// Whether route rows' conditions hold for one matched path, the `{feed}`'s hosting looked up once.
 private struct RouteConditions {
-    let hosted: HostedFeeds?
-    let parameters: RouteParameters
+    package let hosted: HostedFeeds?
+    package let parameters: RouteParameters
     private var isHosted: Bool?
     private var host: (any HostedFeed)??
 
-    init(hosted: HostedFeeds?, parameters: RouteParameters) {
+    package init(hosted: HostedFeeds?, parameters: RouteParameters) {
         self.hosted = hosted
         self.parameters = parameters
     }
 
-    mutating func hold(_ condition: Route.Condition) -> Bool {
+    package mutating func hold(_ condition: Route.Condition) -> Bool {
         switch condition {
         case .always: true
         case .snapshotFeed: !feedIsHosted()
@@ -647,10 +649,10 @@ private struct RouteConditions {
 }
 
 /// A 405 with its `Allow` header (RFC 9110 §15.5.6).
-struct MethodNotAllowed {
-    var allowed: [String]
-    var method: String
-    var error: APIError {
+package struct MethodNotAllowed {
+    package var allowed: [String]
+    package var method: String
+    package var error: APIError {
         var error = APIError(.methodNotAllowed, "method not allowed", "\(method) is not allowed here; allowed: \(allowed.joined(separator: ", "))")
         error.allow = allowed.joined(separator: ", ")
         return error
@@ -658,8 +660,8 @@ struct MethodNotAllowed {
 }
 
 /// Comparison whose time does not depend on where the inputs differ.
-enum ConstantTime {
-    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+package enum ConstantTime {
+    package static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
         let count = max(a.count, b.count)
         for index in 0..<count {

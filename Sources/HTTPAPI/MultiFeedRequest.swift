@@ -1,3 +1,5 @@
+import FeedCore
+import ViewModelHosting
 import HTTPCore
 
 /// What `GET /events?feed=A&feed=B@ID&…` asks for: the feeds in the order listed, each with the
@@ -7,22 +9,27 @@ import HTTPCore
 /// `@` (feed names never contain one; `%40` is the same). `Last-Event-ID` (or `?lastEventId=`) of the
 /// form `NAME@ID` naming a listed feed overrides that feed's position: it is what a browser's own
 /// reconnect sends. Any other parameter is ignored.
-struct MultiFeedRequest: Equatable, Sendable {
-    struct Entry: Equatable, Sendable {
-        var feed: String
+package struct MultiFeedRequest: Equatable, Sendable {
+    package struct Entry: Equatable, Sendable {
+        package var feed: String
         /// The opaque id the client holds (after the `@`), or nil.
-        var position: String?
+        package var position: String?
+
+        package init(feed: String, position: String?) {
+            self.feed = feed
+            self.position = position
+        }
     }
 
-    var entries: [Entry]
+    package var entries: [Entry]
 
     /// The `400` a request that lists no feed gets.
-    static let noFeed = APIError(.badRequest, "no feed", "no feed: list feeds as ?feed=NAME&feed=NAME…")
+    package static let noFeed = APIError(.badRequest, "no feed", "no feed: list feeds as ?feed=NAME&feed=NAME…")
 
     /// Parses a request's target and `Last-Event-ID`.
     /// - Throws: `400` for no feed, more than `limit` feeds, an invalid feed name or a feed listed twice.
     /// - Complexity: O(n) in the length of the query.
-    init(_ request: HTTPRequest, limit: Int) throws(APIError) {
+    package init(_ request: HTTPRequest, limit: Int) throws(APIError) {
         let query = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).dropFirst().first ?? ""
         var entries: [Entry] = []
         var lastEventID = request.headers["Last-Event-ID"]

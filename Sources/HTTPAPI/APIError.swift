@@ -1,3 +1,5 @@
+import FeedCore
+import ViewModelHosting
 import DiffStreamJSON
 import FeedStorage
 import HTTPCore
@@ -53,14 +55,14 @@ public struct APIError: Error, Sendable, Equatable {
     }
 
     /// `507 Insufficient Storage` (RFC 4918 §11.5) for a write that would pass a storage limit.
-    static func storageLimit(_ exceeded: StorageLimitExceeded) -> APIError {
+    package static func storageLimit(_ exceeded: StorageLimitExceeded) -> APIError {
         var error = APIError(HTTPStatus(507, "Insufficient Storage"), "insufficient storage", exceeded.description)
         error.limit = (exceeded.limit.rawValue, exceeded.value)
         return error
     }
 
     /// A write refused by a storage limit (507) or by the store (503); nothing changed.
-    init(writeError: FeedWriteError) {
+    package init(writeError: FeedWriteError) {
         switch writeError {
         case .limit(let exceeded): self = .storageLimit(exceeded)
         case .store(let error): self.init(storeError: error)
@@ -74,7 +76,7 @@ public struct APIError: Error, Sendable, Equatable {
 
     /// A read the store could not answer (Redis unreachable for a feed this instance does not hold,
     /// or the list of every feed): 503, so the client retries.
-    init(readError: StoreError) {
+    package init(readError: StoreError) {
         switch readError {
         case .unreachable: self.init(.serviceUnavailable, "redis unavailable", "\(readError.description); retry once Redis is back")
         default: self.init(.serviceUnavailable, "storage error", "\(readError.description); retry later")
@@ -82,7 +84,7 @@ public struct APIError: Error, Sendable, Equatable {
     }
 
     /// A write the store could not make durable: 503, so the client retries; nothing changed.
-    init(storeError: StoreError) {
+    package init(storeError: StoreError) {
         switch storeError {
         case .full: self.init(.serviceUnavailable, "storage full", "\(storeError.description); the write was not stored, retry once space is freed")
         case .unreachable: self.init(.serviceUnavailable, "redis unavailable", "\(storeError.description); the write was not acknowledged (if Redis stopped answering mid-way it may have been made): retry it with the same Idempotency-Key, which runs it at most once")
@@ -133,15 +135,15 @@ public struct FeedRefusal: Encodable, Sendable, Equatable {
     public var detail: String
 }
 
-struct RefusedFeedsBody: Encodable {
-    var error: String
-    var detail: String
-    var feeds: [FeedRefusal]
+package struct RefusedFeedsBody: Encodable {
+    package var error: String
+    package var detail: String
+    package var feeds: [FeedRefusal]
 }
 
-struct LimitErrorBody: Encodable {
-    var error: String
-    var detail: String
-    var limit: String
-    var value: Int
+package struct LimitErrorBody: Encodable {
+    package var error: String
+    package var detail: String
+    package var limit: String
+    package var value: Int
 }

@@ -1,3 +1,5 @@
+import FeedCore
+import ViewModelHosting
 import CoreMetrics
 import FeedStorage
 import HTTPCore
@@ -37,7 +39,7 @@ public final class MetricsEndpoint: Sendable {
 
     /// `/metrics`'s body: publishes DiffStream's counters and gauges, then renders the registry (nil
     /// when there is no registry to serve).
-    func render(server: ServerMetrics?, feeds: FeedMetrics, storage: StorageAccount) -> [UInt8]? {
+    package func render(server: ServerMetrics?, feeds: FeedMetrics, storage: StorageAccount) -> [UInt8]? {
         publish(server: server, feeds: feeds, storage: storage)
         guard let registry else { return nil }
         var bytes = registry.emitToBuffer()
@@ -53,7 +55,7 @@ public final class MetricsEndpoint: Sendable {
     /// Pushes the values DiffStream keeps in its own counters (cheap on the hot paths: per-loop atomics,
     /// per-feed tallies) to swift-metrics: gauges are set, counters advanced by what they gained since
     /// the last push.
-    func publish(server: ServerMetrics?, feeds: FeedMetrics, storage: StorageAccount) {
+    package func publish(server: ServerMetrics?, feeds: FeedMetrics, storage: StorageAccount) {
         var samples = server.map(Self.samples(of:)) ?? []
         samples += feeds.samples()
         samples += storage.samples()
@@ -67,28 +69,19 @@ public final class MetricsEndpoint: Sendable {
         }
     }
 
-    static func samples(of server: ServerMetrics) -> [MetricSample] {
+    package static func samples(of server: ServerMetrics) -> [MetricSample] {
         server.values.map { MetricSample(name: $0.name, labels: $0.labels, value: Double($0.value), kind: $0.isGauge ? .gauge : .counter) }
     }
 }
 
-/// One value of a metric, labelled, as DiffStream publishes it.
-struct MetricSample: Sendable {
-    enum Kind: Sendable { case counter, gauge }
-    var name: String
-    var labels: [(String, String)] = []
-    var value: Double
-    var kind: Kind
-}
-
 /// The swift-metrics handles DiffStream's samples are pushed through, by series.
 private struct Mirror: Sendable {
-    var counters: [String: (counter: CoreMetrics.Counter, pushed: Int64)] = [:]
-    var gauges: [String: CoreMetrics.Gauge] = [:]
+    package var counters: [String: (counter: CoreMetrics.Counter, pushed: Int64)] = [:]
+    package var gauges: [String: CoreMetrics.Gauge] = [:]
     /// The store's commit timer has been made (it is recorded in FeedStore, from the first commit on).
-    var commitTimerRegistered = false
+    package var commitTimerRegistered = false
 
-    mutating func push(_ samples: [MetricSample]) {
+    package mutating func push(_ samples: [MetricSample]) {
         var current = Set<String>()
         for sample in samples {
             let key = sample.name + "{" + sample.labels.map { "\($0.0)=\($0.1)" }.joined(separator: ",") + "}"
@@ -113,11 +106,11 @@ private struct Mirror: Sendable {
 }
 
 /// Bootstraps swift-metrics once per process, unless the program did.
-enum MetricsBootstrap {
+package enum MetricsBootstrap {
     /// The registry DiffStream bootstrapped swift-metrics with, once it has.
     private static let ours = Mutex<PrometheusCollectorRegistry?>(nil)
 
-    static func registry(handing handed: PrometheusCollectorRegistry?) -> PrometheusCollectorRegistry? {
+    package static func registry(handing handed: PrometheusCollectorRegistry?) -> PrometheusCollectorRegistry? {
         ours.withLock { ours in
             if let ours { return handed ?? ours }
             guard MetricsSystem.factory is NOOPMetricsHandler else { return handed }  // the program's own backend
@@ -129,97 +122,36 @@ enum MetricsBootstrap {
     }
 }
 
-/// DiffStream's metric names, their `# HELP` text and, for histograms, their buckets: the one list.
-public enum MetricName {
-    // Histograms recorded as things happen.
-    /// Request handling time, by route pattern (`/feeds/{feed}`) and status.
-    public static let requestDuration = "diffstream_http_request_duration_seconds"
-    /// From a batch's broadcast to its write to the last subscriber.
-    public static let publishToLastWrite = "diffstream_publish_to_last_write_seconds"
-    /// Time spent diffing snapshots.
-    public static let diff = "diffstream_diff_seconds"
-    /// A store commit, from its start to its fsync's end (recorded by FeedStore under this name).
-    public static let storeCommit = StoreMetrics.commitDurationLabel
-
-    /// `# HELP` texts by name. The names and texts that existed before swift-metrics are unchanged.
-    static let help: [String: String] = [
-        "diffstream_connections_open": "Open client connections.",
-        "diffstream_connections_accepted_total": "Connections accepted.",
-        "diffstream_connections_refused_total": "Connections refused at the connection cap.",
-        "diffstream_connections_refused_per_ip_total": "Connections refused at the per-address cap (--max-connections-per-ip).",
-        "diffstream_requests_total": "Requests answered.",
-        "diffstream_bad_requests_total": "Requests refused by the parser.",
-        "diffstream_timeouts_total": "Connections closed by a timeout.",
-        "diffstream_bytes_sent_total": "Bytes written to sockets.",
-        "diffstream_event_streams_open": "Open event streams.",
-        "diffstream_events_sent_total": "Events queued to event streams.",
-        "diffstream_stream_overflows_total": "Event streams that fell behind their buffer limit.",
-        "diffstream_loop_connections_open": "Open client connections on each event loop.",
-        "diffstream_feed_subscribers": "Open event streams per feed.",
-        "diffstream_feed_batches_total": "Batches published per feed.",
-        "diffstream_diff_seconds": "Time spent diffing snapshots.",
-        "diffstream_resyncs_total": "Slow subscribers caught up with a fresh snapshot.",
-        "diffstream_store_commits_total": "Store commits (one fsync each).",
-        "diffstream_store_writes_total": "Writes made durable; divided by commits, the writes per commit.",
-        "diffstream_store_writes_per_commit": "Average writes per commit (group commit).",
-        "diffstream_store_writes_per_commit_max": "Most writes in one commit.",
-        "diffstream_store_failed_commits_total": "Commits that failed (full disk, I/O error).",
-        "diffstream_store_commit_seconds": "Time from a commit's start to its fsync's end.",
-        "diffstream_store_size_bytes": "Bytes of the store's files on disk.",
-        "diffstream_store_compactions_total": "Checkpoints written to compact the store's log.",
-        "diffstream_store_failed_compactions_total": "Compactions that failed (tried again later).",
-        "diffstream_feeds": "Feeds counted against --max-feeds (view-model feeds are not).",
-        "diffstream_store_bytes": "Encoded bytes of all snapshots and replay windows.",
-        "diffstream_max_feeds": "The --max-feeds limit.",
-        "diffstream_max_feed_bytes": "The --max-feed-bytes limit.",
-        "diffstream_max_store_bytes": "The --max-store-bytes limit.",
-        "diffstream_storage_refusals_total": "Writes refused with 507, per limit.",
-        requestDuration: "Time from a request's dispatch to its response, by route pattern and status.",
-        publishToLastWrite: "Time from a batch's broadcast to its write to the last subscriber's socket.",
-    ]
-
-    /// Labelled families `/metrics` declares (`# HELP`, `# TYPE`) even before their first series.
-    static let alwaysDeclared: [(name: String, type: String)] = [
-        ("diffstream_feed_subscribers", "gauge"), ("diffstream_feed_batches_total", "counter"),
-    ]
-
-    /// Buckets of DiffStream's histograms: 100 µs to 10 s.
-    static let buckets: [Duration] = [
-        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5),
-        .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
-        .seconds(1), .seconds(2.5), .seconds(10),
-    ]
-}
 
 /// swift-prometheus's factory, with DiffStream's `# HELP` texts and histogram buckets for its names;
 /// every other metric (a program's own) is made as `PrometheusMetricsFactory` makes it.
-struct DescribedPrometheusFactory: MetricsFactory {
-    let plain: PrometheusMetricsFactory
-    var registry: PrometheusCollectorRegistry { plain.registry }
+package struct DescribedPrometheusFactory: MetricsFactory {
+    package let plain: PrometheusMetricsFactory
+    package var registry: PrometheusCollectorRegistry { plain.registry }
 
-    init(registry: PrometheusCollectorRegistry) {
+    package init(registry: PrometheusCollectorRegistry) {
         plain = PrometheusMetricsFactory(registry: registry)
     }
 
-    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+    package func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
         guard let name = Self.described(label) else { return plain.makeCounter(label: label, dimensions: dimensions) }
         return registry.makeCounter(descriptor: name, labels: dimensions)
     }
 
-    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+    package func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
         plain.makeFloatingPointCounter(label: label, dimensions: dimensions)
     }
 
-    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+    package func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
         guard !aggregate, let name = Self.described(label) else { return plain.makeRecorder(label: label, dimensions: dimensions, aggregate: aggregate) }
         return registry.makeGauge(descriptor: name, labels: dimensions)
     }
 
-    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+    package func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
         plain.makeMeter(label: label, dimensions: dimensions)
     }
 
-    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+    package func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
         guard let name = Self.described(label) else { return plain.makeTimer(label: label, dimensions: dimensions) }
         return registry.makeDurationHistogram(descriptor: name, labels: dimensions, buckets: MetricName.buckets)
     }
@@ -229,9 +161,9 @@ struct DescribedPrometheusFactory: MetricsFactory {
         MetricName.help[label].map { MetricNameDescriptor(metricName: label, unitName: "", helpText: $0) }
     }
 
-    func destroyCounter(_ handler: any CounterHandler) { plain.destroyCounter(handler) }
-    func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) { plain.destroyFloatingPointCounter(handler) }
-    func destroyRecorder(_ handler: any RecorderHandler) { plain.destroyRecorder(handler) }
-    func destroyMeter(_ handler: any MeterHandler) { plain.destroyMeter(handler) }
-    func destroyTimer(_ handler: any TimerHandler) { plain.destroyTimer(handler) }
+    package func destroyCounter(_ handler: any CounterHandler) { plain.destroyCounter(handler) }
+    package func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) { plain.destroyFloatingPointCounter(handler) }
+    package func destroyRecorder(_ handler: any RecorderHandler) { plain.destroyRecorder(handler) }
+    package func destroyMeter(_ handler: any MeterHandler) { plain.destroyMeter(handler) }
+    package func destroyTimer(_ handler: any TimerHandler) { plain.destroyTimer(handler) }
 }

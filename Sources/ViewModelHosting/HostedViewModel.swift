@@ -1,3 +1,4 @@
+import FeedCore
 import DiffStream
 import DiffStreamJSON
 
@@ -106,7 +107,7 @@ public struct HostedAction<State>: Sendable {
     public let fields: [ActionField]
     /// A public action may be allowed without credentials where writes otherwise need them.
     public let isPublic: Bool
-    let perform: @Sendable (inout State, [UInt8]) throws -> Void
+    package let perform: @Sendable (inout State, [UInt8]) throws -> Void
 
     /// An action with a typed input, decoded from the body (a JSON object) with `JSONDecoder`. A
     /// body with a key that `fields` does not declare, or one that does not decode, is `422` naming

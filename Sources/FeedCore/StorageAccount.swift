@@ -99,13 +99,13 @@ public final class StorageAccount: Sendable {
 
     /// Counts a refusal made elsewhere (a shared store counted the limit), and returns it.
     @discardableResult
-    func refuse(_ error: StorageLimitExceeded) -> StorageLimitExceeded {
+    package func refuse(_ error: StorageLimitExceeded) -> StorageLimitExceeded {
         state.withLock { $0.refusals[error.limit, default: 0] += 1 }
         return error
     }
 
     /// The values `/metrics` publishes: usage, limits, refusals.
-    func samples() -> [MetricSample] {
+    package func samples() -> [MetricSample] {
         let copy = state.withLock { $0 }
         return [
             MetricSample(name: "diffstream_feeds", value: Double(copy.feeds), kind: .gauge),

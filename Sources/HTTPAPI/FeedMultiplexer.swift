@@ -1,3 +1,5 @@
+import FeedCore
+import ViewModelHosting
 import HTTPCore
 import Synchronization
 
@@ -16,7 +18,7 @@ import Synchronization
 ///   `deleted`) was dropped gets that event again, and so does a refused feed's refusal; when the
 ///   stream ends instead (no slot left, a token that expired), they are its last events.
 /// - When the connection ends, every slot ends (the feeds forget their subscriptions).
-final class FeedMultiplexer: Sendable {
+package final class FeedMultiplexer: Sendable {
     fileprivate struct Slot {
         let sink: FeedSlot
         /// The number of the slot's last event among the connection's `send` calls (0: none yet).
@@ -51,7 +53,7 @@ final class FeedMultiplexer: Sendable {
     }
 
     /// The connection's stream.
-    let sink: any EventSink
+    package let sink: any EventSink
     private let state = Mutex(State())
     /// Slot ids are negative: never equal to a transport's own stream ids, which share the feeds'
     /// subscriber tables with them.
@@ -59,7 +61,7 @@ final class FeedMultiplexer: Sendable {
     /// What resumes the connection after an overflow (nothing: each feed's snapshot follows).
     private static let nothing = EventPayload([])
 
-    init(_ sink: any EventSink) {
+    package init(_ sink: any EventSink) {
         self.sink = sink
         sink.onResync { [self] _ in drained() }
         sink.onOverflow { [self] number in overflowed(at: number) }
@@ -67,7 +69,7 @@ final class FeedMultiplexer: Sendable {
     }
 
     /// A new slot for `feed` (already ended if the connection has).
-    func makeSlot(feed: String) -> FeedSlot {
+    package func makeSlot(feed: String) -> FeedSlot {
         let slot = FeedSlot(id: Self.slotIDs.subtract(1, ordering: .relaxed).newValue, feed: feed, multiplexer: self)
         state.withLock { state in
             if !state.ended { state.slots[slot.id] = Slot(sink: slot) }
@@ -76,10 +78,10 @@ final class FeedMultiplexer: Sendable {
     }
 
     /// The feeds whose slots are open, in no particular order.
-    var openFeeds: [String] { state.withLock { $0.slots.values.map(\.sink.feed) } }
+    package var openFeeds: [String] { state.withLock { $0.slots.values.map(\.sink.feed) } }
 
     /// Queues bytes that belong to no slot (the announcement), in order with the slots'.
-    func send(_ payload: EventPayload) {
+    package func send(_ payload: EventPayload) {
         state.withLock { state in
             if !state.ended { state.forward(payload, to: sink) }
         }
@@ -87,7 +89,7 @@ final class FeedMultiplexer: Sendable {
 
     /// Queues a listed feed's refusal (`notfound`, `forbidden`, …), its only and last event on this
     /// stream: sent again after a drain, or at the stream's end, if the connection dropped it.
-    func refuse(_ payload: EventPayload) {
+    package func refuse(_ payload: EventPayload) {
         state.withLock { state in
             guard !state.ended else { return }
             state.closed.append((state.forward(payload, to: sink), payload))
@@ -95,7 +97,7 @@ final class FeedMultiplexer: Sendable {
     }
 
     /// Every listed feed has been opened (or refused): from now on, no slot left ends the stream.
-    func finishOpening() {
+    package func finishOpening() {
         let end = state.withLock { state -> Bool in
             state.opening = false
             return state.slots.isEmpty && !state.ended
@@ -118,7 +120,7 @@ final class FeedMultiplexer: Sendable {
 
     /// Ends the stream with `payload(feed)` for every open slot as its last events (a token that
     /// expired), written even while the connection is behind.
-    func end(with payload: (String) -> EventPayload) {
+    package func end(with payload: (String) -> EventPayload) {
         let last = state.withLock { state -> EventPayload? in
             guard !state.ended else { return nil }
             return EventPayload(state.slots.values.sorted(by: { $0.sink.id > $1.sink.id }).flatMap { payload($0.sink.feed).bytes })
@@ -226,9 +228,9 @@ final class FeedMultiplexer: Sendable {
 }
 
 /// One feed's part of a multi-feed stream, as its ``Feed`` sees it: a subscriber like any other.
-final class FeedSlot: EventSink {
-    let id: Int
-    let feed: String
+package final class FeedSlot: EventSink {
+    package let id: Int
+    package let feed: String
     private let multiplexer: FeedMultiplexer
 
     fileprivate init(id: Int, feed: String, multiplexer: FeedMultiplexer) {
@@ -237,18 +239,18 @@ final class FeedSlot: EventSink {
         self.multiplexer = multiplexer
     }
 
-    func send(_ payload: EventPayload) { multiplexer.send(payload, from: id) }
+    package func send(_ payload: EventPayload) { multiplexer.send(payload, from: id) }
     /// Ends this feed's part only.
-    func close() { multiplexer.close(id) }
-    func resume(with payload: EventPayload) { multiplexer.resume(id, with: payload) }
-    func onTermination(_ action: @escaping @Sendable () -> Void) { multiplexer.onTermination(id, action) }
-    func onResync(_ action: @escaping @Sendable (any EventSink) -> Void) { multiplexer.onResync(id, action) }
+    package func close() { multiplexer.close(id) }
+    package func resume(with payload: EventPayload) { multiplexer.resume(id, with: payload) }
+    package func onTermination(_ action: @escaping @Sendable () -> Void) { multiplexer.onTermination(id, action) }
+    package func onResync(_ action: @escaping @Sendable (any EventSink) -> Void) { multiplexer.onResync(id, action) }
 }
 
 extension FeedMultiplexer.State {
     /// Sends `payload` on the connection's stream and returns its number there.
     @discardableResult
-    mutating func forward(_ payload: EventPayload, to sink: any EventSink) -> Int {
+    package mutating func forward(_ payload: EventPayload, to sink: any EventSink) -> Int {
         sent += 1
         sink.send(payload)
         return sent

@@ -1,3 +1,5 @@
+import FeedCore
+import ViewModelHosting
 import DiffStreamJSON
 import JWTKit
 
@@ -136,25 +138,25 @@ public struct JWTVerifier: TokenVerifying {
 }
 
 /// The claims DiffStream reads: `{"exp", "nbf", "iat", "sub", "diffstream": {"subscribe", "publish"}}`.
-struct DiffStreamClaims: JWTPayload {
-    struct Rights: Codable, Sendable {
+package struct DiffStreamClaims: JWTPayload {
+    package struct Rights: Codable, Sendable {
         var subscribe: [String]?
         var publish: [String]?
     }
 
-    var exp: Double?
-    var nbf: Double?
-    var iat: Double?
-    var sub: String?
-    var diffstream: Rights?
+    package var exp: Double?
+    package var nbf: Double?
+    package var iat: Double?
+    package var sub: String?
+    package var diffstream: Rights?
 
     /// Times are checked by ``JWTVerifier`` against its injected clock, with leeway.
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
+    package func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
 /// base64url without padding (RFC 4648 §5), as JWTs use it (RFC 7515 §2).
-enum Base64URL {
-    static func decode(_ text: Substring) -> [UInt8]? {
+package enum Base64URL {
+    package static func decode(_ text: Substring) -> [UInt8]? {
         var output: [UInt8] = []
         output.reserveCapacity(text.utf8.count * 3 / 4)
         var buffer: UInt32 = 0, bits = 0

@@ -1,3 +1,4 @@
+import FeedCore
 import DiffStreamJSON
 
 /// Why a hosted view model refused a change, an action or a patch. Nothing changed: the state and

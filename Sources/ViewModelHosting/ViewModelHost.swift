@@ -1,3 +1,4 @@
+import FeedCore
 import DiffStream
 import DiffStreamJSON
 import Foundation
@@ -25,7 +26,7 @@ public struct ChangeResult: Sendable, Equatable {
 public actor ViewModelHost<Model: HostedViewModel> {
     public nonisolated let name: String
     public nonisolated let model: Model
-    let registry: FeedRegistry
+    package let registry: FeedRegistry
     /// The current state; changed only by ``commit(_:)``.
     public private(set) var state: Model.State
     /// Why the last element of a source could not be applied, if it could not (nil once one applies).
@@ -37,7 +38,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// it runs again on the state the store holds. Nil: not known yet (read it first).
     private var basis: FeedBasis?
 
-    init(name: String, model: Model, state: Model.State, registry: FeedRegistry) {
+    package init(name: String, model: Model, state: Model.State, registry: FeedRegistry) {
         self.name = name
         self.model = model
         self.state = state
@@ -46,7 +47,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
 
     /// The wire form of a typed snapshot: the single conversion point between a view model's typed
     /// sections and items and what travels.
-    static func wire(_ model: Model, _ state: Model.State) throws(ViewModelError) -> WireSnapshot {
+    package static func wire(_ model: Model, _ state: Model.State) throws(ViewModelError) -> WireSnapshot {
         do {
             return try model.render(state).wireSnapshot()
         } catch {
@@ -55,7 +56,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
     }
 
     /// The state as the JSON bytes a durable store keeps (keys sorted, so equal states are equal bytes).
-    static func storedBytes(_ state: Model.State) throws(ViewModelError) -> [UInt8] {
+    package static func storedBytes(_ state: Model.State) throws(ViewModelError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         do { return Array(try encoder.encode(state)) } catch {
@@ -133,7 +134,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// ``update(_:)`` with a write id (a client's `Idempotency-Key`) or a lease's fencing token. With
     /// a shared store the change runs on the state the store holds and commits only if no other
     /// instance changed it meanwhile; else it runs again on the new state (bounded).
-    func update(options: FeedWriteOptions, _ body: (inout Model.State) throws -> Void) async throws(ViewModelError) -> FeedWriteResult {
+    package func update(options: FeedWriteOptions, _ body: (inout Model.State) throws -> Void) async throws(ViewModelError) -> FeedWriteResult {
         await takeTurn()
         defer { passTurn() }
         if let key = options.writeID {
@@ -215,7 +216,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// Applies one element of a source to the state and commits it (with the lease's fencing token,
     /// when the source runs under one).
     /// - Returns: false when the lease was lost (another instance holds it): stop the source.
-    func apply<Element>(_ element: Element, fence: String? = nil, _ change: @Sendable (inout Model.State, Element) throws -> Void) async -> Bool {
+    package func apply<Element>(_ element: Element, fence: String? = nil, _ change: @Sendable (inout Model.State, Element) throws -> Void) async -> Bool {
         do {
             _ = try await update(options: FeedWriteOptions(fence: fence)) { state in try change(&state, element) }
             lastSourceError = nil
@@ -265,7 +266,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
 }
 
 /// A hosted feed, whatever its view model's type: what the HTTP API needs.
-protocol HostedFeed: Sendable {
+package protocol HostedFeed: Sendable {
     var name: String { get }
     var actionList: [ActionDescription] { get }
     var acceptsPatch: Bool { get }
@@ -274,15 +275,15 @@ protocol HostedFeed: Sendable {
 }
 
 /// An action as `GET /feeds` lists it.
-struct ActionDescription: Sendable {
-    var name: String
-    var fields: [ActionField]
-    var isPublic: Bool
+package struct ActionDescription: Sendable {
+    package var name: String
+    package var fields: [ActionField]
+    package var isPublic: Bool
 }
 
 extension ViewModelHost: HostedFeed {
-    nonisolated var actionList: [ActionDescription] {
+    package nonisolated var actionList: [ActionDescription] {
         model.actions.map { ActionDescription(name: $0.name, fields: $0.fields, isPublic: $0.isPublic) }
     }
-    nonisolated var acceptsPatch: Bool { model.acceptsPatch }
+    package nonisolated var acceptsPatch: Bool { model.acceptsPatch }
 }

@@ -1,13 +1,14 @@
+import FeedCore
 import DiffStreamJSON
 import Foundation
 
 /// Request bodies to typed values for hosted view models: action inputs and merge patches. Malformed
 /// JSON is ``ViewModelError/malformedJSON(_:)``; a value of the wrong shape is
 /// ``ViewModelError/invalidField(field:reason:)`` naming the field, e.g. `suggested[2].type`.
-enum ActionInput {
+package enum ActionInput {
     /// Parses a body that must be a JSON object (an empty body counts as `{}`) whose keys are all
     /// declared in `fields`.
-    static func object(_ body: [UInt8], fields: [ActionField]) throws(ViewModelError) -> JSONObject {
+    package static func object(_ body: [UInt8], fields: [ActionField]) throws(ViewModelError) -> JSONObject {
         let value: JSONValue
         if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             value = .object(JSONObject())
@@ -26,13 +27,13 @@ enum ActionInput {
     }
 
     /// Decodes the body into `Input`, naming the field that does not fit.
-    static func decode<Input: Decodable>(_ type: Input.Type, from body: [UInt8], fields: [ActionField]) throws(ViewModelError) -> Input {
+    package static func decode<Input: Decodable>(_ type: Input.Type, from body: [UInt8], fields: [ActionField]) throws(ViewModelError) -> Input {
         let object = try self.object(body, fields: fields)
         return try decode(type, from: .object(object))
     }
 
     /// Decodes a JSON value into `Value` with `JSONDecoder`; a decoding error names its coding path.
-    static func decode<Value: Decodable>(_ type: Value.Type, from value: JSONValue) throws(ViewModelError) -> Value {
+    package static func decode<Value: Decodable>(_ type: Value.Type, from value: JSONValue) throws(ViewModelError) -> Value {
         var writer = JSONWriter()
         writer.write(value)
         do {
@@ -45,7 +46,7 @@ enum ActionInput {
     }
 
     /// The state as a JSON value (for merging a patch into it).
-    static func encode<Value: Encodable>(_ value: Value) throws(ViewModelError) -> JSONValue {
+    package static func encode<Value: Encodable>(_ value: Value) throws(ViewModelError) -> JSONValue {
         do {
             let data = try JSONEncoder().encode(value)
             return try JSONParser.parse(Array(data))
@@ -57,7 +58,7 @@ enum ActionInput {
     /// RFC 7396 JSON merge patch: objects merge member by member, `null` removes a member, anything
     /// else replaces the target.
     /// - Complexity: O(size of the patch × members of the objects it touches).
-    static func merge(_ patch: JSONValue, into target: JSONValue) -> JSONValue {
+    package static func merge(_ patch: JSONValue, into target: JSONValue) -> JSONValue {
         guard case .object(let members) = patch else { return patch }
         var result: [(key: String, value: JSONValue)] = target.objectValue?.members ?? []
         for (key, value) in members {
@@ -75,7 +76,7 @@ enum ActionInput {
 
     /// The first place where `patch` sets something that the decoded state does not have: a field
     /// the state's type does not know (decoding ignores unknown keys, so they are found this way).
-    static func unknownField(in patch: JSONValue, decoded: JSONValue, path: String = "") -> String? {
+    package static func unknownField(in patch: JSONValue, decoded: JSONValue, path: String = "") -> String? {
         switch (patch, decoded) {
         case (.object(let members), .object(let known)):
             for (key, value) in members where !value.isNull {
@@ -94,7 +95,7 @@ enum ActionInput {
     }
 
     /// `suggested[2].type: expected a string`.
-    static func describe(_ error: DecodingError) -> ViewModelError {
+    package static func describe(_ error: DecodingError) -> ViewModelError {
         func path(_ keys: [any CodingKey]) -> String {
             var text = ""
             for key in keys {

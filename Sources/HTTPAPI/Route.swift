@@ -1,3 +1,5 @@
+import FeedCore
+import ViewModelHosting
 import HTTPCore
 
 /// A path pattern of the route table: literal segments, `{name}` parameters (one segment each) and
@@ -6,7 +8,7 @@ import HTTPCore
 /// Its ``description`` is the pattern as written, e.g. `/feeds/{feed}/actions/{action}`: a bounded
 /// label for a request (say, of a request-duration metric), never the raw path.
 public struct RoutePattern: Sendable, Hashable, CustomStringConvertible {
-    enum Segment: Sendable, Hashable {
+    package enum Segment: Sendable, Hashable {
         case literal(String)
         case parameter(String)
         case rest(String)
@@ -14,7 +16,7 @@ public struct RoutePattern: Sendable, Hashable, CustomStringConvertible {
         var isRest: Bool { if case .rest = self { true } else { false } }
     }
 
-    let segments: [Segment]
+    package let segments: [Segment]
     /// The pattern as written, e.g. `/feeds/{feed}`.
     public let description: String
 
@@ -30,7 +32,7 @@ public struct RoutePattern: Sendable, Hashable, CustomStringConvertible {
 
     /// The parameters if `path` (decoded segments, after the leading `/`) has this pattern's shape.
     /// - Complexity: O(number of segments).
-    func match(_ path: [String]) -> RouteParameters? {
+    package func match(_ path: [String]) -> RouteParameters? {
         guard path.count == segments.count || segments.last?.isRest == true else { return nil }
         var parameters = RouteParameters()
         for (index, segment) in segments.enumerated() {
@@ -51,24 +53,24 @@ public struct RoutePattern: Sendable, Hashable, CustomStringConvertible {
 
 /// The values of a matched pattern's parameters, by name: a pattern has two at most, so a list
 /// searched in order (no hashing per request).
-struct RouteParameters: Sendable {
+package struct RouteParameters: Sendable {
     private var pairs: [(name: String, value: String)] = []
 
-    init(_ pairs: [(name: String, value: String)] = []) {
+    package init(_ pairs: [(name: String, value: String)] = []) {
         self.pairs = pairs
     }
 
-    mutating func append(_ name: String, _ value: String) {
+    package mutating func append(_ name: String, _ value: String) {
         pairs.append((name, value))
     }
 
     /// The value of a parameter of the pattern, nil for a name the pattern lacks.
-    func value(_ name: String) -> String? {
+    package func value(_ name: String) -> String? {
         pairs.first { $0.name == name }?.value
     }
 
     /// The value of a parameter of the pattern (the empty string for a name the pattern lacks).
-    subscript(name: String) -> String { value(name) ?? "" }
+    package subscript(name: String) -> String { value(name) ?? "" }
 }
 
 /// One row of ``FeedAPI``'s route table: a method, a path pattern and the handler that answers it,
@@ -78,7 +80,7 @@ struct RouteParameters: Sendable {
 /// after `GET`); `OPTIONS` lists every method of the table.
 public struct Route: Sendable {
     /// When a row applies to a matched path: some depend on what the `{feed}` is.
-    enum Condition: Sendable {
+    package enum Condition: Sendable {
         case always
         /// `{feed}` is not hosted: a feed of snapshots written with `PUT`.
         case snapshotFeed
@@ -91,7 +93,7 @@ public struct Route: Sendable {
     }
 
     /// The handlers of the table.
-    enum Handler: Sendable {
+    package enum Handler: Sendable {
         case health, ready, metrics, listFeeds
         case getFeed, putFeed, deleteFeed, patchFeed
         /// `PUT` or `DELETE` of a view model's feed: `409`, it is changed through the view model.
@@ -105,12 +107,12 @@ public struct Route: Sendable {
     public let method: String
     /// The path pattern, e.g. `/feeds/{feed}`.
     public let pattern: RoutePattern
-    let condition: Condition
+    package let condition: Condition
     /// Whether `Allow` lists it; false for a row that only explains a refusal.
-    let isListed: Bool
-    let handler: Handler
+    package let isListed: Bool
+    package let handler: Handler
 
-    init(_ method: String, _ pattern: RoutePattern, when condition: Condition = .always, listed: Bool = true, _ handler: Handler) {
+    package init(_ method: String, _ pattern: RoutePattern, when condition: Condition = .always, listed: Bool = true, _ handler: Handler) {
         self.method = method
         self.pattern = pattern
         self.condition = condition

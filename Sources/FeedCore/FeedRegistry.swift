@@ -192,7 +192,7 @@ public actor FeedRegistry {
     /// Whether a copy at `held` misses something the store holds at `stored` (nil: no feed): another
     /// history, a later version, or a delete. A copy ahead (a commit heard after the store answered)
     /// is not behind.
-    static func isBehind(_ held: FeedPosition?, _ stored: FeedPosition?) -> Bool {
+    package static func isBehind(_ held: FeedPosition?, _ stored: FeedPosition?) -> Bool {
         guard let stored else { return held != nil }
         guard let held else { return true }
         return held.history != stored.history || stored.version > held.version
@@ -484,7 +484,7 @@ public actor FeedRegistry {
 
     /// The shared store lost its data (a flushed database, an AOF gone): adopt its new epoch, end
     /// every subscription with `event: deleted`, and read each feed again (an old backup may hold it).
-    func storeLostData() async {
+    package func storeLostData() async {
         if let losing {  // one at a time; a second caller waits for the first to finish
             await losing.value
             return

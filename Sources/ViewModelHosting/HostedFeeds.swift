@@ -1,3 +1,4 @@
+import FeedCore
 import DiffStreamJSON
 import Foundation
 
@@ -84,7 +85,7 @@ public final class HostedFeeds: @unchecked Sendable {
         lock.withLock { hosts.keys.sorted() }
     }
 
-    func hosted(_ name: String) -> (any HostedFeed)? {
+    package func hosted(_ name: String) -> (any HostedFeed)? {
         lock.withLock { hosts[name] }
     }
 }

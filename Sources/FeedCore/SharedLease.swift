@@ -8,29 +8,29 @@ import Synchronization
 ///
 /// The source is read on every instance, and its elements are applied only where the lease is held
 /// (``token``); so losing the lease and taking it again never ends the source itself.
-final class SharedLease: Sendable {
+package final class SharedLease: Sendable {
     /// How long a lease lasts unless renewed: another instance takes over about this long after the
     /// holder stopped renewing (it died, or stalls).
-    static let milliseconds = 5_000
+    package static let milliseconds = 5_000
     /// How often the holder renews, and how often the others try to take it.
-    static let interval: Duration = .seconds(1)
+    package static let interval: Duration = .seconds(1)
 
-    let name: String
-    let store: any SharedFeedStore
-    let logger: Logger
+    package let name: String
+    package let store: any SharedFeedStore
+    package let logger: Logger
     private let held = Mutex<String?>(nil)
 
-    init(name: String, store: any SharedFeedStore, logger: Logger) {
+    package init(name: String, store: any SharedFeedStore, logger: Logger) {
         self.name = name
         self.store = store
         self.logger = logger
     }
 
     /// The fencing token while this instance holds the lease, else nil.
-    var token: String? { held.withLock { $0 } }
+    package var token: String? { held.withLock { $0 } }
 
     /// A commit under `token` was refused (another holds the lease): it is not held any more.
-    func lost(_ token: String) {
+    package func lost(_ token: String) {
         let was = held.withLock { current -> Bool in
             guard current == token else { return false }
             current = nil
@@ -43,7 +43,7 @@ final class SharedLease: Sendable {
     /// the task is cancelled; then gives it up. A renewal that fails (expired, taken by another)
     /// drops it; a Redis that cannot be reached leaves the decision to the lease's expiry (the fencing
     /// token guards the commits meanwhile).
-    func keep() async {
+    package func keep() async {
         while !Task.isCancelled {
             if let token {
                 let renewed = (try? await store.renewLease(name, token: token, milliseconds: Self.milliseconds)) ?? true

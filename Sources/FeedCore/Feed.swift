@@ -27,7 +27,7 @@ public actor Feed {
     /// commit is applied on top of them until a refresh has replaced the copy with Redis's new history.
     private var rewritten = false
     /// What this feed is charged in the shared ``StorageAccount`` (0 while it does not exist).
-    var storedBytes: Int { snapshotBytes + replayBytes }
+    package var storedBytes: Int { snapshotBytes + replayBytes }
     private let account: StorageAccount?
     private var subscribers: [Int: any EventSink] = [:]
     /// The subscribers on multi-feed streams (`GET /events`): their events' ids name the feed
@@ -65,7 +65,7 @@ public actor Feed {
     private let lostData: (@Sendable () async -> Void)?
 
     /// A feed that does not exist yet; the first ``publish(_:viewState:)`` creates it.
-    init(name: String, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil,
+    package init(name: String, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil,
          lostData: (@Sendable () async -> Void)? = nil) {
         self.name = name
         self.shared = store as? any SharedFeedStore
@@ -82,7 +82,7 @@ public actor Feed {
 
     /// A feed as it was stored: same history, version, snapshot and replay window.
     /// It is charged to `account` as it is, even past a limit (writes are then refused until there is room).
-    init(restoring stored: StoredFeed, snapshot: WireSnapshot, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil,
+    package init(restoring stored: StoredFeed, snapshot: WireSnapshot, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil,
          lostData: (@Sendable () async -> Void)? = nil) {
         self.name = stored.name
         self.shared = store as? any SharedFeedStore
@@ -113,11 +113,11 @@ public actor Feed {
 
     /// Nothing on this instance needs the copy now: no subscriber, not hosted, and not ``isBusy``.
     /// With a shared store, the registry drops idle copies (``FeedRegistry``).
-    var isIdle: Bool { subscriberCount == 0 && !isHosted && !isBusy }
+    package var isIdle: Bool { subscriberCount == 0 && !isHosted && !isBusy }
 
     /// A write, a refresh from the shared store or a reread is under way or queued. A copy the registry
     /// has just loaded is busy until the refresh that follows the load (``FeedRegistry``) is done.
-    var isBusy: Bool { writeTurn.isTaken || refreshQueued || rereading }
+    package var isBusy: Bool { writeTurn.isTaken || refreshQueued || rereading }
 
     /// The snapshot document (`GET /feeds/{feed}`): `{"feed","history","version","sections","id"}`.
     public func document() -> (version: Int, json: [UInt8]) {
@@ -133,7 +133,7 @@ public actor Feed {
 
     /// Marks the feed as hosted by the server: from now on it does not count against `--max-feeds`
     /// (if it already exists and was counted, say restored from the store, it stops counting).
-    func markHosted() {
+    package func markHosted() {
         guard !isHosted else { return }
         isHosted = true
         if version > 0 { account?.exemptFeed() }
@@ -327,7 +327,7 @@ public actor Feed {
     }
 
     /// The replayed batches for a resuming client, or nil if it needs a snapshot.
-    func missedBatches(since lastEventID: String?) -> [EventPayload]? {
+    package func missedBatches(since lastEventID: String?) -> [EventPayload]? {
         guard let text = lastEventID, let id = EventID(text), id.history == history, id.version <= version else { return nil }
         if id.version == version { return [] }
         // The window is the last `replayLimit` batches (more may be held between trims).
@@ -368,7 +368,7 @@ public actor Feed {
     /// `event: deleted`. False if it did not exist.
     /// - Throws: ``FeedWriteError/store(_:)``, or ``FeedWriteError/idempotencyKeyReused`` when a shared
     ///   store kept `writeID` for another request.
-    func delete(writeID: String? = nil) async throws(FeedWriteError) -> Bool {
+    package func delete(writeID: String? = nil) async throws(FeedWriteError) -> Bool {
         await acquireWrite()
         defer { releaseWrite() }
         if let shared {
@@ -434,7 +434,7 @@ public actor Feed {
     /// loser reads again while the winner may already send its next write, so under a storm on one
     /// feed an instance can lose several races in a row: with three instances about 2 in 3 each, which
     /// 16 attempts would make 1 in 700 writes refused, and 64 about 1 in 10^11.
-    static let maxSharedAttempts = 64
+    package static let maxSharedAttempts = 64
 
     /// ``write(_:viewState:options:)`` against a shared store; the caller holds the write turn.
     private func writeShared(_ shared: any SharedFeedStore, _ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions) async throws(FeedWriteError) -> FeedWriteResult {
@@ -598,7 +598,7 @@ public actor Feed {
     /// A commit of this feed by any instance, from the shared store's events. One that follows is
     /// taken at once (no suspension, so events are taken in the order they come); a gap or another
     /// history queues a refresh from the store. Never skipped.
-    func remoteCommit(history: String, version: Int, batch: [UInt8], snapshot encoded: [UInt8]?, state: [UInt8]?) {
+    package func remoteCommit(history: String, version: Int, batch: [UInt8], snapshot encoded: [UInt8]?, state: [UInt8]?) {
         guard let encoded else {  // the view-model state alone changed
             if history == self.history, version == self.version, let state { viewState = state }
             return
@@ -632,16 +632,16 @@ public actor Feed {
     }
 
     /// Another instance deleted the feed (of `history`): its subscriptions end as for a delete here.
-    func remoteDelete(history: String) {
+    package func remoteDelete(history: String) {
         guard version > 0, history == self.history else { return }
         endEverySubscription()
     }
 
     /// This copy's place, for the registry's position checks.
-    var position: FeedPosition? { version > 0 ? FeedPosition(history: history, version: version) : nil }
+    package var position: FeedPosition? { version > 0 ? FeedPosition(history: history, version: version) : nil }
 
     /// Refreshes from the store in turn with the writes, unless one is queued already.
-    func queueRefresh() {
+    package func queueRefresh() {
         guard shared != nil, !refreshQueued else { return }
         refreshQueued = true
         Task { await self.refreshInTurn() }
@@ -650,7 +650,7 @@ public actor Feed {
     /// Refreshes from the shared store now, in turn with the writes.
     /// - Returns: the read's error when the store could not be read (the copy is as it was), else nil.
     @discardableResult
-    func refreshNow() async -> StoreError? {
+    package func refreshNow() async -> StoreError? {
         await refreshInTurn()
     }
 
@@ -738,14 +738,14 @@ public actor Feed {
 
     /// The shared store lost its data: every subscription ends with `event: deleted` and the copy is
     /// emptied; what the store holds next (nothing, or an old backup) is read on the next refresh.
-    func dropForLostData() {
+    package func dropForLostData() {
         if version > 0 { endEverySubscription() }
         history = RandomID.history()
     }
 
     /// The shared store cannot be reached (`detail`), or can again (nil): subscribers are told once
     /// per outage (`event: unavailable` / `event: available`); after it is back, the copy is refreshed.
-    func setOutage(_ detail: String?) {
+    package func setOutage(_ detail: String?) {
         let changes = (detail == nil) != (outage == nil)
         outage = detail
         guard changes else { return }
@@ -757,7 +757,7 @@ public actor Feed {
 
     /// The version and view-model state this copy holds: what a hosted view model computes its next
     /// change from (``FeedWriteOptions/basis``).
-    var basis: FeedBasis { FeedBasis(version: version, state: viewState) }
+    package var basis: FeedBasis { FeedBasis(version: version, state: viewState) }
 }
 
 /// What a write carries beyond its content, for a shared store (Redis).
@@ -816,14 +816,14 @@ public struct FeedWriteResult: Sendable, Equatable {
 
     /// As a shared store keeps it with the write id: `<created 0|1> <version> <operations> [<request>]`,
     /// where `request` is the ``FeedWriteOptions/request`` digest of the request that used the key.
-    func answer(request: String?) -> [UInt8] {
+    package func answer(request: String?) -> [UInt8] {
         Array("\(created ? 1 : 0) \(version) \(operations)\(request.map { " " + $0 } ?? "")".utf8)
     }
 
     /// The first answer of a write id committed before, kept by a shared store, as a retry gets it.
     /// - Throws: ``FeedWriteError/idempotencyKeyReused`` when the answer was kept for another request
     ///   than `request` (both digests known and different).
-    init(replaying answer: [UInt8], version: Int, request: String?) throws(FeedWriteError) {
+    package init(replaying answer: [UInt8], version: Int, request: String?) throws(FeedWriteError) {
         let kept = Self.parse(answer)
         if let request, let first = kept?.request, first != request { throw .idempotencyKeyReused }
         self = kept?.result ?? FeedWriteResult(created: false, version: version, operations: 0)
@@ -831,7 +831,7 @@ public struct FeedWriteResult: Sendable, Equatable {
     }
 
     /// The answer a shared store kept and the request digest kept with it; nil when it is not one.
-    static func parse(_ answer: [UInt8]) -> (result: FeedWriteResult, request: String?)? {
+    package static func parse(_ answer: [UInt8]) -> (result: FeedWriteResult, request: String?)? {
         let parts = String(decoding: answer, as: UTF8.self).split(separator: " ")
         guard parts.count == 3 || parts.count == 4, let created = Int(parts[0]), let version = Int(parts[1]), let operations = Int(parts[2]) else { return nil }
         return (FeedWriteResult(created: created == 1, version: version, operations: operations), parts.count == 4 ? String(parts[3]) : nil)
