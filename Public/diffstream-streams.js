@@ -14,13 +14,13 @@
 // Documented in docs/client-js-protocol.md.
 import { StreamHub } from './stream-hub.js';
 import { isFeedName, invalidFeedDetail } from './diffstream-protocol.js';
+import { randomId } from './diffstream-util.js';
 
 const MODES = ['worker', 'tab', 'own'];
 /// The messages between tabs, worker and hub are versioned by name: a page of another version never
 /// talks to a worker or an elected tab of this one.
 const NAME = 'diffstream-streams-2';
 const WELCOME_MS = 4000; // a shared worker that has not answered by then is taken as one that did not load
-const randomId = () => Math.random().toString(36).slice(2) + Date.now().toString(36);
 
 /// Opens the tab's side of the shared connection.
 ///

@@ -11,6 +11,7 @@
 
 import { FeedState } from './diffstream-protocol.js';
 import { openStreams } from './diffstream-streams.js';
+import { warnOnce, words } from './diffstream-util.js';
 
 // ---- Small helpers ----------------------------------------------------------------------------------
 
@@ -60,14 +61,6 @@ export function isSafeURL(value) {
 const safeURLValue = (name, value) => (name.endsWith('srcset')
   ? value.split(',').every((candidate) => isSafeURL(candidate.trim().split(/\s+/)[0] || ''))
   : isSafeURL(value));
-
-let warned = new Set();
-function warnOnce(message) {
-  if (warned.has(message)) return;
-  if (warned.size > 100) warned = new Set();
-  warned.add(message);
-  console.warn(`diffstream: ${message}`);
-}
 
 const BINDING = /^data-(text|show|attr-.+|class-.+)$/;
 const hasBinding = (node) => [...node.attributes].some((a) => BINDING.test(a.name));
@@ -505,8 +498,6 @@ class Region {
 function targetField(action, kind) {
   return (action.fields || []).find((f) => f.type === 'item' && !f.optional && !f.nullable && (kind === undefined || f.itemKind === kind));
 }
-
-const words = (name) => name.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
 
 /// A generic form for an action the server declares: an input per field (a list of items for item
 /// fields) and a submit button. `target` is the field that gets the form's item id.

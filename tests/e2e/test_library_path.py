@@ -11,7 +11,7 @@ import pytest
 from conftest import ARTIFACTS, log_name
 from e2e_helpers import BINARY, ROOT, clean_environment, free_port, wait_until
 
-LIBRARY = ["diffstream.js", "diffstream-protocol.js", "diffstream-streams.js", "stream-hub.js", "stream-worker.js"]
+LIBRARY = ["diffstream.js", "diffstream-protocol.js", "diffstream-streams.js", "diffstream-util.js", "stream-hub.js", "stream-worker.js"]
 
 
 def versioned(server, module="diffstream.js"):
