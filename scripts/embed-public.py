@@ -19,9 +19,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PUBLIC = ROOT / "Public"
 OUTPUT = ROOT / "Sources" / "DiffStreamServer" / "PublicFiles.swift"
 # The browser library (docs/client-js.md): the modules a page of one's own imports, and what they import.
-LIBRARY = ["diffstream.js", "diffstream-connection.js", "diffstream-patch.js", "diffstream-bindings.js", "diffstream-keyed.js",
-           "diffstream-animate.js", "diffstream-actions.js", "diffstream-protocol.js", "diffstream-streams.js", "diffstream-transports.js", "diffstream-util.js",
-           "stream-hub.js", "stream-worker.js"]
+LIBRARY = [
+    "diffstream.js", "diffstream-connection.js", "diffstream-patch.js", "diffstream-bindings.js", "diffstream-keyed.js",
+    "diffstream-animate.js", "diffstream-actions.js", "diffstream-protocol.js", "diffstream-streams.js",
+    "diffstream-transports.js", "diffstream-util.js", "stream-hub.js", "stream-feed.js", "stream-source.js",
+    "stream-limits.js", "stream-worker.js",
+]
 
 
 def version(files):
