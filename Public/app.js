@@ -3,6 +3,7 @@
 // things attributes cannot say are the hooks of demo-looks.js, which the dashboard shares.
 import { connect, render, renderActions, action } from './diffstream.js';
 import { hooksFor, sectionHook } from './demo-looks.js';
+import { words } from './diffstream-util.js';
 
 const $ = (id) => document.getElementById(id);
 const feedEl = $('feed');
@@ -66,8 +67,6 @@ $('token-form').addEventListener('submit', (event) => {
 const askForToken = () => { document.querySelector('details.token').open = true; };
 
 // ---- Status, notices, errors ---------------------------------------------------------------------
-
-const words = (name) => String(name).replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
 
 function setState(state) {
   app.state = state;

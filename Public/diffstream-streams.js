@@ -11,16 +11,238 @@
 //   subscription.resync();  // the feed could not be applied: a fresh snapshot follows
 //   subscription.close();   // the feed leaves the stream (the others go on, without a resync)
 //
-// Documented in docs/client-js-protocol.md.
-import { StreamHub } from './stream-hub.js';
+// Documented in docs/client-js-protocol.md. This module keeps the tab's subscriptions and chooses the
+// mode (`chooseMode`); how a tab reaches the hub in each mode is diffstream-transports.js.
 import { isFeedName, invalidFeedDetail } from './diffstream-protocol.js';
+import { randomId } from './diffstream-util.js';
+import { ownTransport, workerTransport, tabTransport } from './diffstream-transports.js';
 
-const MODES = ['worker', 'tab', 'own'];
-/// The messages between tabs, worker and hub are versioned by name: a page of another version never
-/// talks to a worker or an elected tab of this one.
-const NAME = 'diffstream-streams-2';
-const WELCOME_MS = 4000; // a shared worker that has not answered by then is taken as one that did not load
-const randomId = () => Math.random().toString(36).slice(2) + Date.now().toString(36);
+/// The modes, best first: the default is the first the browser supports.
+export const MODES = ['worker', 'tab', 'own'];
+
+/// Where the tab's hub runs. `requested` ('worker', 'tab' or 'own') if it is available here, else the
+/// first of MODES that is: 'worker' needs `SharedWorker`, 'tab' needs `BroadcastChannel` and Web Locks
+/// (`navigator.locks`, only in a secure context), 'own' always works; a server on another origin
+/// (`foreign`) gets 'own', as neither a shared worker nor the tabs' election crosses origins. `failed`
+/// lists modes that were tried and did not start (the shared worker whose script did not load).
+/// `scope` is where the browser's classes are looked up: `globalThis` in a page.
+///
+/// Returns `{mode, available: {worker, tab, own}}`.
+export function chooseMode(requested, { foreign = false, failed = [], scope = globalThis } = {}) {
+  const locks = scope.navigator && scope.navigator.locks;
+  const available = {
+    worker: !foreign && typeof scope.SharedWorker === 'function' && !failed.includes('worker'),
+    tab: !foreign && typeof scope.BroadcastChannel === 'function' && Boolean(locks) && !failed.includes('tab'),
+    own: true,
+  };
+  const mode = MODES.includes(requested) && available[requested] ? requested : MODES.find((m) => available[m]);
+  return { mode, available };
+}
+
+const subscribeMessage = (sub, entry) => ({ type: 'subscribe', sub, feed: entry.feed, history: entry.history, version: entry.version, id: entry.id, stale: Boolean(entry.stale) });
+
+/// The tab's side of the shared connection: its subscriptions, the position each feed holds, and the
+/// transport to the hub (see `openStreams`, which gives pages its API).
+export class TabStreams {
+  constructor(options = {}) {
+    const base = options.baseURL ? new URL(options.baseURL, location.href) : null;
+    this.foreign = base !== null && base.origin !== location.origin;
+    this.baseURL = this.foreign ? base.origin : '';
+    this.locks = globalThis.navigator && navigator.locks; // only in a secure context
+    this.mode = chooseMode(options.mode, { foreign: this.foreign }).mode;
+    this.tabId = randomId();
+    this.token = options.token || null;
+    this.subs = new Map();  // sub -> { feed, listener, history, version, id, state, resyncing, stale, left }
+    this.nextSub = 1;
+    this.ready = false;     // the transport is up (our tab lock is held)
+    this.closed = false;
+    this.transport = null;
+    this.releaseTabLock = null;
+    this.delivered = [];    // the last events handed to listeners: [{feed, event, from, version}], for tests and debugging
+    this.outgoing = [];     // messages of this task, not yet sent to the hub
+
+    // A hub (the worker, or the leading tab) watches our lock to learn when this tab is gone, so we hold
+    // it before we talk to one.
+    if (this.locks && this.mode !== 'own') {
+      this.locks.request(`diffstream-tab-${this.tabId}`, () => {
+        this.startTransport();
+        return new Promise((resolve) => { this.releaseTabLock = resolve; });
+      });
+    } else {
+      this.startTransport();
+    }
+    if (this.token && !this.foreign) this.setToken(this.token);
+  }
+
+  /// What a hub in this page is given: the page's EventSource, fetch and timers, the server, and the
+  /// token for the stream's URL in 'own' mode (else the cookie carries it).
+  pageEnv() {
+    return {
+      EventSource: globalThis.EventSource, fetch: globalThis.fetch.bind(globalThis),
+      setTimeout: globalThis.setTimeout.bind(globalThis), clearTimeout: globalThis.clearTimeout.bind(globalThis),
+      baseURL: this.baseURL, token: this.mode === 'own' ? this.token : null,
+    };
+  }
+
+  // ---- Messages to the hub -------------------------------------------------------------------------
+
+  /// The messages of one task go to the hub as one, so that a page subscribing to many feeds at once
+  /// opens one stream, not one per feed.
+  post(message) {
+    if (!this.ready || this.closed) return;
+    this.outgoing.push(message);
+    if (this.outgoing.length === 1) queueMicrotask(() => this.flush());
+  }
+
+  flush() {
+    const messages = this.outgoing;
+    this.outgoing = [];
+    if (!this.ready || this.closed || messages.length === 0) return;
+    this.transport.post(messages.length === 1 ? messages[0] : { type: 'many', messages });
+  }
+
+  /// The hub changed (a new worker or a new elected tab): subscribe again from where each feed stands,
+  /// so the new hub resumes with every position and no batch is lost or applied twice.
+  resubscribeAll() {
+    for (const [sub, entry] of this.subs) this.post(subscribeMessage(sub, entry));
+  }
+
+  // ---- Messages from the hub -----------------------------------------------------------------------
+
+  call(entry, event) {
+    if (event.type !== 'state') {
+      this.delivered.push({ feed: entry.feed, event: event.type, from: event.data && event.data.from, version: event.data && event.data.version });
+      if (this.delivered.length > 1000) this.delivered.shift();
+    }
+    try {
+      entry.listener(event);
+    } catch (error) {
+      console.warn(`the listener of ${entry.feed} failed on a ${event.type} (${error.message})`);
+    }
+  }
+
+  receive(message) {
+    const entry = this.subs.get(message.sub);
+    if (!entry) return; // a subscription we have left
+    if (message.type === 'state') {
+      entry.state = message.state;
+      const event = { type: 'state', feed: entry.feed, state: message.state };
+      if (message.status !== undefined) event.status = message.status;
+      if (message.detail !== undefined) event.detail = message.detail;
+      this.call(entry, event);
+      return;
+    }
+    const { event: type, data, id } = message;
+    if (type === 'batch') {
+      // Asked afresh: what was on the way before the snapshot is of no use.
+      if (entry.resyncing) return;
+      // Already got (it reached us twice around a change of hub): skip. Versions compare within one history.
+      if (entry.version !== null && (data.history ?? null) === entry.history && data.version <= entry.version) return;
+    }
+    // An outage is told once each way (a new hub may say again what the old one did).
+    if (type === 'unavailable') { if (entry.stale) return; entry.stale = data || {}; }
+    if (type === 'available') { if (!entry.stale) return; entry.stale = null; }
+    if (type === 'deleted' || type === 'notfound' || type === 'forbidden' || type === 'unauthorized') entry.stale = null;
+    if (type === 'snapshot') entry.resyncing = false;
+    if (type === 'snapshot' || type === 'batch') Object.assign(entry, { history: data.history ?? null, version: data.version, id });
+    if (type === 'deleted') this.subs.delete(message.sub);
+    this.call(entry, { type, feed: entry.feed, id: id || null, data });
+  }
+
+  // ---- Subscriptions -------------------------------------------------------------------------------
+
+  subscribe(feed, listener) {
+    if (this.closed) throw new Error('these streams are closed');
+    const sub = this.nextSub++;
+    const entry = { feed, listener, history: null, version: null, id: null, state: 'connecting', resyncing: false, stale: null };
+    if (isFeedName(feed)) {
+      this.subs.set(sub, entry);
+      this.post(subscribeMessage(sub, entry));
+    } else {
+      // The server refuses a whole stream for one invalid name: this feed alone is refused, and never
+      // reaches the hub (so never the shared stream). The listener hears it after subscribe returns.
+      entry.state = 'closed';
+      queueMicrotask(() => { if (!entry.left && !this.closed) this.call(entry, { type: 'state', feed, state: 'closed', status: 400, detail: invalidFeedDetail(feed) }); });
+    }
+    const streams = this;
+    return {
+      resync() {
+        if (streams.subs.get(sub) !== entry) return;
+        Object.assign(entry, { history: null, version: null, id: null, resyncing: true });
+        streams.post({ type: 'resync', sub });
+      },
+      close() { entry.left = true; if (streams.subs.delete(sub)) streams.post({ type: 'unsubscribe', sub }); },
+      get state() { return entry.state; },
+      get version() { return entry.version; },
+      get history() { return entry.history; },
+      /// The `unavailable` event's data (`{feed, detail}`) while the feed is unavailable, else null.
+      get stale() { return entry.stale; },
+    };
+  }
+
+  // ---- The transport -------------------------------------------------------------------------------
+
+  startTransport() {
+    if (this.closed) return;
+    this.transport = this.mode === 'worker' ? workerTransport(this) : this.mode === 'tab' ? tabTransport(this) : ownTransport(this);
+    this.ready = true;
+    this.resubscribeAll();
+  }
+
+  /// The shared worker did not start: the elected tab holds the stream, or this tab.
+  fallBack() {
+    if (this.mode !== 'worker' || this.closed) return; // already fell back
+    this.mode = chooseMode(undefined, { foreign: this.foreign, failed: ['worker'] }).mode;
+    console.warn(`the shared worker did not start; the ${this.mode === 'tab' ? 'elected tab' : 'tab'} holds the stream`);
+    this.startTransport();
+  }
+
+  // ---- The token -----------------------------------------------------------------------------------
+
+  /// A new token (an empty one removes it). On the page's origin `EventSource` cannot send headers, so
+  /// the token travels in the cookie `diffstreamAuthorization`, which every tab and the worker share;
+  /// on another origin it goes in the stream's URL. Refused feeds are asked for again.
+  setToken(value) {
+    this.token = value || null;
+    if (this.mode === 'own') this.post({ type: 'token', token: this.token }); // our own hub: the token goes in its stream's URL
+    if (!this.foreign) {
+      const secure = location.protocol === 'https:' ? '; Secure' : '';
+      document.cookie = this.token
+        ? `diffstreamAuthorization=${encodeURIComponent(this.token)}; path=/; SameSite=Strict${secure}`
+        : `diffstreamAuthorization=; path=/; SameSite=Strict; Max-Age=0${secure}`;
+    }
+    this.retry();
+  }
+
+  /// Asks again now for this tab's refused feeds, and reconnects a stream that is waiting to.
+  retry() {
+    for (const sub of this.subs.keys()) this.post({ type: 'retry', sub });
+  }
+
+  close() {
+    if (this.closed) return;
+    for (const sub of this.subs.keys()) this.post({ type: 'unsubscribe', sub });
+    this.subs.clear();
+    this.flush();
+    this.closed = true;
+    if (this.transport && this.transport.close) this.transport.close();
+    if (this.releaseTabLock) this.releaseTabLock();
+  }
+
+  /// Where things stand: `{mode, leading, closed, feeds: {feed: {state, history, version, id, stale}}}`
+  /// (one entry per feed this tab subscribes to; an invalid feed name, never subscribed, has none).
+  get state() {
+    const feeds = {};
+    for (const entry of this.subs.values()) feeds[entry.feed] = { state: entry.state, history: entry.history, version: entry.version, id: entry.id, stale: entry.stale };
+    return { mode: this.mode, leading: this.leading, closed: this.closed, feeds };
+  }
+
+  /// Whether this tab holds the stream (always in 'own' mode, never in 'worker' mode).
+  get leading() { return this.mode === 'own' || Boolean(this.transport && this.transport.leading); }
+
+  /// For tests: ends the shared worker as if it had crashed (the tabs start another).
+  exitWorker() { if (this.transport && this.transport.exit) this.transport.exit(); }
+}
 
 /// Opens the tab's side of the shared connection.
 ///
@@ -41,306 +263,18 @@ const randomId = () => Math.random().toString(36).slice(2) + Date.now().toString
 /// change of hub) is skipped here, so the listener sees none twice; after `resync()`, batches are
 /// dropped until the fresh snapshot.
 export function openStreams(options = {}) {
-  const base = options.baseURL ? new URL(options.baseURL, location.href) : null;
-  const foreign = base !== null && base.origin !== location.origin;
-  const baseURL = foreign ? base.origin : '';
-  const locks = globalThis.navigator && navigator.locks; // only in a secure context
-  const available = {
-    worker: !foreign && typeof SharedWorker === 'function',
-    tab: !foreign && typeof BroadcastChannel === 'function' && Boolean(locks),
-    own: true,
-  };
-  let mode = available[options.mode] ? options.mode : MODES.find((m) => available[m]);
-  const tabId = randomId();
-  let token = options.token || null;
-  const pageEnv = () => ({
-    EventSource: globalThis.EventSource, fetch: globalThis.fetch.bind(globalThis),
-    setTimeout: globalThis.setTimeout.bind(globalThis), clearTimeout: globalThis.clearTimeout.bind(globalThis),
-    baseURL, token: mode === 'own' ? token : null,
-  });
-
-  // ---- Subscriptions of this tab -------------------------------------------------------------------
-  const subs = new Map(); // sub -> { feed, listener, history, version, id, state, stale }
-  let nextSub = 1;
-  let ready = false;      // the transport is up (our tab lock is held)
-  let closed = false;
-  let transport = null;
-  const delivered = [];   // the last events handed to listeners: [{feed, event, from, version}], for tests and debugging
-
-  // The messages of one task go to the hub as one, so that a page subscribing to many feeds at once
-  // opens one stream, not one per feed.
-  let outgoing = [];
-  const post = (message) => {
-    if (!ready || closed) return;
-    outgoing.push(message);
-    if (outgoing.length === 1) queueMicrotask(flush);
-  };
-  function flush() {
-    const messages = outgoing;
-    outgoing = [];
-    if (!ready || closed || messages.length === 0) return;
-    transport.post(messages.length === 1 ? messages[0] : { type: 'many', messages });
-  }
-  const subscribeMessage = (sub, entry) => ({ type: 'subscribe', sub, feed: entry.feed, history: entry.history, version: entry.version, id: entry.id, stale: Boolean(entry.stale) });
-
-  /// The hub changed (a new worker or a new elected tab): subscribe again from where each feed stands,
-  /// so the new hub resumes with every position and no batch is lost or applied twice.
-  function resubscribeAll() {
-    for (const [sub, entry] of subs) post(subscribeMessage(sub, entry));
-  }
-
-  function call(entry, event) {
-    if (event.type !== 'state') {
-      delivered.push({ feed: entry.feed, event: event.type, from: event.data && event.data.from, version: event.data && event.data.version });
-      if (delivered.length > 1000) delivered.shift();
-    }
-    try {
-      entry.listener(event);
-    } catch (error) {
-      console.warn(`the listener of ${entry.feed} failed on a ${event.type} (${error.message})`);
-    }
-  }
-
-  function receive(message) {
-    const entry = subs.get(message.sub);
-    if (!entry) return; // a subscription we have left
-    if (message.type === 'state') {
-      entry.state = message.state;
-      const event = { type: 'state', feed: entry.feed, state: message.state };
-      if (message.status !== undefined) event.status = message.status;
-      if (message.detail !== undefined) event.detail = message.detail;
-      call(entry, event);
-      return;
-    }
-    const { event: type, data, id } = message;
-    if (type === 'batch') {
-      // Asked afresh: what was on the way before the snapshot is of no use.
-      if (entry.resyncing) return;
-      // Already got (it reached us twice around a change of hub): skip. Versions compare within one history.
-      if (entry.version !== null && (data.history ?? null) === entry.history && data.version <= entry.version) return;
-    }
-    // An outage is told once each way (a new hub may say again what the old one did).
-    if (type === 'unavailable') { if (entry.stale) return; entry.stale = data || {}; }
-    if (type === 'available') { if (!entry.stale) return; entry.stale = null; }
-    if (type === 'deleted' || type === 'notfound' || type === 'forbidden' || type === 'unauthorized') entry.stale = null;
-    if (type === 'snapshot') entry.resyncing = false;
-    if (type === 'snapshot' || type === 'batch') Object.assign(entry, { history: data.history ?? null, version: data.version, id });
-    if (type === 'deleted') subs.delete(message.sub);
-    call(entry, { type, feed: entry.feed, id: id || null, data });
-  }
-
-  function subscribe(feed, listener) {
-    if (closed) throw new Error('these streams are closed');
-    const sub = nextSub++;
-    const entry = { feed, listener, history: null, version: null, id: null, state: 'connecting', resyncing: false, stale: null };
-    if (isFeedName(feed)) {
-      subs.set(sub, entry);
-      post(subscribeMessage(sub, entry));
-    } else {
-      // The server refuses a whole stream for one invalid name: this feed alone is refused, and never
-      // reaches the hub (so never the shared stream). The listener hears it after subscribe returns.
-      entry.state = 'closed';
-      queueMicrotask(() => { if (!entry.left && !closed) call(entry, { type: 'state', feed, state: 'closed', status: 400, detail: invalidFeedDetail(feed) }); });
-    }
-    return {
-      resync() {
-        if (subs.get(sub) !== entry) return;
-        Object.assign(entry, { history: null, version: null, id: null, resyncing: true });
-        post({ type: 'resync', sub });
-      },
-      close() { entry.left = true; if (subs.delete(sub)) post({ type: 'unsubscribe', sub }); },
-      get state() { return entry.state; },
-      get version() { return entry.version; },
-      get history() { return entry.history; },
-      /// The `unavailable` event's data (`{feed, detail}`) while the feed is unavailable, else null.
-      get stale() { return entry.stale; },
-    };
-  }
-
-  // ---- Transports ----------------------------------------------------------------------------------
-  // Each has post(message) towards the hub; answers go to receive(message). A hub in this page answers
-  // in a microtask, like a port would, so no listener runs inside subscribe().
-
-  function ownTransport() {
-    const hub = new StreamHub(pageEnv());
-    return {
-      post: (message) => hub.handle(tabId, message, (answer) => queueMicrotask(() => receive(answer))),
-      close: () => hub.closeAll(),
-      hub,
-    };
-  }
-
-  function workerTransport() {
-    let port = null;
-    function start() {
-      const worker = new SharedWorker(new URL('./stream-worker.js', import.meta.url), { name: NAME, type: 'module' });
-      let welcomed = false;
-      let abandoned = false;
-      // The script could not be loaded (a proxy that does not serve it, a policy, no module workers):
-      // take the next path. Not every browser reports that with an 'error' event, so a worker that has
-      // not said welcome within WELCOME_MS is given up too.
-      const giveUp = () => {
-        if (welcomed || abandoned) return;
-        abandoned = true;
-        port.onmessage = null;
-        port.close();
-        fallBack();
-      };
-      worker.addEventListener('error', giveUp);
-      const timer = setTimeout(giveUp, WELCOME_MS);
-      port = worker.port;
-      port.onmessage = ({ data }) => {
-        if (abandoned) return;
-        if (data.type !== 'welcome') { receive(data); return; }
-        welcomed = true;
-        clearTimeout(timer);
-        // The worker holds `diffstream-worker-<id>` while it lives; when we get it, it is gone: start another.
-        if (data.worker && locks) locks.request(`diffstream-worker-${data.worker}`, () => { if (!closed) { start(); resubscribeAll(); } });
-      };
-      port.start();
-      port.postMessage({ type: 'hello', client: tabId });
-    }
-    start();
-    const bye = () => port.postMessage({ type: 'bye' });
-    const show = (event) => { if (event.persisted) { port.postMessage({ type: 'hello', client: tabId }); resubscribeAll(); } };
-    addEventListener('pagehide', bye);
-    addEventListener('pageshow', show);
-    return {
-      post: (message) => port.postMessage(message),
-      exit: () => port.postMessage({ type: 'exit' }),
-      close: () => { bye(); removeEventListener('pagehide', bye); removeEventListener('pageshow', show); },
-    };
-  }
-
-  function tabTransport() {
-    const channel = new BroadcastChannel(NAME);
-    let leader = null; // the id of the tab that holds the stream
-    let hub = null;    // ours, while we are that tab
-    let release = null;
-    const watched = new Set();
-    const watch = (client) => { // a follower holds `diffstream-tab-<id>` for its life: once we get it, it is gone
-      if (watched.has(client)) return;
-      watched.add(client);
-      locks.request(`diffstream-tab-${client}`, () => { watched.delete(client); if (hub) hub.detach(client); });
-    };
-    channel.onmessage = ({ data }) => {
-      if (data.type === 'leader') {
-        if (data.leader !== leader && !hub) { leader = data.leader; resubscribeAll(); }
-      } else if (data.type === 'who-leads') {
-        if (hub) channel.postMessage({ type: 'leader', leader: tabId });
-      } else if (data.type === 'bye') {
-        if (hub) hub.detach(data.from);
-      } else if (data.to === 'leader') {
-        if (!hub || data.leader !== tabId) return; // meant for a tab that no longer leads; the sender subscribes again
-        watch(data.from);
-        hub.handle(data.from, data.message, (answer) => channel.postMessage({ to: data.from, message: answer }));
-      } else if (data.to === tabId) {
-        receive(data.message);
-      }
-    };
-    // Whoever gets the lock leads until its tab closes; then the next waiting tab gets it and takes over.
-    locks.request(`${NAME}-leader`, () => {
-      if (closed) return undefined;
-      hub = new StreamHub(pageEnv());
-      leader = tabId;
-      channel.postMessage({ type: 'leader', leader: tabId });
-      resubscribeAll();
-      return new Promise((resolve) => { release = resolve; });
-    });
-    channel.postMessage({ type: 'who-leads' });
-    return {
-      post(message) {
-        if (hub) hub.handle(tabId, message, (answer) => queueMicrotask(() => receive(answer)));
-        else if (leader) channel.postMessage({ to: 'leader', leader, from: tabId, message });
-        // no leader known yet: when one announces itself, every subscription is sent again
-      },
-      get leading() { return hub !== null; },
-      close() {
-        if (hub) { hub.closeAll(); hub = null; }
-        else channel.postMessage({ type: 'bye', from: tabId });
-        if (release) release();
-        channel.close();
-      },
-    };
-  }
-
-  let releaseTabLock = null;
-  function startTransport() {
-    if (closed) return;
-    transport = mode === 'worker' ? workerTransport() : mode === 'tab' ? tabTransport() : ownTransport();
-    ready = true;
-    resubscribeAll();
-  }
-
-  function fallBack() {
-    if (mode !== 'worker' || closed) return; // already fell back
-    console.warn(`the shared worker did not start; the ${available.tab ? 'elected tab' : 'tab'} holds the stream`);
-    mode = available.tab ? 'tab' : 'own';
-    startTransport();
-  }
-
-  // A hub (the worker, or the leading tab) watches our lock to learn when this tab is gone, so we hold
-  // it before we talk to one.
-  if (locks && mode !== 'own') {
-    locks.request(`diffstream-tab-${tabId}`, () => {
-      startTransport();
-      return new Promise((resolve) => { releaseTabLock = resolve; });
-    });
-  } else {
-    startTransport();
-  }
-
-  // ---- The token -----------------------------------------------------------------------------------
-
-  /// A new token (an empty one removes it). On the page's origin `EventSource` cannot send headers, so
-  /// the token travels in the cookie `diffstreamAuthorization`, which every tab and the worker share;
-  /// on another origin it goes in the stream's URL. Refused feeds are asked for again.
-  function setToken(value) {
-    token = value || null;
-    if (mode === 'own') post({ type: 'token', token }); // our own hub: the token goes in its stream's URL
-    if (!foreign) {
-      const secure = location.protocol === 'https:' ? '; Secure' : '';
-      document.cookie = token
-        ? `diffstreamAuthorization=${encodeURIComponent(token)}; path=/; SameSite=Strict${secure}`
-        : `diffstreamAuthorization=; path=/; SameSite=Strict; Max-Age=0${secure}`;
-    }
-    retry();
-  }
-  if (token && !foreign) setToken(token);
-
-  /// Asks again now for this tab's refused feeds, and reconnects a stream that is waiting to.
-  function retry() {
-    for (const sub of subs.keys()) post({ type: 'retry', sub });
-  }
-
-  function close() {
-    if (closed) return;
-    for (const sub of subs.keys()) post({ type: 'unsubscribe', sub });
-    subs.clear();
-    flush();
-    closed = true;
-    if (transport && transport.close) transport.close();
-    if (releaseTabLock) releaseTabLock();
-  }
-
+  const streams = new TabStreams(options);
+  // Functions, not methods: the API's parts work taken apart (`const { subscribe } = openStreams()`).
   return {
-    subscribe,
-    setToken,
-    retry,
-    close,
-    /// Where things stand: `{mode, leading, closed, feeds: {feed: {state, history, version, id, stale}}}`
-    /// (one entry per feed this tab subscribes to; an invalid feed name, never subscribed, has none).
-    get state() {
-      const feeds = {};
-      for (const entry of subs.values()) feeds[entry.feed] = { state: entry.state, history: entry.history, version: entry.version, id: entry.id, stale: entry.stale };
-      return { mode, leading: this.leading, closed, feeds };
-    },
-    get mode() { return mode; },
-    /// Whether this tab holds the stream (always in 'own' mode, never in 'worker' mode).
-    get leading() { return mode === 'own' || Boolean(transport && transport.leading); },
-    tabId,
-    delivered,
-    /// For tests: ends the shared worker as if it had crashed (the tabs start another).
-    exitWorker() { if (transport && transport.exit) transport.exit(); },
+    subscribe: (feed, listener) => streams.subscribe(feed, listener),
+    setToken: (token) => streams.setToken(token),
+    retry: () => streams.retry(),
+    close: () => streams.close(),
+    get state() { return streams.state; },
+    get mode() { return streams.mode; },
+    get leading() { return streams.leading; },
+    tabId: streams.tabId,
+    delivered: streams.delivered,
+    exitWorker: () => streams.exitWorker(),
   };
 }

@@ -2,8 +2,8 @@
 // tab of this origin. Each tab connects a port, says hello with its id, and subscribes; see
 // diffstream-streams.js for the tab side and stream-hub.js for the hub.
 import { StreamHub } from './stream-hub.js';
+import { randomId } from './diffstream-util.js';
 
-const randomId = () => Math.random().toString(36).slice(2) + Date.now().toString(36);
 const workerId = randomId();
 const hub = new StreamHub({
   EventSource, fetch: (url, init) => fetch(url, init), setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (t) => clearTimeout(t),

@@ -11,7 +11,12 @@ import pytest
 from conftest import ARTIFACTS, log_name
 from e2e_helpers import BINARY, ROOT, clean_environment, free_port, wait_until
 
-LIBRARY = ["diffstream.js", "diffstream-protocol.js", "diffstream-streams.js", "stream-hub.js", "stream-worker.js"]
+LIBRARY = [
+    "diffstream.js", "diffstream-connection.js", "diffstream-patch.js", "diffstream-bindings.js", "diffstream-keyed.js",
+    "diffstream-animate.js", "diffstream-actions.js", "diffstream-protocol.js", "diffstream-streams.js",
+    "diffstream-transports.js", "diffstream-util.js", "stream-hub.js", "stream-feed.js", "stream-source.js",
+    "stream-limits.js", "stream-worker.js",
+]
 
 
 def versioned(server, module="diffstream.js"):
