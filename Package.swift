@@ -55,6 +55,8 @@ let package = Package(
         .target(name: "DiffStream", swiftSettings: strict),
         // JSON values, the wire snapshot/operation types and their byte-level codec.
         .target(name: "DiffStreamJSON", dependencies: ["DiffStream", "JSONEscaping"], swiftSettings: strict),
+        // `MonotonicClock`, the one monotonic clock of the server, the store, Redis and the client. Dispatch only.
+        .target(name: "Timekeeping", swiftSettings: strict),
         // The one JSON string escaper (RFC 8259 §7), for the wire, HTTP error bodies and log lines. No dependencies.
         .target(name: "JSONEscaping", swiftSettings: strict),
         // System libraries from Debian (libssl-dev, zlib1g-dev).
@@ -67,19 +69,19 @@ let package = Package(
         .systemLibrary(name: "CHiredis"),
         // Talks RESP to a Redis server through hiredis: connections with a timeout on every call, a thread
         // per connection, replies as a Swift enum, pub/sub on a dedicated connection, `redis://` URLs.
-        .target(name: "Redis", dependencies: ["CHiredis"], swiftSettings: strict),
+        .target(name: "Redis", dependencies: ["CHiredis", "Timekeeping"], swiftSettings: strict),
         // Feeds in Redis (issue 26, in progress): the key schema, the scripts, lost answers settled, and the
         // shared store seam (`RedisStore` as `SharedFeedStore`).
-        .target(name: "RedisFeedStore", dependencies: ["Redis", "FeedStorage"], swiftSettings: strict),
+        .target(name: "RedisFeedStore", dependencies: ["Redis", "FeedStorage", "Timekeeping"], swiftSettings: strict),
         // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the log store, and a
         // read-only migrator for the SQLite databases of earlier versions.
-        .target(name: "FeedStorage", dependencies: ["CSQLite", "CZlib", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
+        .target(name: "FeedStorage", dependencies: ["CSQLite", "CZlib", "Timekeeping", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
         // epoll and eventfd, which the Glibc module does not export.
         .target(name: "CSystemShims"),
         // HTTP/1.1 and SSE as pure logic: requests, responses, the parser, the connection state machine,
         // the response head encoder, the SSE writer, gzip, and the seam to the feeds (`EventSink`,
         // `EventBroadcaster`). No sockets, no Glibc, no epoll.
-        .target(name: "HTTPCore", dependencies: ["CZlib", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "HTTPCore", dependencies: ["CZlib", "JSONEscaping", "Timekeeping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The epoll runtime: sockets, event loops, connections, event streams, static files, TLS. Knows nothing of feeds.
         // The OpenSSL context both TLS sides start from (TLS 1.2 or newer) and the error queue read as text.
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),

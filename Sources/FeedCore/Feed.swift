@@ -251,9 +251,9 @@ public actor Feed {
     /// the feed's name in its id to the multi-feed streams' slots.
     private func broadcastBatch(_ event: [UInt8], _ payload: EventPayload) {
         metrics.recordBatch(name)
-        let broadcastAt = ContinuousClock.now
+        let broadcastAt = MonotonicClock.now()
         transport?.broadcast(payload, to: Array(subscribers.values)) {
-            MetricHandles.shared.timer(MetricName.publishToLastWrite).record(duration: ContinuousClock.now - broadcastAt)
+            MetricHandles.shared.timer(MetricName.publishToLastWrite).recordSeconds(MonotonicClock.now() - broadcastAt)
         }
         if !taggedSubscribers.isEmpty {
             transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(event, feed: name)), to: Array(taggedSubscribers.values))

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Dispatch
 import Foundation
+import Timekeeping
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -147,8 +148,6 @@ final class GroupCommitter: @unchecked Sendable {
     static let gatherLimit = 0.001
 
     static func clock() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+        MonotonicClock.now()
     }
 }

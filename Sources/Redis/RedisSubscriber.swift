@@ -1,4 +1,5 @@
 import Foundation
+import Timekeeping
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,7 +42,7 @@ public final class RedisSubscriber: @unchecked Sendable {
     private var subscribed: Set<String> = []
     private let wakeRead: Int32, wakeWrite: Int32
     private let stopped = DispatchSemaphore(value: 0)
-    private let origin = ContinuousClock.now
+    private let origin = MonotonicClock.now()
 
     /// Starts the thread, which connects at once.
     /// - Parameters:
@@ -174,8 +175,7 @@ public final class RedisSubscriber: @unchecked Sendable {
 
     /// Seconds since the subscriber was made, on the monotonic clock (for ``PubSubLiveness``).
     private func now() -> Double {
-        let elapsed = (ContinuousClock.now - origin).components
-        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        MonotonicClock.now() - origin
     }
 
     private func ping(_ connection: RedisConnection) throws(RedisError) {

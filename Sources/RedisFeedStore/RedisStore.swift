@@ -1,6 +1,7 @@
 import FeedStorage
 import Redis
 import Synchronization
+import Timekeeping
 
 /// The ``SharedFeedStore`` seam on Redis (issue 26, docs/decisions/0003-redis.md): feeds several
 /// instances share. Writes go through the scripts with the version check (``RedisFeedCommitter``),
@@ -242,7 +243,7 @@ public final class RedisStore: SharedFeedStore {
 
     public func commit(_ write: FeedWrite, base: Int, baseHistory: String?, writeID: String, clientKey: Bool, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult {
         let epoch = self.epoch, committer = self.committer
-        let started = ContinuousClock.now
+        let started = MonotonicClock.now()
         let result: Result<RedisCommitOutcome, RedisError>
         do throws(RedisError) {
             let outcome: RedisCommitOutcome
@@ -261,8 +262,7 @@ public final class RedisStore: SharedFeedStore {
         } catch {
             result = .failure(error)
         }
-        let elapsed = (ContinuousClock.now - started).components
-        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        let seconds = MonotonicClock.now() - started
         let outcome: SharedCommitResult? = switch result {
         case .success(.committed(let version, let answer, let first)): .committed(version: version, answer: answer, first: first)
         case .success(.conflict(let version, let history)): .conflict(version: version, history: history)

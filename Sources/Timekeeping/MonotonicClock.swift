@@ -1,7 +1,9 @@
 import Dispatch
 
-/// Seconds on the monotonic clock: the one clock every deadline, timeout and duration of the server
-/// and the feeds is measured on (the pure state machines take it injected, as `now`).
+/// Seconds on the monotonic clock: the one clock every deadline, timeout and duration is measured on,
+/// in the server, the feeds, the store, the Redis client and the Swift client (the pure state machines
+/// take it injected, as `now`). A module of its own with no dependency but Dispatch, so the client
+/// products can use it on every platform they build for.
 public enum MonotonicClock {
     /// Seconds since a fixed point (the machine's boot); never goes back.
     ///
