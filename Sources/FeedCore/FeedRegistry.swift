@@ -8,10 +8,10 @@ import Logging
 /// and in the store. A deleted name keeps its (empty) `Feed`, so a later create is ordered after the
 /// delete.
 public actor FeedRegistry {
-    private var feeds: [String: Feed] = [:]
-    private let replayLimit: Int
-    private let transport: (any EventBroadcaster)?
-    private let store: (any FeedStore)?
+    var feeds: [String: Feed] = [:]
+    let replayLimit: Int
+    let transport: (any EventBroadcaster)?
+    let store: (any FeedStore)?
     public nonisolated let metrics: FeedMetrics
     /// The feeds and bytes held, against the ``StorageLimits``.
     public nonisolated let storage: StorageAccount
@@ -20,25 +20,25 @@ public actor FeedRegistry {
     /// them up to date.
     public nonisolated let shared: (any SharedFeedStore)?
     /// Feeds being loaded from the shared store (one load per name).
-    private var loading: [String: Task<Feed, any Error>] = [:]
+    var loading: [String: Task<Feed, any Error>] = [:]
     /// Why the shared store cannot be reached, while it cannot: its commands (``commandsDown``), or
     /// else its events (``eventsDown``). Two sources so that neither clears the other's: events that
     /// keep failing while commands work are an outage until the events are back, not one that comes and
     /// goes with every position check.
-    private var outage: String? { commandsDown ?? eventsDown }
+    var outage: String? { commandsDown ?? eventsDown }
     /// Why the store's commands failed (a position check, `/readyz`); nil once one succeeds.
-    private var commandsDown: String?
+    var commandsDown: String?
     /// Calls to the store's commands numbered as they start (``askCommands()``), and the latest whose
     /// result was recorded: a call that fails after a later one succeeded (an old connection's error
     /// arriving after a restart of Redis) does not bring the outage back.
-    private var commandsAsked = 0, commandsHeard = 0
+    var commandsAsked = 0, commandsHeard = 0
     /// Why the store's events stopped (`interrupted`); nil once their connection is back (`connected`).
-    private var eventsDown: String?
+    var eventsDown: String?
     /// The recovery from lost data in progress, which later callers wait for.
-    private var losing: Task<Void, Never>?
-    private var sharing: [Task<Void, Never>] = []
+    var losing: Task<Void, Never>?
+    var sharing: [Task<Void, Never>] = []
     /// Sharing was stopped (shutdown): failures of calls still in flight are not outages.
-    private var stopped = false
+    var stopped = false
     /// Where sharing says what happened: outages, lost data, leases taken and lost.
     public nonisolated let sharingLogger: Logger
     /// With a shared store: seconds after its last use (a request, a write, a subscription) that a copy
@@ -46,9 +46,9 @@ public actor FeedRegistry {
     /// holds, follows and checks the feeds its users use, not every feed it was ever asked for.
     public nonisolated let idleFeedLifetime: Double
     /// When each held feed was last used, on ``clock``.
-    private var lastUsed: [String: Double] = [:]
+    var lastUsed: [String: Double] = [:]
     /// Monotonic seconds (injected for tests).
-    private let clock: @Sendable () -> Double
+    let clock: @Sendable () -> Double
 
     /// - Parameter store: where feeds are made durable; nil keeps them in memory only (`--data none`).
     /// - Parameter idleFeedLifetime: with a shared store, how long an unused copy of a feed is kept.
@@ -181,7 +181,7 @@ public actor FeedRegistry {
 
     /// The copies held of `names` during an outage: each feed as this instance holds it, or `error`
     /// for a name it does not hold.
-    private func copies(_ names: [String], or error: StoreError) async -> [Result<Feed?, StoreError>] {
+    func copies(_ names: [String], or error: StoreError) async -> [Result<Feed?, StoreError>] {
         var held: [Result<Feed?, StoreError>] = []
         for name in names {
             if let feed = feeds[name] { held.append(.success(await feed.exists ? feed : nil)) } else { held.append(.failure(error)) }
@@ -199,7 +199,7 @@ public actor FeedRegistry {
     }
 
     /// The one `Feed` of a name, loaded from the shared store on first use.
-    private func cached(_ name: String) async throws(StoreError) -> Feed {
+    func cached(_ name: String) async throws(StoreError) -> Feed {
         guard let shared else { return entry(name) }
         lastUsed[name] = clock()
         if let feed = feeds[name] { return feed }
@@ -306,210 +306,7 @@ public actor FeedRegistry {
         return try await feed.delete()
     }
 
-    // MARK: Sharing feeds with other instances
-
-    /// Starts following the shared store: commits of other instances reach the feeds held here, the
-    /// position of every feed held is checked every `checkInterval` seconds (and after the store's
-    /// events were interrupted), and outages are told to subscribers. Without a shared store, nothing.
-    public func startSharing(checkInterval: Double = 2) {
-        guard let shared, sharing.isEmpty else { return }
-        sharing.append(Task { [weak self] in
-            for await event in shared.events {
-                guard let self else { return }
-                await self.take(event)
-            }
-        })
-        sharing.append(Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(checkInterval))
-                guard let self else { return }
-                await self.checkPositions()
-            }
-        })
-    }
-
-    /// Stops following the shared store (at shutdown).
-    public func stopSharing() {
-        for task in sharing { task.cancel() }
-        sharing = []
-        stopped = true
-    }
-
-    /// Brings ``storage`` (`/metrics`' feeds and bytes) to what the shared store counted over every
-    /// instance; nothing without one, or when it cannot be reached.
-    public func refreshUsage() async {
-        guard let shared, let usage = try? await shared.usage() else { return }
-        storage.setUsage(feeds: usage.feeds, bytes: usage.bytes)
-    }
-
-    private func take(_ event: SharedStoreEvent) async {
-        switch event {
-        case .committed(let name, let history, let version, let batch, let snapshot, let state):
-            await feeds[name]?.remoteCommit(history: history, version: version, batch: batch, snapshot: snapshot, state: state)
-        case .deleted(let name, let history):
-            await feeds[name]?.remoteDelete(history: history)
-        case .following(let name):
-            await feeds[name]?.queueRefresh()
-        case .interrupted(let reason):
-            await setEventsDown(reason)
-        case .connected:
-            await setEventsDown(nil)
-        }
-    }
-
-    /// The check the timer runs (call it to check now). One pipeline of every held feed's position: a feed that is not where its copy is gets
-    /// refreshed; an epoch that is not ours means Redis lost its data; a failure is an outage.
-    public func checkPositions() async {
-        guard let shared else { return }
-        await dropIdleFeeds(shared)
-        let names = Array(feeds.keys)
-        let positions: StorePositions
-        let call = askCommands()
-        do {
-            positions = try await shared.positions(names)
-        } catch {
-            await setCommandsDown(error.description, call: call)
-            return
-        }
-        await setCommandsDown(nil, call: call)
-        guard positions.intact else {
-            await storeLostData()
-            return
-        }
-        for name in names {
-            guard let feed = feeds[name] else { continue }
-            if await feed.position != positions.feeds[name] { await feed.queueRefresh() }
-        }
-    }
-
-    /// Drops the copies that nothing has needed (``Feed/isIdle``) for ``idleFeedLifetime`` seconds, and
-    /// stops following them; the next use reads the feed again. A copy in use counts as used now, so the
-    /// time runs from when it was last needed (a stream that ends after an hour keeps the copy for the
-    /// reconnect). Nothing is dropped during an outage: the copies are what new subscribers get then.
-    private func dropIdleFeeds(_ shared: any SharedFeedStore) async {
-        for (name, feed) in feeds {
-            let idle = await feed.isIdle
-            guard feeds[name] === feed else { continue }  // dropped or replaced during the hop
-            let now = clock()
-            guard idle else {
-                lastUsed[name] = now
-                continue
-            }
-            guard outage == nil else { continue }
-            // A use during the hop (``cached(_:)``) moved `lastUsed` and keeps the copy.
-            guard lastUsed[name, default: -.infinity] <= now - idleFeedLifetime else { continue }
-            feeds[name] = nil
-            lastUsed[name] = nil
-            metrics.removeFeed(name)
-            shared.unfollow(name)
-        }
-    }
-
-    /// The feed to subscribe to for `feed`, marked used: `feed` itself, unless its copy was dropped as
-    /// idle since it was looked up (then the copy held now, read again if need be). The API calls it
-    /// right before subscribing, so that no subscription lands on a dropped copy, however long the
-    /// request took between its lookup and its subscription.
-    public func current(_ feed: Feed) async -> Feed {
-        guard shared != nil else { return feed }
-        if feeds[feed.name] === feed {
-            lastUsed[feed.name] = clock()
-            return feed
-        }
-        return (try? await cached(feed.name)) ?? feed
-    }
-
-    /// Whether the shared store can be reached and holds this instance's data (nil: ready), checked
-    /// now: `GET /readyz`. Not ready while its events are down either (after a restart of Redis, until
-    /// the pub/sub connection is back): streams opened then would be told of the outage. Always ready
-    /// without a shared store.
-    public func readiness() async -> String? {
-        guard let shared else { return nil }
-        let call = askCommands()
-        do {
-            let positions = try await shared.positions([])
-            if !positions.intact {
-                await storeLostData()
-                return eventsDown
-            }
-            await setCommandsDown(nil, call: call)
-            return eventsDown  // commands answer, but commits from other instances do not arrive yet
-        } catch {
-            await setCommandsDown(error.description, call: call)
-            return error.description
-        }
-    }
-
-    /// Records why the store's commands fail (nil: they work), and tells subscribers when the store
-    /// as a whole becomes unavailable or available again.
-    private func setCommandsDown(_ detail: String?, call: Int) async {
-        guard call > commandsHeard else { return }  // a later call's result is recorded already
-        commandsHeard = call
-        let before = outage
-        commandsDown = detail
-        await announce(from: before)
-    }
-
-    /// The number of a call to the store's commands that starts now, for ``setCommandsDown(_:call:)``.
-    private func askCommands() -> Int {
-        commandsAsked += 1
-        return commandsAsked
-    }
-
-    /// Records why the store's events stopped (nil: they come again), as ``setCommandsDown(_:call:)``.
-    private func setEventsDown(_ detail: String?) async {
-        let before = outage
-        eventsDown = detail
-        await announce(from: before)
-    }
-
-    private func announce(from before: String?) async {
-        guard !stopped else { return }
-        let detail = outage
-        guard (detail == nil) != (before == nil) else { return }
-        if let detail { sharingLogger.warning("Redis unavailable: \(detail)") } else { sharingLogger.info("Redis available again") }
-        for feed in feeds.values { await tellOutage(feed) }
-    }
-
-    /// Brings `feed`'s outage to the registry's, as it is when the feed has taken it: another change
-    /// during the hop (announced by a loop of its own that may have passed this feed already) is told
-    /// too, so no feed is left with a stale outage.
-    private func tellOutage(_ feed: Feed) async {
-        var told: String??
-        while told != .some(outage) {
-            let now = outage
-            await feed.setOutage(now)
-            told = .some(now)
-        }
-    }
-
-    /// The shared store lost its data (a flushed database, an AOF gone): adopt its new epoch, end
-    /// every subscription with `event: deleted`, and read each feed again (an old backup may hold it).
-    package func storeLostData() async {
-        if let losing {  // one at a time; a second caller waits for the first to finish
-            await losing.value
-            return
-        }
-        let task = Task { await self.recoverLostData() }
-        losing = task
-        await task.value
-        losing = nil
-    }
-
-    private func recoverLostData() async {
-        guard let shared else { return }
-        sharingLogger.error("Redis lost its data (its epoch is gone or another): every feed starts a new history")
-        let call = askCommands()
-        do { try await shared.adoptNewEpoch() } catch {
-            await setCommandsDown(error.description, call: call)
-            return
-        }
-        for feed in feeds.values {
-            await feed.dropForLostData()
-            await feed.queueRefresh()
-        }
-    }
-
-    private func entry(_ name: String) -> Feed {
+    func entry(_ name: String) -> Feed {
         if let feed = feeds[name] { return feed }
         let feed = Feed(name: name, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage)
         feeds[name] = feed

@@ -178,7 +178,7 @@ public struct FeedAPI: Sendable {
     /// `404`), the rows that apply to it (none: `404`), the row of its method (none: `405` with
     /// `Allow`), then runs the row's handler.
     /// - Complexity: O(rows of the pattern); the `{feed}`'s host is looked up at most once of each kind.
-    private func route(_ request: HTTPRequest, _ index: Int, _ parameters: RouteParameters) async throws(APIError) -> HTTPResponse {
+    func route(_ request: HTTPRequest, _ index: Int, _ parameters: RouteParameters) async throws(APIError) -> HTTPResponse {
         guard Self.knownMethods.contains(request.method) else {
             throw APIError(.notImplemented, "not implemented", "method \(request.method) is not supported")
         }
@@ -209,7 +209,7 @@ public struct FeedAPI: Sendable {
         return methods
     }
 
-    private func handle(_ handler: Route.Handler, _ request: HTTPRequest, _ parameters: RouteParameters) async throws(APIError) -> HTTPResponse {
+    func handle(_ handler: Route.Handler, _ request: HTTPRequest, _ parameters: RouteParameters) async throws(APIError) -> HTTPResponse {
         let name = parameters["feed"]
         switch handler {
         case .health:
@@ -276,7 +276,7 @@ public struct FeedAPI: Sendable {
         }
     }
 
-    private func feedName(_ text: String) throws(APIError) -> String {
+    func feedName(_ text: String) throws(APIError) -> String {
         guard FeedID.isValid(text) else {
             throw APIError(.notFound, "not found", "'\(text.prefix(80))' is not a feed id (1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot)")
         }
@@ -285,7 +285,7 @@ public struct FeedAPI: Sendable {
 
     /// The authorization step: who the request acts as, or the `401`/`403` that refuses it.
     @discardableResult
-    private func authorize(_ access: Access, _ request: HTTPRequest) async throws(APIError) -> Principal {
+    func authorize(_ access: Access, _ request: HTTPRequest) async throws(APIError) -> Principal {
         switch await authorizer.authorize(access, headers: request.headers, query: request.query, now: options.now()) {
         case .allow(let principal):
             return principal
@@ -300,7 +300,7 @@ public struct FeedAPI: Sendable {
 
     /// `OPTIONS`, on any path: a CORS preflight may come before the resource exists (a `PUT` that
     /// creates a feed), so it lists every method of the route table.
-    private func preflight() -> HTTPResponse {
+    func preflight() -> HTTPResponse {
         HTTPResponse(status: .noContent, headers: [
             "Allow": Self.allMethods,
             "Access-Control-Allow-Methods": Self.allMethods,
@@ -309,342 +309,12 @@ public struct FeedAPI: Sendable {
         ])
     }
 
-    // MARK: Feeds
-
-    private func listFeeds(as principal: Principal) async throws(APIError) -> [FeedListing] {
-        let listed: [(name: String, version: Int)]
-        do { listed = try await registry.list() } catch { throw APIError(readError: error) }
-        return listed.filter { authorizer.mayRead($0.name, as: principal) }.map { entry in
-            guard let host = hosted?.hosted(entry.name) else {
-                return FeedListing(feed: entry.name, version: entry.version, kind: "snapshot")
-            }
-            return FeedListing(feed: entry.name, version: entry.version, kind: "viewModel", patch: host.acceptsPatch,
-                               actions: host.actionList.map(ActionListing.init))
-        }
-    }
-
-    /// `GET /feeds/{feed}`: the document with its position as a strong `ETag`, the event id quoted
-    /// (the gzip variant's tag is the server's to add, ``EntityTag/gzipVariant(of:)``); `304` when
-    /// `If-None-Match` names the tag of a representation this request may get (RFC 9110 §13.1.2): the
-    /// gzip one only when the client takes gzip. The 304 carries that tag and the 200's `Vary` (§15.4.5).
-    /// - Parameter acceptsGzip: compression is on and the request's `Accept-Encoding` takes gzip.
-    package static func document(_ read: (id: EventID, json: [UInt8]), ifNoneMatch: String?, acceptsGzip: Bool) -> HTTPResponse {
-        let tag = "\"\(read.id)\""
-        let current = acceptsGzip ? [tag, EntityTag.gzipVariant(of: tag)] : [tag]
-        if let ifNoneMatch, let held = EntityTag.match(ifNoneMatch: ifNoneMatch, among: current) {
-            return HTTPResponse(status: .notModified, headers: ["ETag": held, "Cache-Control": "no-cache", "Vary": "Accept-Encoding"])
-        }
-        var response = HTTPResponse.json(read.json + [0x0A])
-        response.headers.set("ETag", tag)
-        response.headers.set("Cache-Control", "no-cache")
-        return response
-    }
-
-    /// A JSON body from an `Encodable` value, keys in the order it encodes them, and a newline.
-    package static func json(_ body: some Encodable, status: HTTPStatus = .ok) -> HTTPResponse {
-        do {
-            return .json(try JSONValueEncoder().encodeBytes(body, terminator: "\n"), status: status)
-        } catch {
-            return APIError(.internalServerError, "not encodable", "the response could not be written as JSON: \(error)").response
-        }
-    }
-
-    private func subscribe(_ request: HTTPRequest, name: String) async throws(APIError) -> HTTPResponse {
-        let principal = try await authorize(.subscribe(name), request)
-        let found: Feed?
-        do { found = try await registry.latest(name) } catch { throw APIError(readError: error) }
-        guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
-        // A stream opened with a signed token ends when the token does (issue 13).
-        let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }
-        let now = options.now
-        // The header wins over the query parameter (EventSource cannot set headers on a first connect).
-        let lastEventID = request.headers["Last-Event-ID"] ?? request.queryValue("lastEventId")
-        return HTTPResponse(status: .ok, headers: [
-            "Content-Type": "text/event-stream; charset=utf-8",
-            "Cache-Control": "no-cache",
-            "X-Accel-Buffering": "no",
-        ]) { [announcement] stream in
-            stream.send(announcement)
-            Task { [registry] in
-                await registry.current(feed).subscribe(stream, lastEventID: lastEventID)
-                if let expires { Self.endAtExpiry(stream, feed: name, expires: expires, now: now) }
-            }
-        }
-    }
-
-    /// `GET /events?feed=A&feed=B@ID…`: many feeds on one stream (see ``MultiFeedRequest`` and
-    /// ``FeedMultiplexer``). Each feed is checked on its own: one refused, missing or deleted ends only
-    /// its own part (`event: forbidden`, `unauthorized`, `notfound`, `deleted`). Only when every feed
-    /// is refused does the request get a plain status: `401` if any needs a token and none was sent,
-    /// else `403` if any is forbidden, else `404`.
-    private func subscribeMany(_ request: HTTPRequest) async throws(APIError) -> HTTPResponse {
-        let listed = try MultiFeedRequest(request, limit: options.maxStreamFeeds)
-        let names = listed.entries.map(\.feed)
-        let principal: Principal, decisions: [AuthorizationDecision]
-        switch await authorizer.authorizeSubscriptions(to: names, headers: request.headers, query: request.query, now: options.now()) {
-        case .failure(let invalid):
-            var error = APIError(.unauthorized, "unauthorized", invalid.detail)
-            error.challenge = "Bearer realm=\"diffstream\", error=\"invalid_token\""  // RFC 6750 §3.1
-            throw error
-        case .success(let decided):
-            (principal, decisions) = decided
-        }
-        let allowed = zip(listed.entries, decisions).compactMap { entry, decision in if case .allow = decision { entry.feed } else { nil } }
-        var found = await registry.latest(allowed).makeIterator()
-        var opened: [(entry: MultiFeedRequest.Entry, outcome: MultiFeedOutcome)] = []
-        for (entry, decision) in zip(listed.entries, decisions) {
-            switch decision {
-            case .allow:
-                switch found.next() {
-                case .success(let feed?)?: opened.append((entry, .open(feed)))
-                case .failure(let error)?: opened.append((entry, .unavailable(error.description)))
-                case .success(nil)?, nil: opened.append((entry, .notFound))
-                }
-            case .unauthorized(let detail, _): opened.append((entry, .unauthorized(detail)))
-            case .forbidden(let detail): opened.append((entry, .forbidden(detail)))
-            }
-        }
-        if !opened.contains(where: { if case .open = $0.outcome { true } else { false } }) {
-            throw Self.everyFeedRefused(opened.map { ($0.entry.feed, $0.outcome) })
-        }
-        let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }
-        let now = options.now
-        var response = HTTPResponse(status: .ok, headers: [
-            "Content-Type": "text/event-stream; charset=utf-8",
-            "Cache-Control": "no-cache",
-            "X-Accel-Buffering": "no",
-        ]) { [announcement, opened] stream in
-            let multiplexer = FeedMultiplexer(stream)
-            multiplexer.send(announcement)
-            Task { [registry] in
-                for (entry, outcome) in opened {
-                    switch outcome {
-                    case .open(let feed):
-                        await registry.current(feed).subscribe(multiplexer.makeSlot(feed: entry.feed), lastEventID: entry.position, tagged: true)
-                    case .notFound:
-                        multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: "no feed named \(entry.feed)")))
-                    case .forbidden(let detail):
-                        multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("forbidden", feed: entry.feed, error: "forbidden", detail: detail)))
-                    case .unauthorized(let detail):
-                        multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("unauthorized", feed: entry.feed, error: "token required", detail: detail)))
-                    case .unavailable(let detail):
-                        multiplexer.refuse(EventPayload(FeedEvents.unavailableEvent(feed: entry.feed, detail: detail)))
-                    }
-                }
-                multiplexer.finishOpening()
-                if let expires { Self.endAtExpiry(multiplexer, expires: expires, now: now) }
-            }
-        }
-        response.logMetadata["feeds"] = "\(names.count)"
-        return response
-    }
-
-    /// What happens to one listed feed of a multi-feed stream.
-    private enum MultiFeedOutcome: Sendable {
-        case open(Feed), notFound, forbidden(String), unauthorized(String)
-        /// The shared store (Redis) cannot be reached to load the feed.
-        case unavailable(String)
-    }
-
-    /// The plain status of a multi-feed request whose every feed is refused, with each feed's refusal.
-    private static func everyFeedRefused(_ outcomes: [(feed: String, outcome: MultiFeedOutcome)]) -> APIError {
-        var error = everyFeedRefusedStatus(outcomes)
-        error.feeds = outcomes.compactMap { feed, outcome in
-            switch outcome {
-            case .open: nil
-            case .notFound: FeedRefusal(feed: feed, event: "notfound", error: "not found", detail: "no feed named \(feed)")
-            case .forbidden(let detail): FeedRefusal(feed: feed, event: "forbidden", error: "forbidden", detail: detail)
-            case .unauthorized(let detail): FeedRefusal(feed: feed, event: "unauthorized", error: "token required", detail: detail)
-            case .unavailable(let detail): FeedRefusal(feed: feed, event: "unavailable", error: "redis unavailable", detail: detail)
-            }
-        }
-        return error
-    }
-
-    private static func everyFeedRefusedStatus(_ outcomes: [(feed: String, outcome: MultiFeedOutcome)]) -> APIError {
-        func feeds(_ match: (MultiFeedOutcome) -> Bool) -> String {
-            outcomes.filter { match($0.outcome) }.map { "'\($0.feed)'" }.joined(separator: ", ")
-        }
-        let unauthorized = feeds { if case .unauthorized = $0 { true } else { false } }
-        if !unauthorized.isEmpty {
-            return APIError(.unauthorized, "unauthorized", "these feeds are private: send a token ('Authorization: Bearer <token>', the \(Authorizer.cookieName) cookie or ?\(Authorizer.queryName)=); no token for \(unauthorized)")
-        }
-        let unavailable = outcomes.compactMap { if case .unavailable(let detail) = $0.outcome { detail } else { nil } }
-        if let detail = unavailable.first {
-            return APIError(.serviceUnavailable, "redis unavailable", detail)
-        }
-        let forbidden = feeds { if case .forbidden = $0 { true } else { false } }
-        if !forbidden.isEmpty {
-            return APIError(.forbidden, "forbidden", "this token may read none of the feeds listed; it may not read \(forbidden)")
-        }
-        return APIError(.notFound, "not found", "no feed named \(feeds { _ in true })")
-    }
-
-    /// Sends `event: unauthorized` for every feed still open and ends the multi-feed stream once its
-    /// token has expired.
-    private static func endAtExpiry(_ multiplexer: FeedMultiplexer, expires: Double, now: @escaping @Sendable () -> Double) {
-        let timer = Task {
-            let seconds = expires - now()
-            if seconds > 0 { try await Task.sleep(for: .milliseconds(Int64((seconds * 1000).rounded(.up)))) }
-            multiplexer.end { EventPayload(FeedEvents.unauthorizedEvent(feed: $0)) }
-        }
-        multiplexer.sink.onTermination { timer.cancel() }
-    }
-
-    /// Sends `event: unauthorized` and ends `stream` once its token has expired.
-    private static func endAtExpiry(_ stream: any EventSink, feed: String, expires: Double, now: @escaping @Sendable () -> Double) {
-        let timer = Task {
-            let seconds = expires - now()
-            if seconds > 0 { try await Task.sleep(for: .milliseconds(Int64((seconds * 1000).rounded(.up)))) }
-            stream.end(with: EventPayload(FeedEvents.unauthorizedEvent(feed: feed)))
-        }
-        stream.onTermination { timer.cancel() }
-    }
-
-    private func action(_ request: HTTPRequest, feed: String, action: String) async throws(APIError) -> HTTPResponse {
-        guard let host = hosted?.hosted(feed) else {
-            throw APIError(.notFound, "not found", "no action '\(action.prefix(80))' on feed '\(feed)'")
-        }
-        let access: Access = hosted?.isPublic(action: action, feed: feed) == true ? .publicAction(feed) : .write(feed)
-        try await authorize(access, request)
-        let writeID = try Self.idempotencyKey(request)
-        let result: FeedWriteResult
-        do { result = try await host.perform(action, body: request.body, writeID: writeID) } catch { throw APIError(error) }
-        return Self.acknowledgement(feed: feed, version: result.version, ops: result.operations, status: .ok)
-    }
-
-    /// The request's `Idempotency-Key` (1 to 128 visible ASCII characters): with a shared store, the
-    /// write's id, so a retry of the same write gets the first answer and runs once. Nil without one.
-    package static func idempotencyKey(_ request: HTTPRequest) throws(APIError) -> String? {
-        guard let key = request.headers["Idempotency-Key"] else { return nil }
-        guard (1...128).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw APIError(.badRequest, "bad idempotency key", "Idempotency-Key must be 1 to 128 visible ASCII characters (no spaces)")
-        }
-        return key
-    }
-
-    /// `GET /readyz`: whether this instance can serve writes and fresh reads now (with Redis: whether
-    /// it answers, checked now), for load balancers. `/healthz` stays liveness.
-    private func readiness() async -> HTTPResponse {
-        guard registry.shared != nil else { return .json(Array("{\"status\":\"ready\"}\n".utf8)) }
-        guard let problem = await registry.readiness() else { return .json(Array("{\"status\":\"ready\",\"redis\":\"ok\"}\n".utf8)) }
-        var writer = JSONWriter()
-        writer.raw("{\"status\":\"unavailable\",\"redis\":")
-        writer.write(problem)
-        writer.raw("}\n")
-        return HTTPResponse(status: .serviceUnavailable, headers: ["Content-Type": "application/json"], body: writer.bytes)
-    }
-
-    /// The answer to a change a hosted view model took (a `PATCH` or an action): `200` with
-    /// `{"feed":"todo","version":3,"ops":1}`. Public so that the testing product answers as the API does.
-    public static func acknowledgement(feed: String, _ result: ChangeResult) -> HTTPResponse {
-        acknowledgement(feed: feed, version: result.version, ops: result.operations, status: .ok)
-    }
-
-    /// `{"feed":"news","version":2,"ops":3}` and a newline: what a write answers. Written directly, not
-    /// through `Encodable`: it is on the hot path of every write (an encoder's machinery cost a
-    /// durable PUT several thousand instructions).
-    package static func acknowledgement(feed: String, version: Int, ops: Int, status: HTTPStatus) -> HTTPResponse {
-        var writer = JSONWriter(capacity: 48 + feed.utf8.count)
-        writer.raw("{\"feed\":")
-        writer.write(feed)
-        writer.raw(",\"version\":")
-        writer.write(version)
-        writer.raw(",\"ops\":")
-        writer.write(ops)
-        writer.raw("}\n")
-        return .json(writer.bytes, status: status)
-    }
-
     // MARK: Metrics
 
     /// Pushes DiffStream's own counters and gauges to swift-metrics (rendering `/metrics` does this too):
     /// with a backend of the program's own, call it as often as that backend should see them change.
     public func publishMetrics() {
         metrics.publish(server: serverMetrics(), feeds: registry.metrics, storage: registry.storage)
-    }
-}
-
-/// One entry of `GET /feeds`: `{"feed":"todo","version":3,"kind":"viewModel","patch":false,"actions":[…]}`,
-/// or `{"feed":"news","version":2,"kind":"snapshot"}`.
-package struct FeedListing: Encodable {
-    package var feed: String
-    package var version: Int
-    package var kind: String
-    package var patch: Bool?
-    package var actions: [ActionListing]?
-}
-
-/// An action as `GET /feeds` lists it:
-/// `{"name":"add","public":true,"fields":[{"name":"title","type":"string","optional":false,"nullable":false}]}`.
-package struct ActionListing: Encodable {
-    package struct Field: Encodable {
-        var name: String
-        var type: String
-        /// For a field of type `item`: the kind of item it names.
-        var itemKind: String?
-        var optional: Bool
-        var nullable: Bool
-    }
-
-    package var name: String
-    package var isPublic: Bool
-    package var fields: [Field]
-
-    package enum CodingKeys: String, CodingKey {
-        case name, isPublic = "public", fields
-    }
-
-    package init(_ action: ActionDescription) {
-        name = action.name
-        isPublic = action.isPublic
-        fields = action.fields.map { field in
-            let (type, itemKind): (String, String?) = switch field.type {
-            case .string: ("string", nil)
-            case .integer: ("integer", nil)
-            case .number: ("number", nil)
-            case .boolean: ("boolean", nil)
-            case .item(let kind): ("item", kind)
-            }
-            return Field(name: field.name, type: type, itemKind: itemKind, optional: field.isOptional, nullable: field.isNullable)
-        }
-    }
-}
-
-/// Whether route rows' conditions hold for one matched path, the `{feed}`'s hosting looked up once.
-private struct RouteConditions {
-    package let hosted: HostedFeeds?
-    package let parameters: RouteParameters
-    private var isHosted: Bool?
-    private var host: (any HostedFeed)??
-
-    package init(hosted: HostedFeeds?, parameters: RouteParameters) {
-        self.hosted = hosted
-        self.parameters = parameters
-    }
-
-    package mutating func hold(_ condition: Route.Condition) -> Bool {
-        switch condition {
-        case .always: true
-        case .snapshotFeed: !feedIsHosted()
-        case .viewModelFeed: feedIsHosted()
-        case .patchable: feedHost()?.acceptsPatch ?? false
-        case .action: feedHost()?.actionList.contains { $0.name == parameters["action"] } ?? false
-        }
-    }
-
-    private mutating func feedIsHosted() -> Bool {
-        if let isHosted { return isHosted }
-        let answer = hosted?.isHosted(parameters["feed"]) ?? false
-        isHosted = answer
-        return answer
-    }
-
-    private mutating func feedHost() -> (any HostedFeed)? {
-        if let host { return host }
-        let answer = hosted?.hosted(parameters["feed"])
-        host = .some(answer)
-        return answer
     }
 }
 

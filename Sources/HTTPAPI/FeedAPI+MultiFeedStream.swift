@@ -1,0 +1,129 @@
+import FeedCore
+import ViewModelHosting
+import CoreMetrics
+import DiffStreamJSON
+import HTTPCore
+import Metrics
+
+/// The multi-feed stream's policy (`GET /events?feed=…`): which feeds a stream may carry, and the
+/// answer when none may.
+extension FeedAPI {
+    /// `GET /events?feed=A&feed=B@ID…`: many feeds on one stream (see ``MultiFeedRequest`` and
+    /// ``FeedMultiplexer``). Each feed is checked on its own: one refused, missing or deleted ends only
+    /// its own part (`event: forbidden`, `unauthorized`, `notfound`, `deleted`). Only when every feed
+    /// is refused does the request get a plain status: `401` if any needs a token and none was sent,
+    /// else `403` if any is forbidden, else `404`.
+    func subscribeMany(_ request: HTTPRequest) async throws(APIError) -> HTTPResponse {
+        let listed = try MultiFeedRequest(request, limit: options.maxStreamFeeds)
+        let names = listed.entries.map(\.feed)
+        let principal: Principal, decisions: [AuthorizationDecision]
+        switch await authorizer.authorizeSubscriptions(to: names, headers: request.headers, query: request.query, now: options.now()) {
+        case .failure(let invalid):
+            var error = APIError(.unauthorized, "unauthorized", invalid.detail)
+            error.challenge = "Bearer realm=\"diffstream\", error=\"invalid_token\""  // RFC 6750 §3.1
+            throw error
+        case .success(let decided):
+            (principal, decisions) = decided
+        }
+        let allowed = zip(listed.entries, decisions).compactMap { entry, decision in if case .allow = decision { entry.feed } else { nil } }
+        var found = await registry.latest(allowed).makeIterator()
+        var opened: [(entry: MultiFeedRequest.Entry, outcome: MultiFeedOutcome)] = []
+        for (entry, decision) in zip(listed.entries, decisions) {
+            switch decision {
+            case .allow:
+                switch found.next() {
+                case .success(let feed?)?: opened.append((entry, .open(feed)))
+                case .failure(let error)?: opened.append((entry, .unavailable(error.description)))
+                case .success(nil)?, nil: opened.append((entry, .notFound))
+                }
+            case .unauthorized(let detail, _): opened.append((entry, .unauthorized(detail)))
+            case .forbidden(let detail): opened.append((entry, .forbidden(detail)))
+            }
+        }
+        if !opened.contains(where: { if case .open = $0.outcome { true } else { false } }) {
+            throw Self.everyFeedRefused(opened.map { ($0.entry.feed, $0.outcome) })
+        }
+        let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }
+        let now = options.now
+        var response = HTTPResponse(status: .ok, headers: [
+            "Content-Type": "text/event-stream; charset=utf-8",
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",
+        ]) { [announcement, opened] stream in
+            let multiplexer = FeedMultiplexer(stream)
+            multiplexer.send(announcement)
+            Task { [registry] in
+                for (entry, outcome) in opened {
+                    switch outcome {
+                    case .open(let feed):
+                        await registry.current(feed).subscribe(multiplexer.makeSlot(feed: entry.feed), lastEventID: entry.position, tagged: true)
+                    case .notFound:
+                        multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: "no feed named \(entry.feed)")))
+                    case .forbidden(let detail):
+                        multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("forbidden", feed: entry.feed, error: "forbidden", detail: detail)))
+                    case .unauthorized(let detail):
+                        multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("unauthorized", feed: entry.feed, error: "token required", detail: detail)))
+                    case .unavailable(let detail):
+                        multiplexer.refuse(EventPayload(FeedEvents.unavailableEvent(feed: entry.feed, detail: detail)))
+                    }
+                }
+                multiplexer.finishOpening()
+                if let expires { Self.endAtExpiry(multiplexer, expires: expires, now: now) }
+            }
+        }
+        response.logMetadata["feeds"] = "\(names.count)"
+        return response
+    }
+
+    /// What happens to one listed feed of a multi-feed stream.
+    enum MultiFeedOutcome: Sendable {
+        case open(Feed), notFound, forbidden(String), unauthorized(String)
+        /// The shared store (Redis) cannot be reached to load the feed.
+        case unavailable(String)
+    }
+
+    /// The plain status of a multi-feed request whose every feed is refused, with each feed's refusal.
+    static func everyFeedRefused(_ outcomes: [(feed: String, outcome: MultiFeedOutcome)]) -> APIError {
+        var error = everyFeedRefusedStatus(outcomes)
+        error.feeds = outcomes.compactMap { feed, outcome in
+            switch outcome {
+            case .open: nil
+            case .notFound: FeedRefusal(feed: feed, event: "notfound", error: "not found", detail: "no feed named \(feed)")
+            case .forbidden(let detail): FeedRefusal(feed: feed, event: "forbidden", error: "forbidden", detail: detail)
+            case .unauthorized(let detail): FeedRefusal(feed: feed, event: "unauthorized", error: "token required", detail: detail)
+            case .unavailable(let detail): FeedRefusal(feed: feed, event: "unavailable", error: "redis unavailable", detail: detail)
+            }
+        }
+        return error
+    }
+
+    static func everyFeedRefusedStatus(_ outcomes: [(feed: String, outcome: MultiFeedOutcome)]) -> APIError {
+        func feeds(_ match: (MultiFeedOutcome) -> Bool) -> String {
+            outcomes.filter { match($0.outcome) }.map { "'\($0.feed)'" }.joined(separator: ", ")
+        }
+        let unauthorized = feeds { if case .unauthorized = $0 { true } else { false } }
+        if !unauthorized.isEmpty {
+            return APIError(.unauthorized, "unauthorized", "these feeds are private: send a token ('Authorization: Bearer <token>', the \(Authorizer.cookieName) cookie or ?\(Authorizer.queryName)=); no token for \(unauthorized)")
+        }
+        let unavailable = outcomes.compactMap { if case .unavailable(let detail) = $0.outcome { detail } else { nil } }
+        if let detail = unavailable.first {
+            return APIError(.serviceUnavailable, "redis unavailable", detail)
+        }
+        let forbidden = feeds { if case .forbidden = $0 { true } else { false } }
+        if !forbidden.isEmpty {
+            return APIError(.forbidden, "forbidden", "this token may read none of the feeds listed; it may not read \(forbidden)")
+        }
+        return APIError(.notFound, "not found", "no feed named \(feeds { _ in true })")
+    }
+
+    /// Sends `event: unauthorized` for every feed still open and ends the multi-feed stream once its
+    /// token has expired.
+    static func endAtExpiry(_ multiplexer: FeedMultiplexer, expires: Double, now: @escaping @Sendable () -> Double) {
+        let timer = Task {
+            let seconds = expires - now()
+            if seconds > 0 { try await Task.sleep(for: .milliseconds(Int64((seconds * 1000).rounded(.up)))) }
+            multiplexer.end { EventPayload(FeedEvents.unauthorizedEvent(feed: $0)) }
+        }
+        multiplexer.sink.onTermination { timer.cancel() }
+    }
+}
