@@ -30,33 +30,33 @@ enum FeedMessage: Sendable {
 
     /// Decodes an event. `id` is the event's own id (from the SSE last event ID buffer).
     /// `defaultFeed` names the feed of a single-feed stream whose data lacks `feed`.
+    ///
+    /// The data is read once, by ``WireCodec/decodeEventData(_:carrying:)``, straight from the string's
+    /// UTF-8 bytes: a snapshot's or a batch's models are kept exactly as the server wrote them.
     static func decode(_ event: SSEEvent, defaultFeed: String?) throws(DecodeError) -> FeedMessage {
         func fail(_ reason: String) -> DecodeError { DecodeError(event: event.type, reason: reason) }
         switch event.type {
         case "snapshot":
-            let bytes = Array(event.data.utf8)
-            let header: JSONValue
-            do { header = try JSONParser.parse(bytes, numbersBeyondDouble: .infinity) } catch { throw fail(error.description) }
-            guard let feed = header["feed"]?.stringValue ?? defaultFeed else { throw fail("no feed") }
-            guard let version = header["version"]?.numberValue.flatMap(Int.init(exactly:)) else { throw fail("no version") }
+            let data: WireEventData
+            do { data = try WireCodec.decodeEventData(event.data.utf8, carrying: .snapshot) } catch { throw fail(error.description) }
+            guard let feed = data.feed ?? defaultFeed else { throw fail("no feed") }
+            guard let version = data.version else { throw fail("no version") }
             let snapshot: WireSnapshot
-            do { snapshot = try WireCodec.decodeSnapshot(bytes) } catch { throw fail(error.description) }
-            return .snapshot(feed: feed, history: header["history"]?.stringValue, version: version, snapshot: snapshot, id: event.lastEventID)
+            do { snapshot = try data.snapshot() } catch { throw fail(error.description) }
+            return .snapshot(feed: feed, history: data.history, version: version, snapshot: snapshot, id: event.lastEventID)
         case "batch":
-            let bytes = Array(event.data.utf8)
-            let value: JSONValue
-            do { value = try JSONParser.parse(bytes, numbersBeyondDouble: .infinity) } catch { throw fail(error.description) }
-            guard let feed = value["feed"]?.stringValue ?? defaultFeed else { throw fail("no feed") }
-            guard let from = value["from"]?.numberValue.flatMap(Int.init(exactly:)),
-                  let version = value["version"]?.numberValue.flatMap(Int.init(exactly:)) else { throw fail("no from or version") }
+            let data: WireEventData
+            do { data = try WireCodec.decodeEventData(event.data.utf8, carrying: .batch) } catch { throw fail(error.description) }
+            guard let feed = data.feed ?? defaultFeed else { throw fail("no feed") }
+            guard let from = data.from, let version = data.version else { throw fail("no from or version") }
             let batch: WireBatch
-            do { batch = RawJSON.exactModels(try WireCodec.decodeOperations(value["ops"] ?? .null), data: bytes) } catch { throw fail(error.description) }
-            return .batch(feed: feed, history: value["history"]?.stringValue, from: from, version: version, batch: batch, id: event.lastEventID)
+            do { batch = try data.batch() } catch { throw fail(error.description) }
+            return .batch(feed: feed, history: data.history, from: from, version: version, batch: batch, id: event.lastEventID)
         case "deleted", "unauthorized", "forbidden", "notfound":
-            let value = (try? JSONParser.parse(event.data)) ?? .null
-            guard let feed = value["feed"]?.stringValue ?? defaultFeed else { throw fail("no feed") }
-            let error = value["error"]?.stringValue ?? event.type
-            let detail = value["detail"]?.stringValue ?? ""
+            let data = try? WireCodec.decodeEventData(event.data.utf8, carrying: .none)
+            guard let feed = data?.feed ?? defaultFeed else { throw fail("no feed") }
+            let error = data?.error ?? event.type
+            let detail = data?.detail ?? ""
             switch event.type {
             case "deleted": return .deleted(feed: feed)
             case "unauthorized": return .refused(feed: feed, kind: .unauthorized, error: error, detail: detail)
@@ -64,10 +64,10 @@ enum FeedMessage: Sendable {
             default: return .refused(feed: feed, kind: .notFound, error: error, detail: detail)
             }
         case "unavailable", "available":
-            let value = (try? JSONParser.parse(event.data)) ?? .null
-            guard let feed = value["feed"]?.stringValue ?? defaultFeed else { throw fail("no feed") }
+            let data = try? WireCodec.decodeEventData(event.data.utf8, carrying: .none)
+            guard let feed = data?.feed ?? defaultFeed else { throw fail("no feed") }
             if event.type == "available" { return .available(feed: feed) }
-            return .unavailable(feed: feed, detail: value["detail"]?.stringValue ?? value["error"]?.stringValue ?? "")
+            return .unavailable(feed: feed, detail: data?.detail ?? data?.error ?? "")
         default:
             return .unknown(type: event.type)
         }

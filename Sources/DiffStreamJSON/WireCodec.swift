@@ -144,6 +144,43 @@ public enum WireCodec {
         }
     }
 
+    /// Reads the data of an event of the event stream from bytes: one pass straight into its members
+    /// (`feed`, `history`, `from`, `version`, `error`, `detail`) and the body `content` names (a
+    /// snapshot's `sections`, a batch's `ops`), models kept as canonical JSON, no JSON tree.
+    ///
+    /// Malformed JSON anywhere is thrown (``WireError/malformed(_:)``, with the offset ``JSONParser``
+    /// reports). A body of the wrong shape is not thrown but kept in ``WireEventData/body``, with the
+    /// members read, so that a caller can check the members first; of several shape problems, the
+    /// first in document order is kept (the data is then read again as a tree: only refused data is).
+    /// - Complexity: O(n) in the data's length (plus sorting the keys of model objects that are not in
+    ///   canonical order).
+    public static func decodeEventData(_ bytes: some Collection<UInt8>, carrying content: WireEventData.Content) throws(WireError) -> WireEventData {
+        var failure: WireError?
+        let result: WireEventData?? = bytes.withContiguousStorageIfAvailable { buffer in
+            do throws(WireError) { return try WireSnapshotReader.readEvent(buffer, carrying: content) } catch { failure = error; return nil }
+        }
+        if let result {
+            if let data = result { return data }
+        } else {
+            do { return try Array(bytes).withUnsafeBufferPointer { (buffer) throws(WireError) in try WireSnapshotReader.readEvent(buffer, carrying: content) } }
+            catch { failure = error }
+        }
+        // Refused (rare): read again as a tree, for malformed JSON anywhere first, then the members and
+        // the first shape problem in document order.
+        let value: JSONValue
+        do { value = try JSONParser.parse(bytes, numbersBeyondDouble: .infinity) } catch { throw .malformed(error) }
+        let refusal = failure ?? .shape(path: "$", expected: "an event's data")
+        switch content {
+        case .snapshot:
+            do { _ = try decodeSnapshot(value) } catch { return WireEventData(members: value, body: .failure(error)) }
+        case .batch:
+            do { _ = try decodeOperations(value["ops"] ?? .null) } catch { return WireEventData(members: value, body: .failure(error)) }
+        case .none:
+            return WireEventData(members: value, body: .success(.none))
+        }
+        return WireEventData(members: value, body: .failure(refusal))
+    }
+
     /// Reads a snapshot document `{"sections":[…]}` from a parsed value.
     public static func decodeSnapshot(_ value: JSONValue) throws(WireError) -> WireSnapshot {
         guard case .object(let root) = value else { throw .shape(path: "$", expected: "an object with \"sections\"") }

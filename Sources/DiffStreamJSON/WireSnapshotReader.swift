@@ -5,37 +5,49 @@ import Glibc
 import Darwin
 #endif
 
-/// Reads a snapshot document `{"sections":[…]}` straight from bytes into a ``WireSnapshot``, in one pass
-/// and without a JSON tree: ids and kinds become strings, and each model is written in canonical form
-/// into one buffer that all of the snapshot's ``JSONModel``s share.
+/// Reads wire documents straight from bytes, in one pass and without a JSON tree: a snapshot document
+/// `{"sections":[…]}` into a ``WireSnapshot``, and the data of an event of the event stream (a snapshot
+/// or a batch with its `feed`, `history`, `from`, `version`; `WireSnapshotReader+Event.swift`). Ids and
+/// kinds become strings, and each model is written in canonical form into one buffer that all of the
+/// document's ``JSONModel``s share.
 ///
 /// The whole document is checked as strictly as ``JSONParser`` checks it (syntax errors carry their byte
 /// offset). Shape errors are thrown as soon as they are seen; ``WireCodec/decodeSnapshot(_:)-(some Collection<UInt8>)``
-/// then reads the document again to report the first problem in document order, malformed JSON first.
+/// and ``WireCodec/decodeEventData(_:carrying:)`` then read the document again to report the first
+/// problem in document order, malformed JSON first.
 struct WireSnapshotReader {
-    private var scanner: CanonicalJSONScanner
+    var scanner: CanonicalJSONScanner
     private var sections: [ParsedSection] = []
     private var items: [ParsedItem] = []
+    /// A batch's operations, with their models as ranges of the scanner's buffer.
+    var operations: [ParsedOperation] = []
     private var lastKind: (Range<Int>, String)?
 
-    private struct ParsedItem {
+    /// An item as read: its model is a range of the scanner's buffer (nil: `null`).
+    struct ParsedItem: Identifiable {
         var id: String
         var kind: String
         var model: Range<Int>?
     }
 
-    private struct ParsedSection {
+    /// A section as read; `items` is its range of ``items`` (snapshots only).
+    struct ParsedSection: Identifiable {
         var id: String
         var model: Range<Int>?
-        var items: Range<Int>
+        var items: Range<Int> = 0..<0
     }
 
-    /// The keys the reader knows; anything else is read, checked and ignored.
-    private enum Key: UInt8 {
-        case id = 1, kind = 2, model = 4, items = 8, sections = 16, other = 0
+    /// The keys the reader knows, one bit each; anything else is read, checked and ignored. A key is
+    /// known wherever it appears (its repetition is found by its bit), and only means something where
+    /// the document's shape gives it a meaning.
+    enum Key: UInt32 {
+        case other = 0
+        case id = 0x1, kind = 0x2, model = 0x4, items = 0x8, sections = 0x10
+        case feed = 0x20, history = 0x40, from = 0x80, version = 0x100, ops = 0x200
+        case op = 0x400, item = 0x800, section = 0x1000, before = 0x2000, error = 0x4000, detail = 0x8000
     }
 
-    private init(input: UnsafeBufferPointer<UInt8>) {
+    init(input: UnsafeBufferPointer<UInt8>) {
         scanner = CanonicalJSONScanner(input: input)
         scanner.out.reserveCapacity(input.count)
         items.reserveCapacity(input.count / 48)
@@ -55,16 +67,20 @@ struct WireSnapshotReader {
         } catch {
             throw .shape(path: "$", expected: "a snapshot document")
         }
-        return try reader.build()
+        return try reader.buildSnapshot()
     }
 
-    private func build() throws(WireError) -> WireSnapshot {
+    /// The model at `range` of `storage` (the scanner's buffer once the document is read); nil is `null`.
+    static func model(_ range: Range<Int>?, in storage: [UInt8]) -> JSONModel {
+        guard let range else { return JSONModel() }
+        let fingerprint = storage.withUnsafeBytes { JSONModel.fingerprint(of: UnsafeRawBufferPointer(rebasing: $0[range])) }
+        return JSONModel(canonical: storage[range], fingerprint: fingerprint)
+    }
+
+    /// The snapshot of the sections and items read.
+    func buildSnapshot() throws(WireError) -> WireSnapshot {
         let storage = scanner.out
-        func model(_ range: Range<Int>?) -> JSONModel {
-            guard let range else { return JSONModel() }
-            let fingerprint = storage.withUnsafeBytes { JSONModel.fingerprint(of: UnsafeRawBufferPointer(rebasing: $0[range])) }
-            return JSONModel(canonical: storage[range], fingerprint: fingerprint)
-        }
+        func model(_ range: Range<Int>?) -> JSONModel { Self.model(range, in: storage) }
         var built: [Section<WireSection, WireItem>] = []
         built.reserveCapacity(sections.count)
         for section in sections {
@@ -87,7 +103,7 @@ struct WireSnapshotReader {
             try scanner.skipValue(depth: 0)
             throw WireError.shape(path: "$", expected: "an object with \"sections\"")
         }
-        var seen: UInt8 = 0
+        var seen: UInt32 = 0
         var others: Set<[UInt8]>?
         try members(depth: 1, seen: &seen, others: &others) { (reader, key) throws in
             if key == .sections {
@@ -101,7 +117,7 @@ struct WireSnapshotReader {
         guard scanner.atEnd else { throw scanner.error("unexpected data after the JSON value") }
     }
 
-    private mutating func sectionList() throws {
+    mutating func sectionList() throws {
         guard scanner.current == UInt8(ascii: "[") else {
             try scanner.skipValue(depth: 1)
             throw WireError.shape(path: "sections", expected: "an array")
@@ -121,16 +137,14 @@ struct WireSnapshotReader {
         var id: String?
         var model: Range<Int>?
         let firstItem = items.count
-        var seen: UInt8 = 0
+        var seen: UInt32 = 0
         var others: Set<[UInt8]>?
         try members(depth: 3, seen: &seen, others: &others) { (reader, key) throws in
             switch key {
             case .id:
                 id = try reader.id(path: "sections[\(index)].id", depth: 3)
             case .model:
-                let start = reader.scanner.out.count
-                try reader.scanner.value(depth: 3)
-                model = start..<reader.scanner.out.count
+                model = try reader.model(depth: 3)
             case .items:
                 try reader.itemList(section: index)
             default:
@@ -165,7 +179,7 @@ struct WireSnapshotReader {
         var id: String?
         var kind: String?
         var model: Range<Int>?
-        var seen: UInt8 = 0
+        var seen: UInt32 = 0
         var others: Set<[UInt8]>?
         try members(depth: 5, seen: &seen, others: &others) { (reader, key) throws in
             switch key {
@@ -178,9 +192,7 @@ struct WireSnapshotReader {
                 }
                 kind = try reader.kindValue()
             case .model:
-                let start = reader.scanner.out.count
-                try reader.scanner.value(depth: 5)
-                model = start..<reader.scanner.out.count
+                model = try reader.model(depth: 5)
             default:
                 try reader.scanner.skipValue(depth: 5)
             }
@@ -192,9 +204,16 @@ struct WireSnapshotReader {
         items.append(ParsedItem(id: id, kind: kind, model: model))
     }
 
-    /// A kind: most items of a snapshot share a few kinds, so a kind spelled with the same bytes as the
-    /// previous one reuses its string.
-    private mutating func kindValue() throws -> String {
+    /// A model (any value): its canonical form, written into the scanner's buffer, and its range there.
+    mutating func model(depth: Int) throws -> Range<Int> {
+        let start = scanner.out.count
+        try scanner.value(depth: depth)
+        return start..<scanner.out.count
+    }
+
+    /// A kind (at its quote): most items of a snapshot share a few kinds, so a kind spelled with the same
+    /// bytes as the previous one reuses its string.
+    mutating func kindValue() throws -> String {
         let input = scanner.input
         let start = scanner.offset + 1
         if let (range, kind) = lastKind {
@@ -225,7 +244,7 @@ struct WireSnapshotReader {
 
     /// Reads an object's members (at `{`), calling `body` with the scanner at each value.
     /// Known keys are tracked in `seen`, others in `others`; a repeated key is a syntax error.
-    private mutating func members(depth: Int, seen: inout UInt8, others: inout Set<[UInt8]>?, _ body: (inout WireSnapshotReader, Key) throws -> Void) throws {
+    mutating func members(depth: Int, seen: inout UInt32, others: inout Set<[UInt8]>?, _ body: (inout WireSnapshotReader, Key) throws -> Void) throws {
         guard depth <= JSONParser.maximumDepth else { throw scanner.error("nesting deeper than \(JSONParser.maximumDepth)") }
         scanner.offset += 1
         scanner.skipWhitespace()
@@ -261,7 +280,7 @@ struct WireSnapshotReader {
     }
 
     /// Reads an array's elements (at `[`), calling `body` with the scanner at each element.
-    private mutating func elements(depth: Int, _ body: (inout WireSnapshotReader) throws -> Void) throws {
+    mutating func elements(depth: Int, _ body: (inout WireSnapshotReader) throws -> Void) throws {
         guard depth <= JSONParser.maximumDepth else { throw scanner.error("nesting deeper than \(JSONParser.maximumDepth)") }
         scanner.offset += 1
         scanner.skipWhitespace()
@@ -325,9 +344,12 @@ struct WireSnapshotReader {
             return true
         }
         switch bytes.count {
-        case 2: return matches("id") ? .id : nil
-        case 4: return matches("kind") ? .kind : nil
-        case 5: return bytes[0] == UInt8(ascii: "m") ? (matches("model") ? .model : nil) : (matches("items") ? .items : nil)
+        case 2: return matches("id") ? .id : matches("op") ? .op : nil
+        case 3: return matches("ops") ? .ops : nil
+        case 4: return matches("kind") ? .kind : matches("feed") ? .feed : matches("item") ? .item : matches("from") ? .from : nil
+        case 5: return matches("model") ? .model : matches("items") ? .items : matches("error") ? .error : nil
+        case 6: return matches("before") ? .before : matches("detail") ? .detail : nil
+        case 7: return matches("section") ? .section : matches("version") ? .version : matches("history") ? .history : nil
         case 8: return matches("sections") ? .sections : nil
         default: return nil
         }
