@@ -117,7 +117,7 @@ let package = Package(
         // The Swift client: follows feeds (typed decoding, resume, gaps, heartbeats, offline cache), runs actions
         // over URLSession, and translates batches into `NSDiffableDataSourceSnapshot` calls (pure, any platform).
         // Depends on the snapshot types and the pure wire codec only, never on the server.
-        .target(name: "DiffStreamClient", dependencies: ["DiffStream", "DiffStreamJSON"], swiftSettings: strict),
+        .target(name: "DiffStreamClient", dependencies: ["DiffStream", "DiffStreamJSON", "Timekeeping"], swiftSettings: strict),
         // `TLSStreamTransport`: DiffStreamClient's streams as HTTP/1.1 over a blocking socket, plain or TLS
         // through OpenSSL (a CA file, no verification), for Linux, where FoundationNetworking offers neither.
         .target(name: "TLSStreamClient", dependencies: ["DiffStreamClient", "COpenSSL", "OpenSSLSupport"], swiftSettings: strict),

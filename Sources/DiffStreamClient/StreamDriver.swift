@@ -1,6 +1,7 @@
 import DiffStream
 import DiffStreamJSON
 import Foundation
+import Timekeeping
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -61,8 +62,8 @@ enum StreamDriver {
         var cacheToken = machine.token
         var bodies: [Int: (status: Int, body: [UInt8])] = [:]
         var timer: Task<Void, Never>?
-        let start = ProcessInfo.processInfo.systemUptime
-        func now() -> Double { ProcessInfo.processInfo.systemUptime - start }
+        let start = MonotonicClock.now()
+        func now() -> Double { MonotonicClock.now() - start }
         defer {
             timer?.cancel()
             for connection in connections.values { connection.cancel() }

@@ -93,7 +93,7 @@ def swift_sources(target):
 
 def test_the_client_closure_holds_only_client_targets(package):
     names, foreign, targets = closure(package, CLIENT_PRODUCTS)
-    assert names == {"DiffStream", "DiffStreamJSON", "JSONEscaping", "DiffStreamClient"}, names
+    assert names == {"DiffStream", "DiffStreamJSON", "JSONEscaping", "Timekeeping", "DiffStreamClient"}, names
     assert not foreign, f"the client products depend on other packages: {foreign}"
     assert all(targets[name]["type"] == "regular" for name in names), "no system library in the client"
 
