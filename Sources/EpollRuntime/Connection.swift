@@ -260,7 +260,7 @@ final class Connection: EventHandler, @unchecked Sendable {
     /// it is queued at (a later deadline is found when the earlier entry comes due).
     private func scheduleTimer() {
         guard let deadline = ConnectionMachine.nextDeadline(of: &machine) else { return }
-        if let queued = timerDeadline, queued <= deadline { return }
+        guard LoopTimers.needsEntry(at: deadline, queuedAt: timerDeadline) else { return }
         timerDeadline = deadline
         loop.scheduleTimer(at: deadline, for: id)
     }

@@ -78,6 +78,8 @@ public final class EventStream: EventSink {
         callbacks.withLock { $0.onResync = action }
     }
 
+    /// Sets what to do when the stream overflows (it stops receiving events until it drains): called
+    /// with the number of the first ``send(_:)`` that was dropped.
     public func onOverflow(_ action: @escaping @Sendable (Int) -> Void) {
         callbacks.withLock { $0.onOverflow = action }
     }

@@ -13,6 +13,7 @@ import Synchronization
 ///   gzipped once and cached (the gzip variant has its own ETag); the cache entry is dropped when the
 ///   file's size, modification time or inode changes.
 public final class StaticFiles: StaticContent {
+    /// The folder served (files outside it are never served).
     public let root: String
     private let cache = Mutex<[String: CachedFile]>([:])
     /// Files larger than this are not served (the page's files are small).

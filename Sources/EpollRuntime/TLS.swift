@@ -6,8 +6,11 @@ import Glibc
 
 /// Where the certificate chain and private key are (PEM files).
 public struct TLSConfiguration: Sendable {
+    /// The PEM certificate chain, the server's certificate first.
     public var certificatePath: String
+    /// The PEM private key of the certificate.
     public var privateKeyPath: String
+    /// The certificate chain and key at these paths (read when the server is created).
     public init(certificatePath: String, privateKeyPath: String) {
         self.certificatePath = certificatePath
         self.privateKeyPath = privateKeyPath
@@ -16,8 +19,11 @@ public struct TLSConfiguration: Sendable {
 
 /// Why TLS could not be set up, in words a user can act on.
 public struct TLSError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, for the user.
     public var message: String
+    /// The ``message``.
     public var errorDescription: String? { message }
+    /// The ``message``.
     public var description: String { message }
 }
 
