@@ -4,7 +4,7 @@
 /// A loop ticks only the connections whose deadline has come, rather than every connection on every
 /// tick: an idle subscriber costs no CPU until its next heartbeat. Entries are never updated in
 /// place. When a connection's deadline moves earlier, a new entry is pushed and the old one goes
-/// stale; the owner recognises stale entries when they come due (see ``LoopCore``) and calls
+/// stale; the owner recognises stale entries when they come due (see `LoopTimers` in EpollRuntime) and calls
 /// ``rebuild(from:)`` when they pile up.
 package struct DeadlineQueue: Sendable {
     package struct Entry: Equatable, Sendable {
