@@ -76,3 +76,14 @@ def test_redis_and_the_examples_are_products_the_executable_links(package):
 def test_the_graph_runs_one_way(package, product, never):
     names, _, _ = closure(package, [product])
     assert not names & never, f"{product} depends on {sorted(names & never)}"
+
+
+def test_no_source_file_is_long_without_saying_why():
+    """Files with one job: none over 600 lines unless its first lines say why one job needs the length
+    (`... is long because ...`); the browser library's files are checked by test_public_modules.py."""
+    long = []
+    for path in sorted((ROOT / "Sources").rglob("*.swift")):
+        lines = path.read_text().splitlines()
+        if len(lines) > 600 and not any(re.search(r"\b(is|are) long because\b", line) for line in lines[:12]):
+            long.append(f"{path.relative_to(ROOT)} ({len(lines)} lines)")
+    assert not long, f"over 600 lines without a reason at the top: {long}"
