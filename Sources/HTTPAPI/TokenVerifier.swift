@@ -3,17 +3,26 @@ import ViewModelHosting
 import DiffStreamJSON
 import JWTKit
 
-/// What a valid signed token grants: the feeds it may subscribe to and publish to, and when it expires.
+/// What a valid signed token grants: the feeds it may subscribe to and publish to, and when it
+/// expires; and whom it was issued to, as the token says (its `sub` and `name` claims), for rules and
+/// view models that depend on the user.
 public struct TokenRights: Sendable, Equatable {
     public var subscribe: [FeedPattern]
     public var publish: [FeedPattern]
     /// Seconds since 1970 after which (plus the verifier's leeway) the token is no longer accepted.
     public var expires: Double?
+    /// The token's `sub` claim (RFC 7519 §4.1.2), as it is: any string the issuer chose (`auth0|x`,
+    /// an email); nil when the token has none.
+    public var subject: String?
+    /// The token's `name` claim (OpenID Connect Core 1.0 §5.1), the user's display name; nil when none.
+    public var name: String?
 
-    public init(subscribe: [FeedPattern] = [], publish: [FeedPattern] = [], expires: Double? = nil) {
+    public init(subscribe: [FeedPattern] = [], publish: [FeedPattern] = [], expires: Double? = nil, subject: String? = nil, name: String? = nil) {
         self.subscribe = subscribe
         self.publish = publish
         self.expires = expires
+        self.subject = subject
+        self.name = name
     }
 }
 
@@ -120,14 +129,14 @@ public struct JWTVerifier: TokenVerifying {
         return .success(TokenRights(
             subscribe: (claims.diffstream?.subscribe ?? []).map(FeedPattern.init),
             publish: (claims.diffstream?.publish ?? []).map(FeedPattern.init),
-            expires: claims.exp.map { $0 + leeway }))
+            expires: claims.exp.map { $0 + leeway }, subject: claims.sub, name: claims.name))
     }
 
     /// Signs an HS256 token granting `rights` from `now` for `lifetime` seconds (`diffstream token`).
     public func sign(subscribe: [String], publish: [String], subject: String? = nil, now: Double, lifetime: Double) async throws(TokenConfigurationError) -> String {
         guard let hmac else { throw TokenConfigurationError(description: "signing needs the HS256 secret (--jwt-secret-file or DIFFSTREAM_JWT_SECRET)") }
         let claims = DiffStreamClaims(
-            exp: (now + lifetime).rounded(.down), nbf: nil, iat: now.rounded(.down), sub: subject,
+            exp: (now + lifetime).rounded(.down), nbf: nil, iat: now.rounded(.down), sub: subject, name: nil,
             diffstream: .init(subscribe: subscribe, publish: publish))
         do {
             return try await hmac.sign(claims, header: ["typ": "JWT"])
@@ -137,7 +146,7 @@ public struct JWTVerifier: TokenVerifying {
     }
 }
 
-/// The claims DiffStream reads: `{"exp", "nbf", "iat", "sub", "diffstream": {"subscribe", "publish"}}`.
+/// The claims DiffStream reads: `{"exp", "nbf", "iat", "sub", "name", "diffstream": {"subscribe", "publish"}}`.
 package struct DiffStreamClaims: JWTPayload {
     package struct Rights: Codable, Sendable {
         var subscribe: [String]?
@@ -148,6 +157,7 @@ package struct DiffStreamClaims: JWTPayload {
     package var nbf: Double?
     package var iat: Double?
     package var sub: String?
+    package var name: String?
     package var diffstream: Rights?
 
     /// Times are checked by ``JWTVerifier`` against its injected clock, with leeway.

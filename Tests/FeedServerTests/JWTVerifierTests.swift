@@ -14,6 +14,17 @@ struct JWTVerifierTests {
         #expect(rights == TokenRights(subscribe: [FeedPattern("user-42-*")], publish: [FeedPattern("user-42-inbox")], expires: F.now + 60 + verifier.leeway))
     }
 
+    /// Whom the token was issued to reaches the rights as it is, whatever characters it holds.
+    @Test(arguments: [("auth0|5f1c", "Ada Lovelace"), ("alice@example.com", nil), ("ü 🦊", "Zoë"), (nil, nil), (nil, "Nameless")] as [(String?, String?)])
+    func carriesTheSubjectAndTheName(subject: String?, name: String?) async throws {
+        let verifier = try await hmacVerifier()
+        let token = try await F.hs256(F.claims(subscribe: ["home.*"], sub: subject, name: name))
+        let rights = try await verifier.verify(token, now: F.now).get()
+        #expect(rights.subject == subject)
+        #expect(rights.name == name)
+        #expect(rights.subscribe == [FeedPattern("home.*")])
+    }
+
     @Test func refusesExpiredAndNotYetValidTokensOutsideTheLeeway() async throws {
         let verifier = try await hmacVerifier()
         let token = try await F.hs256(F.claims(exp: F.now, nbf: F.now - 100))

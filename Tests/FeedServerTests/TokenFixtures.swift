@@ -47,12 +47,14 @@ xOR8YDszmr0iSbTeNpfDTOwbaX/fAYLiciM+RP+DZMe3XD8l8bow8xQSn0H5vcm6
         }
         var exp: Double?
         var nbf: Double?
+        var sub: String?
+        var name: String?
         var diffstream: Rights?
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
-    static func claims(subscribe: [String] = [], publish: [String] = [], exp: Double? = now + 60, nbf: Double? = nil) -> Claims {
-        Claims(exp: exp, nbf: nbf, diffstream: .init(subscribe: subscribe, publish: publish))
+    static func claims(subscribe: [String] = [], publish: [String] = [], exp: Double? = now + 60, nbf: Double? = nil, sub: String? = nil, name: String? = nil) -> Claims {
+        Claims(exp: exp, nbf: nbf, sub: sub, name: name, diffstream: .init(subscribe: subscribe, publish: publish))
     }
 
     static func hs256(_ claims: Claims, secret: [UInt8] = secret, header: JWTHeader = ["typ": "JWT"]) async throws -> String {
