@@ -15,11 +15,14 @@
 #   CALLGRIND=1 ...   then counts instructions (valgrind --tool=callgrind, the server ~50x slower; perf
 #                     has no instruction counter in our VMs) for a fixed workload: SUBS (200) subscribers x
 #                     CG_PUBLISHES (20) publishes, each waited for at every subscriber so that nothing
-#                     coalesces, and CG_PUTS (200) durable PUTs on one keep-alive connection. callgrind_control
+#                     coalesces ("fanout"), CG_PUTS (200) durable PUTs on one keep-alive connection ("put"),
+#                     and the same CG_PUTS PUTs against a server started with --data none ("memput", the
+#                     in-memory PUT: no store, no disk). callgrind_control
 #                     dumps around the workload, so start-up and connecting are not counted. Runs on copies
 #                     without debug info (valgrind 3.19 cannot read Swift 6's DWARF 5); CG_KEEP=DIR keeps
 #                     the profiles (callgrind_annotate DIR/callgrind.put.new.out).
-#                     CG_KINDS="put" counts only the PUTs; CG_NEW_ONLY=1 only NEW (profiling one build).
+#                     CG_KINDS (default "fanout put memput") picks them, e.g. CG_KINDS="put" counts only the
+#                     durable PUTs; CG_NEW_ONLY=1 only NEW (profiling one build).
 #   WALL=0 ...        skips the wall-clock part.
 # Needs: wrk (apt-get install wrk), valgrind for CALLGRIND=1, and fanout-bench, built here if missing
 # (swift build -c release --package-path Benchmarks --product fanout-bench). Both servers run with the
@@ -27,7 +30,7 @@
 # --max-connections-per-ip 0. The load tools' own CPU is printed so that one can check they do not set
 # the pace (fanout-bench: ms per batch; wrk: % of one core).
 set -euo pipefail
-(( $# == 2 )) || { sed -n '2,28p' "$0"; exit 2; }
+(( $# == 2 )) || { sed -n '2,31p' "$0"; exit 2; }
 new=$(realpath "$1"); old=$(realpath "$2")
 cd "$(dirname "$0")/.."
 runs=${RUNS:-7}; publishes=${PUBLISHES:-40}; counts=(${COUNTS-1000 5000}); writers_list=(${WRITERS-1 16})
@@ -126,7 +129,8 @@ subs=${SUBS:-200}; cg_publishes=${CG_PUBLISHES:-20}; cg_puts=${CG_PUTS:-200}
 objcopy --strip-debug "$new" "$work/new-nodebug"; objcopy --strip-debug "$old" "$work/old-nodebug"
 # The client: "fanout" creates the feed, connects the subscribers and waits for their snapshots, then
 # signals (prints a line, waits for one on stdin) and publishes one change at a time, each waited for at
-# every subscriber; "put" does 20 warm-up PUTs, signals, then the counted PUTs. Both signal at the end.
+# every subscriber; "put" does 20 warm-up PUTs, signals, then the counted PUTs ("memput" runs it too,
+# against --data none). Both signal at the end.
 cat >"$work/client.py" <<'EOF'
 import json, select, socket, sys
 mode, port, count, subs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -178,15 +182,16 @@ signal()
 EOF
 
 instructions() {  # build kind -> RESULT line with the workload's instruction count
-    local build=$1 kind=$2 data=none count=$cg_publishes units ir
+    local build=$1 kind=$2 data=none count=$cg_publishes mode=$2 units ir
     [[ $kind == put ]] && { rm -rf "$work/data"; data=$work/data; count=$cg_puts; }
+    [[ $kind == memput ]] && { count=$cg_puts; mode=put; }
     rm -f "$work"/cg.out*
     port=$(free_port)
     valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$work/$build-nodebug" --port "$port" --data "$data" \
         --max-connections 20000 --max-connections-per-ip 0 --log-level "$log_level" --heartbeat 3600 --public Public 2>>"$work/valgrind.log" &
     pid=$!
     wait_port "$port"
-    coproc client { python3 "$work/client.py" "$kind" "$port" "$count" "$subs"; }
+    coproc client { python3 "$work/client.py" "$mode" "$port" "$count" "$subs"; }
     local cpid=$client_PID
     read -r _ <&"${client[0]}"; callgrind_control -d "$pid" >/dev/null 2>&1; echo >&"${client[1]}"
     read -r _ <&"${client[0]}"; callgrind_control -d "$pid" >/dev/null 2>&1; echo >&"${client[1]}"
@@ -194,13 +199,13 @@ instructions() {  # build kind -> RESULT line with the workload's instruction co
     stop
     # Dumps: cg.out.1 (start-up and setup), cg.out.2 (the workload), cg.out (shutting down).
     ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$work/cg.out.2")
-    [[ $kind == put ]] && units=$count || units=$((count * subs))
+    [[ $mode == put ]] && units=$count || units=$((count * subs))
     [[ -n ${CG_KEEP:-} ]] && cp "$work/cg.out.2" "$CG_KEEP/callgrind.$kind.$build.out"
     echo "RESULT build=$build kind=$kind instructions=$ir units=$units per_unit=$((ir / units))"
 }
 echo
-echo "# callgrind: $subs subscribers x $cg_publishes publishes (unit: one publish delivered to one subscriber); $cg_puts durable PUTs (unit: one PUT)"
-for kind in ${CG_KINDS:-fanout put}; do
+echo "# callgrind: $subs subscribers x $cg_publishes publishes (unit: one publish delivered to one subscriber); $cg_puts PUTs, durable and in memory (unit: one PUT)"
+for kind in ${CG_KINDS:-fanout put memput}; do
     instructions new "$kind"; [[ -n ${CG_NEW_ONLY:-} ]] || instructions old "$kind"
 done | tee "$work/cg.txt"
 python3 - "$work/cg.txt" <<'EOF'
@@ -210,7 +215,8 @@ for line in open(sys.argv[1]):
     if line.startswith("RESULT "):
         f = dict(item.split("=", 1) for item in line.split()[1:]); r[(f["kind"], f["build"])] = int(f["per_unit"])
 print("\n| workload | NEW instructions per unit | OLD | NEW/OLD |\n|---|---:|---:|---:|")
-for kind, label in (("fanout", "fan-out, per publish per subscriber"), ("put", "durable PUT, per PUT")):
+for kind, label in (("fanout", "fan-out, per publish per subscriber"), ("put", "durable PUT, per PUT"),
+                    ("memput", "in-memory PUT (--data none), per PUT")):
     if (kind, "new") in r and (kind, "old") in r:
         print(f"| {label} | {r[(kind, 'new')]:,} | {r[(kind, 'old')]:,} | {r[(kind, 'new')] / r[(kind, 'old')]:.3f} |")
 EOF
