@@ -3,8 +3,8 @@ import Logging
 import Synchronization
 
 /// The right to run a hosted view model's source on one instance of several sharing a store: a
-/// lease in the shared store (a key that expires unless renewed) under a fencing token that every commit of
-/// the source carries, renewed while held (decision 0003, the shared store).
+/// lease in the shared store (Redis: `lease:<name>`, `SET NX PX`) under a fencing token that every commit of
+/// the source carries, renewed while held (docs/decisions/0003-redis.md).
 ///
 /// The source is read on every instance, and its elements are applied only where the lease is held
 /// (``token``); so losing the lease and taking it again never ends the source itself.
@@ -16,11 +16,11 @@ package final class SharedLease: Sendable {
     package static let interval: Duration = .seconds(1)
 
     package let name: String
-    package let store: any SharedFeedStore
+    package let store: any FeedLeases
     package let logger: Logger
     private let held = Mutex<String?>(nil)
 
-    package init(name: String, store: any SharedFeedStore, logger: Logger) {
+    package init(name: String, store: any FeedLeases, logger: Logger) {
         self.name = name
         self.store = store
         self.logger = logger
@@ -41,7 +41,7 @@ package final class SharedLease: Sendable {
 
     /// Takes the lease whenever no one holds it and renews it while held, every ``interval``, until
     /// the task is cancelled; then gives it up. A renewal that fails (expired, taken by another)
-    /// drops it; a store that cannot be reached leaves the decision to the lease's expiry (the fencing
+    /// drops it; a Redis that cannot be reached leaves the decision to the lease's expiry (the fencing
     /// token guards the commits meanwhile).
     package func keep() async {
         while !Task.isCancelled {
