@@ -94,8 +94,11 @@ let package = Package(
         // HTTP through HTTPCore's transport seam only; never the epoll runtime.
         .target(name: "FeedCore", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "Crypto", package: "swift-crypto"),
                                                 .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
+        // Keeping copies of a shared store's feeds (docs/decisions/0005-feed-log-and-replication.md): the
+        // leases of hosted sources. Knows the store only through FeedStorage's seams, never Redis.
+        .target(name: "FeedReplication", dependencies: ["FeedCore", "FeedStorage", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Hosting view models: `HostedViewModel`, `ViewModelHost`, `HostedFeeds`, actions, `ViewModelError`.
-        .target(name: "ViewModelHosting", dependencies: ["FeedCore", "DiffStream", "DiffStreamJSON"], swiftSettings: strict),
+        .target(name: "ViewModelHosting", dependencies: ["FeedCore", "FeedReplication", "DiffStream", "DiffStreamJSON"], swiftSettings: strict),
         // The HTTP API: the route table, `FeedAPI`, API errors (the one place statuses are chosen),
         // authorization (tokens, JWT), the multi-feed stream policy, `/metrics`.
         .target(name: "HTTPAPI", dependencies: ["FeedCore", "ViewModelHosting", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "JWTKit", package: "jwt-kit"),

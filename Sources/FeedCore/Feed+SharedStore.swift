@@ -5,7 +5,7 @@ import DiffStreamJSON
 import FeedStorage
 import HTTPCore
 
-/// A feed as a copy of a shared store's (several instances serve it; docs/decisions/0003-redis.md):
+/// A feed as a copy of a shared store's (several instances serve it; decision 0003, the shared store):
 /// writes committed with a version check and computed again after a lost race, commits of other
 /// instances taken in order, refreshes after a gap, outages told to subscribers, and a history
 /// restarted when the store went back past versions this copy served.
@@ -33,8 +33,8 @@ extension Feed {
         }
         let writeID = options.writeID ?? RandomID.perWrite()
         for _ in 0..<Self.maxSharedAttempts {
-            // Versions this copy served were numbered again in Redis (``rewrites(_:)``): nothing is
-            // diffed from them until the copy is Redis's new history.
+            // Versions this copy served were numbered again in the store (``rewrites(_:)``): nothing is
+            // diffed from them until the copy is the store's new history.
             if rewritten {
                 if let error = await refreshFromStore(shared) { throw .store(error) }
                 if options.basis != nil { throw .conflict }
@@ -55,7 +55,7 @@ extension Feed {
                 metrics.recordDiff(seconds: MonotonicClock.now() - started)
                 if batch.isEmpty {
                     // A view model's change (it has a basis) commits its state even when it equals the
-                    // copy's: the script compares it with Redis's, which the position alone does not say.
+                    // copy's: the store compares it with its own, which the position alone does not say.
                     guard let viewState, viewState != self.viewState || options.basis != nil else {
                         // Nothing to commit, but this copy may be behind the store (another instance's
                         // commit or delete not yet heard): answer only once the store is where it is.
@@ -89,17 +89,14 @@ extension Feed {
                     result = FeedWriteResult(created: false, version: base + 1, operations: batch.operations.count)
                 }
             }
-            let outcome: SharedCommitResult
-            do {
-                outcome = try await shared.commit(write, base: base, baseHistory: baseHistory, writeID: writeID, clientKey: options.writeID != nil, fence: options.fence, answer: result.answer(request: request),
-                                                  expectedState: options.basis.map { $0.state ?? [] }, counted: !isHosted)
-            } catch {
+            let outcome = await log.commit(FeedCommit(write, base: base, baseHistory: baseHistory, writeID: writeID, clientKey: options.writeID != nil, fence: options.fence,
+                                                      answer: result.answer(request: request), expectedState: options.basis.map { $0.state ?? [] }, counted: !isHosted))
+            switch outcome {
+            case .unavailable(let error):
                 // The outcome may be unknown (the store could not settle it): the commit may be in the
                 // store, and this instance skips its own published commits, so read the feed again.
                 queueRefresh()
                 throw .store(error)
-            }
-            switch outcome {
             case .committed(let version, let answer, let first):
                 guard first else {
                     let replayed = try FeedWriteResult(replaying: answer, version: version, request: request)
@@ -115,7 +112,7 @@ extension Feed {
                 } else {
                     let history: String = if case .put(_, let history, _, _, _, _, _) = write { history } else { self.history }
                     if !applyCommit(history: history, version: version, snapshot: new, encodedBytes: encoded.count, event: event, state: viewState) {
-                        queueRefresh()  // committed, but not on what this copy holds (a rewrite found meanwhile): Redis's state reaches the subscribers
+                        queueRefresh()  // committed, but not on what this copy holds (a rewrite found meanwhile): the store's state reaches the subscribers
                     }
                 }
                 return result
@@ -131,7 +128,7 @@ extension Feed {
                 if options.basis != nil { throw .conflict }
             case .fenced:
                 throw .fenced
-            case .limit(let feeds, _, let most):
+            case .overLimit(let feeds, _, let most):
                 let exceeded = StorageLimitExceeded(limit: feeds ? .maxFeeds : .maxStoreBytes, value: most, needed: feeds ? most + 1 : encoded.count)
                 throw .limit(account?.refuse(exceeded) ?? exceeded)
             }
@@ -184,7 +181,7 @@ extension Feed {
             return
         }
         if self.version > 0, history == self.history, version <= self.version {
-            // A version this copy holds, with other content: Redis's history was rewritten past it.
+            // A version this copy holds, with other content: the store's history was rewritten past it.
             if rewrites([StoredBatch(version: version, bytes: batch)]) {
                 rewritten = true
                 queueRefresh()
@@ -199,7 +196,7 @@ extension Feed {
     }
 
     /// Whether `batches` (of this copy's history) hold a version this copy's window holds too, with
-    /// other content: Redis went back past versions this instance served (an older backup, a lagging
+    /// other content: the store went back past versions this instance served (an older backup, a lagging
     /// replica promoted) and another instance numbered them again. Nothing can tell for a version
     /// outside the window (`--replay 0`).
     func rewrites(_ batches: [StoredBatch]) -> Bool {
@@ -246,7 +243,7 @@ extension Feed {
     /// Reads the feed from the shared store and brings the copy and its subscribers to it: the
     /// batches they missed when the store's window still holds them, else a snapshot of the store's
     /// state (another history: a feed deleted and created again, or data lost), or `event: deleted`
-    /// when the feed is gone. Redis being unreachable leaves the copy as it is (the registry's
+    /// when the feed is gone. A store that cannot be reached leaves the copy as it is (the registry's
     /// position check tries again). The caller holds the write turn.
     /// - Returns: the read's error when the store could not be read (nothing changed), else nil.
     @discardableResult
@@ -275,7 +272,7 @@ extension Feed {
         }
         // Commits that arrived during the read moved the copy past what was read: never go back.
         if stored.history == history, stored.version < version, readFrom == history, stored.version >= readAt { return nil }
-        // Redis holds an older version than this instance served (an old backup, a lagging replica),
+        // The store holds an older version than this instance served (an old backup, a lagging replica),
         // or versions it served numbered again with other content (another instance wrote on from
         // there): the feed gets a new history there, so no version is numbered twice; every copy resyncs.
         if stored.history == history, readFrom == history, stored.version < readAt || rewrites(stored.batches) {

@@ -23,8 +23,8 @@ public actor Feed {
     /// Encoded bytes of the current snapshot, and of the payloads in `replay`.
     var snapshotBytes = 0
     var replayBytes = 0
-    /// Redis was found to hold versions this copy served with other content (``rewrites(_:)``): no
-    /// commit is applied on top of them until a refresh has replaced the copy with Redis's new history.
+    /// The shared store was found to hold versions this copy served with other content (``rewrites(_:)``): no
+    /// commit is applied on top of them until a refresh has replaced the copy with the store's new history.
     var rewritten = false
     /// What this feed is charged in the shared ``StorageAccount`` (0 while it does not exist).
     package var storedBytes: Int { snapshotBytes + replayBytes }
@@ -35,7 +35,10 @@ public actor Feed {
     var taggedSubscribers: [Int: any EventSink] = [:]
     let transport: (any EventBroadcaster)?
     let metrics: FeedMetrics
-    let store: (any FeedStore)?
+    /// The one seam every write goes through (``FeedLog``): memory, the local log or a shared store.
+    let log: any FeedLog
+    /// Whether the log keeps the bytes (a store): `--data none` without limits encodes nothing.
+    let durable: Bool
     /// The view-model state last stored with this feed (restored at start), or nil.
     public internal(set) var viewState: [UInt8]?
     /// One write at a time: the holder diffs against the durable state, commits, then publishes.
@@ -48,8 +51,8 @@ public actor Feed {
     var taggedSnapshotPayload: (history: String, version: Int, payload: EventPayload)?
     /// Whether the server hosts this feed (a view model): it does not count against `--max-feeds`.
     var isHosted = false
-    /// The store when several instances share it (Redis): it is the authority, and this feed a cache
-    /// of it (docs/decisions/0003-redis.md). Nil: this feed is the authority.
+    /// The store when several instances share it: it is the authority, and this feed a copy of it
+    /// (decision 0003, the shared store). Nil: this feed is the authority.
     let shared: (any SharedFeedStore)?
     /// Why the shared store cannot be reached, while it cannot (subscribers were told).
     var outage: String?
@@ -77,7 +80,8 @@ public actor Feed {
         self.replayLimit = max(0, replayLimit)
         self.transport = transport
         self.metrics = metrics
-        self.store = store
+        self.log = feedLog(for: store)
+        self.durable = store != nil
     }
 
     /// A feed as it was stored: same history, version, snapshot and replay window.
@@ -102,7 +106,8 @@ public actor Feed {
         self.viewState = stored.viewState
         self.transport = transport
         self.metrics = metrics
-        self.store = store
+        self.log = feedLog(for: store)
+        self.durable = store != nil
     }
 
     /// True once created and until deleted.
@@ -158,7 +163,7 @@ public actor Feed {
     /// ``publish(_:viewState:)`` with a write id, a lease's fencing token or the basis a view model's
     /// change was computed from (``FeedWriteOptions``); those matter with a shared store.
     ///
-    /// With a shared store (Redis), the batch is computed against this instance's copy and committed
+    /// With a shared store, the batch is computed against this instance's copy and committed
     /// with that version as its base; a lost race (another instance wrote first) brings the copy up
     /// to date, sends subscribers what they missed, and computes again (bounded). A write id already
     /// committed gets its first answer back (``FeedWriteResult/replayed``) and writes nothing.
@@ -166,7 +171,7 @@ public actor Feed {
         await acquireWrite()
         defer { releaseWrite() }
         if let shared { return try await writeShared(shared, new, viewState: viewState, options: options) }
-        let encoded = store != nil || account != nil ? WireCodec.encode(new) : []
+        let encoded = durable || account != nil ? WireCodec.encode(new) : []
         if let account {
             do { try account.checkSnapshot(bytes: encoded.count) } catch { throw .limit(error) }
         }
@@ -175,12 +180,12 @@ public actor Feed {
             if let account {
                 do { try account.admitFeed(bytes: encoded.count, counted: !isHosted) } catch { throw .limit(error) }
             }
-            if let store {
-                do {
-                    try await store.commit(.put(name: name, history: fresh, version: 1, snapshot: encoded, batch: nil, keepFrom: 2, viewState: viewState))
+            if durable {
+                do throws(FeedWriteError) {
+                    try await commitOwned(.put(name: name, history: fresh, version: 1, snapshot: encoded, batch: nil, keepFrom: 2, viewState: viewState), base: 0)
                 } catch {
                     account?.releaseFeed(bytes: encoded.count, counted: !isHosted)
-                    throw .store(error)
+                    throw error
                 }
             }
             history = fresh
@@ -198,7 +203,7 @@ public actor Feed {
         metrics.recordDiff(seconds: MonotonicClock.now() - started)
         guard !batch.isEmpty else {
             if let viewState, viewState != self.viewState {
-                do { try await store?.commit(.viewState(name: name, bytes: viewState)) } catch { throw .store(error) }
+                if durable { try await commitOwned(.viewState(name: name, bytes: viewState), base: version) }
                 self.viewState = viewState
             }
             return FeedWriteResult(created: false, version: version, operations: 0)
@@ -224,14 +229,14 @@ public actor Feed {
         if let account {
             do { try account.charge(from: charged, to: charge) } catch { throw .limit(error) }
         }
-        if let store {  // encoded only for a store or an account: `--data none` without limits pays nothing
-            do {
-                try await store.commit(.put(name: name, history: history, version: next, snapshot: encoded,
-                                            batch: replayLimit > 0 ? StoredBatch(version: next, bytes: event) : nil,
-                                            keepFrom: firstKept, viewState: viewState))
+        if durable {  // encoded only for a store or an account: `--data none` without limits pays nothing
+            do throws(FeedWriteError) {
+                try await commitOwned(.put(name: name, history: history, version: next, snapshot: encoded,
+                                           batch: replayLimit > 0 ? StoredBatch(version: next, bytes: event) : nil,
+                                           keepFrom: firstKept, viewState: viewState), base: version)
             } catch {
                 account?.refund(from: charge, to: charged)
-                throw .store(error)
+                throw error
             }
         }
         snapshot = new
@@ -283,7 +288,7 @@ public actor Feed {
             let readError = await refreshFromStore(shared)
             releaseWrite()
             if readError != nil, id.history == history, id.version > version, version > 0 {
-                // Redis cannot be reached and this copy is behind the client: send nothing older than
+                // The shared store cannot be reached and this copy is behind the client: send nothing older than
                 // what it holds; the refresh after the outage brings it (and the batches it has, which
                 // it skips as duplicates). Told `unavailable` only during a known outage, which ends
                 // with `available`; a one-off failure is read again at once.
@@ -376,11 +381,8 @@ public actor Feed {
             let id = writeID ?? RandomID.perWrite()
             let request = writeID == nil ? nil : RequestDigest.of("DELETE")
             for _ in 0..<Self.maxSharedAttempts {
-                let outcome: SharedCommitResult
-                do {
-                    outcome = try await shared.commit(.delete(name: name), base: 0, baseHistory: nil, writeID: id, clientKey: writeID != nil, fence: nil,
-                                                      answer: FeedWriteResult(created: false, version: 0, operations: 0).answer(request: request), expectedState: nil, counted: !isHosted)
-                } catch { throw .store(error) }
+                let outcome = await log.commit(FeedCommit(.delete(name: name), base: 0, writeID: id, clientKey: writeID != nil,
+                                                           answer: FeedWriteResult(created: false, version: 0, operations: 0).answer(request: request), counted: !isHosted))
                 switch outcome {
                 case .committed(let existed, let answer, let first):
                     if first {
@@ -394,17 +396,29 @@ public actor Feed {
                     continue
                 case .lostData:
                     await lostData?()
-                case .conflict, .fenced, .limit:
+                case .unavailable(let error):
+                    throw .store(error)
+                case .conflict, .fenced, .overLimit:
                     return false  // not answers a delete gets
                 }
             }
             throw .store(.io(path: name, reason: "the delete could not be settled after \(Self.maxSharedAttempts) attempts"))
         }
         guard version > 0 else { return false }
-        do { try await store?.commit(.delete(name: name)) } catch { throw .store(error) }
+        if durable { try await commitOwned(.delete(name: name), base: version) }
         account?.releaseFeed(bytes: storedBytes, counted: !isHosted)
         endEverySubscription()
         return true
+    }
+
+    /// Commits `write` through the log of a feed that is its own authority (memory, the local log):
+    /// anything but `committed` is the log's error.
+    func commitOwned(_ write: FeedWrite, base: Int) async throws(FeedWriteError) {
+        switch await log.commit(FeedCommit(write, base: base, writeID: "", counted: !isHosted)) {
+        case .committed: return
+        case .unavailable(let error): throw .store(error)
+        case let other: throw .store(.io(path: name, reason: "the log answered \(other) to a feed that is its own authority"))
+        }
     }
 
     /// The feed is gone: every subscription ends with `event: deleted`, and the copy is emptied.

@@ -123,7 +123,7 @@ package enum FeedEvents {
         return ServerSentEvent.encode(event: "deleted", id: nil, data: writer.bytes)
     }
 
-    /// The shared store (Redis) cannot be reached: the feed shows the last state this instance holds
+    /// The shared store cannot be reached: the feed shows the last state this instance holds
     /// until `available`. `{"feed":…,"detail":…}`, no `id:` (the position does not move).
     package static func unavailableEvent(feed: String, detail: String) -> [UInt8] {
         var writer = JSONWriter()

@@ -56,7 +56,7 @@ extension FeedRegistry {
     }
 
     /// The check the timer runs (call it to check now). One pipeline of every held feed's position: a feed that is not where its copy is gets
-    /// refreshed; an epoch that is not ours means Redis lost its data; a failure is an outage.
+    /// refreshed; an epoch that is not ours means the store lost its data; a failure is an outage.
     public func checkPositions() async {
         guard let shared else { return }
         await dropIdleFeeds(shared)
@@ -117,7 +117,7 @@ extension FeedRegistry {
     }
 
     /// Whether the shared store can be reached and holds this instance's data (nil: ready), checked
-    /// now: `GET /readyz`. Not ready while its events are down either (after a restart of Redis, until
+    /// now: `GET /readyz`. Not ready while its events are down either (after a restart of the store, until
     /// the pub/sub connection is back): streams opened then would be told of the outage. Always ready
     /// without a shared store.
     public func readiness() async -> String? {
@@ -164,7 +164,8 @@ extension FeedRegistry {
         guard !stopped else { return }
         let detail = outage
         guard (detail == nil) != (before == nil) else { return }
-        if let detail { sharingLogger.warning("Redis unavailable: \(detail)") } else { sharingLogger.info("Redis available again") }
+        let kind = shared?.kind ?? "the store"
+        if let detail { sharingLogger.warning("\(kind) unavailable: \(detail)") } else { sharingLogger.info("\(kind) available again") }
         for feed in feeds.values { await tellOutage(feed) }
     }
 
@@ -195,7 +196,7 @@ extension FeedRegistry {
 
     func recoverLostData() async {
         guard let shared else { return }
-        sharingLogger.error("Redis lost its data (its epoch is gone or another): every feed starts a new history")
+        sharingLogger.error("\(shared.kind) lost its data (its epoch is gone or another): every feed starts a new history")
         let call = askCommands()
         do { try await shared.adoptNewEpoch() } catch {
             await setCommandsDown(error.description, call: call)

@@ -15,7 +15,7 @@ public actor FeedRegistry {
     public nonisolated let metrics: FeedMetrics
     /// The feeds and bytes held, against the ``StorageLimits``.
     public nonisolated let storage: StorageAccount
-    /// The store when several instances share it (Redis): feeds are loaded from it on first use and
+    /// The store when several instances share it: feeds are loaded from it on first use and
     /// followed while they are used (``idleFeedLifetime``), and ``startSharing(checkInterval:)`` keeps
     /// them up to date.
     public nonisolated let shared: (any SharedFeedStore)?
@@ -30,7 +30,7 @@ public actor FeedRegistry {
     var commandsDown: String?
     /// Calls to the store's commands numbered as they start (``askCommands()``), and the latest whose
     /// result was recorded: a call that fails after a later one succeeded (an old connection's error
-    /// arriving after a restart of Redis) does not bring the outage back.
+    /// arriving after a restart of the store) does not bring the outage back.
     var commandsAsked = 0, commandsHeard = 0
     /// Why the store's events stopped (`interrupted`); nil once their connection is back (`connected`).
     var eventsDown: String?
@@ -111,14 +111,14 @@ public actor FeedRegistry {
     /// - Throws: the shared store's error when it cannot be reached to load the feed.
     public func lookup(_ name: String) async throws(StoreError) -> Feed? {
         if let shared, feeds[name] == nil, loading[name] == nil {
-            // Not held: a name Redis does not have is answered without following or keeping it, so
+            // Not held: a name the store does not have is answered without following or keeping it, so
             // requests for names that do not exist cannot grow the cache or the subscriptions.
             guard try await shared.positions([name]).feeds[name] != nil else { return nil }
         }
         let feed = try await cached(name)
         if await feed.exists { return feed }
         // Held as gone, yet it may have been created on another instance a moment ago (its message
-        // still on the way): ask Redis, so a read after a create elsewhere finds it.
+        // still on the way): ask the store, so a read after a create elsewhere finds it.
         guard let shared, try await shared.positions([name]).feeds[name] != nil else { return nil }
         await feed.refreshNow()
         return await feed.exists ? feed : nil
@@ -145,8 +145,8 @@ public actor FeedRegistry {
             return found
         }
         if let outage, names.allSatisfy({ feeds[$0] != nil }) {
-            // Redis is known to be down: the copies, without waiting for a call to time out.
-            return await copies(names, or: .unreachable(url: "redis", reason: outage))
+            // The store is known to be down: the copies, without waiting for a call to time out.
+            return await copies(names, or: .unreachable(url: shared.location, reason: outage))
         }
         let call = askCommands()
         let positions: StorePositions
@@ -158,7 +158,7 @@ public actor FeedRegistry {
         if !positions.intact { await storeLostData() }
         var found: [Result<Feed?, StoreError>] = []
         for name in names {
-            // A name Redis does not have and this instance does not hold is answered without following it.
+            // A name the store does not have and this instance does not hold is answered without following it.
             if positions.intact, positions.feeds[name] == nil, feeds[name] == nil, loading[name] == nil {
                 found.append(.success(nil))
                 continue

@@ -1,4 +1,4 @@
-/// What a write carries beyond its content, for a shared store (Redis).
+/// What a write carries beyond its content, for a shared store.
 public struct FeedWriteOptions: Sendable, Equatable {
     /// The write's id: a client's `Idempotency-Key`. A shared store commits one id once; a retry gets
     /// the first answer. Nil: one is drawn.

@@ -23,7 +23,7 @@ public final class StorageAccount: Sendable {
     public var usage: (feeds: Int, bytes: Int) { state.withLock { ($0.feeds, $0.bytes) } }
 
     /// Checks a snapshot's size against ``StorageLimits/maxFeedBytes``; changes nothing.
-    /// Sets the counts to what a shared store counted over every instance (Redis's `usage`).
+    /// Sets the counts to what a shared store counted over every instance (its `usage`).
     public func setUsage(feeds: Int, bytes: Int) {
         state.withLock {
             $0.feeds = feeds

@@ -12,7 +12,15 @@
 /// - ``events`` delivers the commits of every instance (this one's too) for the feeds followed, in
 ///   version order per feed, but may miss some (a lost connection): a ``SharedStoreEvent/following(_:)``
 ///   for a feed says "from now on nothing is missed": read its position then, and fill what is missing.
-public protocol SharedFeedStore: FeedStore {
+public protocol SharedFeedStore: VersionedFeedStore, FeedChangeFeed, FeedLeases, IdempotencyLedger {}
+
+/// A shared store's versioned commits and reads (its job as the feeds' authority): commits with a
+/// version check and write ids, reads of a feed and of the batches after a version, lost data.
+public protocol VersionedFeedStore: FeedStore, FeedLog {
+    /// Where the store is (a URL), for errors that name it.
+    var location: String { get }
+    /// What the store is called in log lines ("Redis").
+    var kind: String { get }
     /// The feed as stored, or nil when there is none of that name.
     func read(_ name: String) async throws(StoreError) -> StoredFeed?
     /// The batches of `history` after `version`, oldest first (`[]` at `version`); nil when the feed is
@@ -30,17 +38,6 @@ public protocol SharedFeedStore: FeedStore {
     /// is a client's `Idempotency-Key`, whose answer is kept for retries (24 h); a drawn id's only as
     /// long as settling a lost answer needs (minutes), so writes do not pile up keys.
     func commit(_ write: FeedWrite, base: Int, baseHistory: String?, writeID: String, clientKey: Bool, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult
-    /// Where each feed is (a name without a feed is absent), and whether the store still holds this
-    /// instance's data.
-    func positions(_ names: [String]) async throws(StoreError) -> StorePositions
-    /// The answer kept for `writeID` on `name` when that write was committed (its version and answer),
-    /// else nil: a retry with a client's `Idempotency-Key` is answered from it before anything runs.
-    func committedAnswer(_ name: String, writeID: String) async throws(StoreError) -> (version: Int, answer: [UInt8])?
-    /// Keeps `answer` under a client's `writeID` (24 h) for a write that changed nothing, so a retry
-    /// gets it even after the feed changed. A write id already kept stays as it is, and its answer is
-    /// returned (the first attempt committed meanwhile, on another instance): that is the answer then.
-    /// nil when `answer` is the one kept.
-    func recordAnswer(_ name: String, writeID: String, version: Int, answer: [UInt8]) async throws(StoreError) -> (version: Int, answer: [UInt8])?
     /// The feeds counted against the most feeds, and the bytes of every feed, over every instance.
     func usage() async throws(StoreError) -> (feeds: Int, bytes: Int)
     /// Gives the feed found at `version` of `history` a new history `fresh` at the next version (same
@@ -49,15 +46,27 @@ public protocol SharedFeedStore: FeedStore {
     func restartHistory(_ name: String, from history: String, at version: Int, to fresh: String) async throws(StoreError) -> Bool
     /// The names of every feed the store holds (of every instance), sorted.
     func names() async throws(StoreError) -> [String]
+    /// After ``SharedCommitResult/lostData``: takes the store's new epoch (making one if there is
+    /// none), so this instance writes again, as new histories.
+    func adoptNewEpoch() async throws(StoreError)
+}
+
+/// A shared store's change feed: the commits of every instance, for the feeds followed, and where
+/// each feed is.
+public protocol FeedChangeFeed: Sendable {
+    /// Where each feed is (a name without a feed is absent), and whether the store still holds this
+    /// instance's data.
+    func positions(_ names: [String]) async throws(StoreError) -> StorePositions
     /// Follows a feed's commits (``events``); idempotent.
     func follow(_ name: String)
     /// Stops following a feed.
     func unfollow(_ name: String)
     /// Commits of the feeds followed, by any instance, and the state of the connection that brings them.
     var events: AsyncStream<SharedStoreEvent> { get }
-    /// After ``SharedCommitResult/lostData``: takes the store's new epoch (making one if there is
-    /// none), so this instance writes again, as new histories.
-    func adoptNewEpoch() async throws(StoreError)
+}
+
+/// Leases in a shared store: a hosted feed's source runs on one instance at a time.
+public protocol FeedLeases: Sendable {
     /// Takes the lease `name` (a hosted feed's source runs on one instance at a time) for
     /// `milliseconds` if no one holds it. Returns its fencing token, or nil when another holds it.
     func acquireLease(_ name: String, milliseconds: Int) async throws(StoreError) -> String?
@@ -67,7 +76,34 @@ public protocol SharedFeedStore: FeedStore {
     func releaseLease(_ name: String, token: String) async throws(StoreError)
 }
 
-extension SharedFeedStore {
+/// The answers kept for clients' `Idempotency-Key`s in a shared store.
+public protocol IdempotencyLedger: Sendable {
+    /// The answer kept for `writeID` on `name` when that write was committed (its version and answer),
+    /// else nil: a retry with a client's `Idempotency-Key` is answered from it before anything runs.
+    func committedAnswer(_ name: String, writeID: String) async throws(StoreError) -> (version: Int, answer: [UInt8])?
+    /// Keeps `answer` under a client's `writeID` (24 h) for a write that changed nothing, so a retry
+    /// gets it even after the feed changed. A write id already kept stays as it is, and its answer is
+    /// returned (the first attempt committed meanwhile, on another instance): that is the answer then.
+    /// nil when `answer` is the one kept.
+    func recordAnswer(_ name: String, writeID: String, version: Int, answer: [UInt8]) async throws(StoreError) -> (version: Int, answer: [UInt8])?
+}
+
+extension VersionedFeedStore {
+    public var location: String { "the shared store" }
+    public var kind: String { "the shared store" }
+
+    /// ``FeedLog/commit(_:)`` as a versioned commit; the store's error is ``FeedCommitOutcome/unavailable(_:)``.
+    public func commit(_ commit: FeedCommit) async -> FeedCommitOutcome {
+        do {
+            return FeedCommitOutcome(try await self.commit(commit.write, base: commit.base, baseHistory: commit.baseHistory, writeID: commit.writeID, clientKey: commit.clientKey,
+                                                           fence: commit.fence, answer: commit.answer, expectedState: commit.expectedState, counted: commit.counted))
+        } catch {
+            return .unavailable(error)
+        }
+    }
+}
+
+extension VersionedFeedStore {
     /// A commit with no expected state, counted against the most feeds.
     public func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8]) async throws(StoreError) -> SharedCommitResult {
         try await commit(write, base: base, baseHistory: nil, writeID: writeID, clientKey: true, fence: fence, answer: answer, expectedState: nil, counted: true)

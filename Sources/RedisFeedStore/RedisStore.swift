@@ -14,6 +14,8 @@ import Timekeeping
 /// and a write refused (another writer, lost data) is a `StoreError`.
 public final class RedisStore: SharedFeedStore {
     public let url: RedisURL
+    public var location: String { url.description }
+    public var kind: String { "Redis" }
     public let keys: RedisKeys
     /// The epoch read at `open`, or adopted after Redis lost its data (``adoptNewEpoch()``).
     public var epoch: String { currentEpoch.withLock { $0 } }

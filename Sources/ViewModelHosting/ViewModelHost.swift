@@ -1,4 +1,5 @@
 import FeedCore
+import FeedReplication
 import DiffStream
 import DiffStreamJSON
 import Foundation

@@ -87,3 +87,35 @@ def test_no_source_file_is_long_without_saying_why():
         if len(lines) > 600 and not any(re.search(r"\b(is|are) long because\b", line) for line in lines[:12]):
             long.append(f"{path.relative_to(ROOT)} ({len(lines)} lines)")
     assert not long, f"over 600 lines without a reason at the top: {long}"
+
+
+def target_closure(package, target_names):
+    """The targets `target_names` depend on, themselves included (targets that are not products too)."""
+    from test_platforms import target_dependencies
+    targets = {target["name"]: target for target in package["targets"]}
+    pending, seen = list(target_names), set()
+    while pending:
+        name = pending.pop()
+        if name in seen or name not in targets:
+            continue
+        seen.add(name)
+        pending.extend(dependency for _, dependency in target_dependencies(targets[name]))
+    return seen
+
+
+REDIS_MODULES = {"Redis", "RedisFeedStore", "CHiredis", "DiffStreamRedis"}
+
+
+def test_the_feed_core_never_mentions_redis(package):
+    core = next(target for target in package["targets"] if target["name"] == "FeedCore")
+    mentions = [f"{path.relative_to(ROOT)}:{number}" for path in swift_sources(core)
+                for number, line in enumerate(path.read_text().splitlines(), 1) if re.search("redis", line, re.I)]
+    assert not mentions, f"FeedCore mentions Redis: {mentions}"
+    names = target_closure(package, ["FeedCore"])
+    assert not names & REDIS_MODULES, f"FeedCore depends on {sorted(names & REDIS_MODULES)}"
+
+
+def test_replication_is_a_module_of_its_own_that_knows_no_redis(package):
+    names = target_closure(package, ["FeedReplication"])
+    assert {"FeedCore", "FeedStorage"} <= names, sorted(names)
+    assert not names & REDIS_MODULES, f"FeedReplication depends on {sorted(names & REDIS_MODULES)}"

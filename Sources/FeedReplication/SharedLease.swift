@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 
 /// The right to run a hosted view model's source on one instance of several sharing a store: a
-/// lease in the store (Redis: `lease:<name>`, `SET NX PX`) under a fencing token that every commit of
+/// lease in the shared store (Redis: `lease:<name>`, `SET NX PX`) under a fencing token that every commit of
 /// the source carries, renewed while held (docs/decisions/0003-redis.md).
 ///
 /// The source is read on every instance, and its elements are applied only where the lease is held
@@ -16,11 +16,11 @@ package final class SharedLease: Sendable {
     package static let interval: Duration = .seconds(1)
 
     package let name: String
-    package let store: any SharedFeedStore
+    package let store: any FeedLeases
     package let logger: Logger
     private let held = Mutex<String?>(nil)
 
-    package init(name: String, store: any SharedFeedStore, logger: Logger) {
+    package init(name: String, store: any FeedLeases, logger: Logger) {
         self.name = name
         self.store = store
         self.logger = logger
