@@ -6,8 +6,8 @@
 --   snapshot POST PREFIX: POST PREFIX<k> (nchan's publisher: one channel per writer), the SAME bytes
 --   action:   POST /feeds/todo/actions/rename {"id":"t<1..10>","title":"w<k> n<n>"}: one item changes
 --   patch:    PATCH /feeds/home {"banner":{"id":"bench","title":"w<k> n<n>"}}: one item changes
--- The snapshot: 10 items, 1,534 to 1,553 bytes, in DiffStream's wire format ({"sections":[…]}). Ten bodies are
--- prepared at start and sent in turn; going from one to the next changes exactly two items (step j
+-- The snapshot: 10 items, 1,534 to 1,553 bytes, in DiffStream's wire format ({"sections":[…]}). Ten
+-- bodies are prepared at start and sent in turn; going from one to the next changes exactly two items (step j
 -- flips items j mod 5 + 1 and j mod 5 + 6, so ten steps come back to the first body), so no PUT is a
 -- no-op and every request of a writer makes a new version.
 -- With a 4th argument `marker` (SUBSCRIBERS=N), the section's model also carries "at":"@<t>@", t the

@@ -45,7 +45,8 @@
 #                   pass W by the requests in flight when wrk stops: at most one per writer); nchan
 #                   "queued=Q", the messages nchan holds (at most REPLAY per channel); SET "keys=K"
 #   with SUBSCRIBERS: fan-out p50/p99 ms (a write's timestamp to a subscriber's socket delivering it),
-#                   events received (a server may coalesce for a subscriber behind), the tool's CPU
+#                   events received (with the share of writes × subscribers per feed: a server may
+#                   coalesce for a subscriber behind, or still be sending when the run ends), the tool's CPU
 # Needs: wrk, nginx, libnginx-mod-nchan, redis-server, redis-tools, curl, python3, cc (SUBSCRIBERS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -306,12 +307,13 @@ for path in ("memory", "redis", "durable"):
                   f"{statistics.median(cpu) if cpu else float('nan'):.2f} | {goals[path] if w == 16 else '–'} |")
 fan = {k: runs for k, runs in rows.items() if all("fanout_p99_ms" in r for r in runs.values())}
 if fan:
-    print("\n| path | writers | system | subscribers (connected) | writes/s | fan-out p50 ms | fan-out p99 ms | events received | subscriber tool % core |")
+    print("\n| path | writers | system | subscribers (connected) | writes/s | fan-out p50 ms | fan-out p99 ms | events received (of writes × subscribers per feed) | subscriber tool % core |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for (path, w, side), runs in sorted(fan.items(), key=lambda kv: (order[kv[0][0]], kv[0][1], kv[0][2] != "diffstream")):
         last = runs[max(runs)]
         print(f"| {path} | {w} | {names[(path, side)]} | {last['subscribers']} | {med(runs, 'rps'):,.0f} | {med(runs, 'fanout_p50_ms'):.2f} | "
-              f"{med(runs, 'fanout_p99_ms'):.2f} | {med(runs, 'events'):,.0f} | {med(runs, 'sub_tool_cpu_pct'):.0f} |")
+              f"{med(runs, 'fanout_p99_ms'):.2f} | {med(runs, 'events'):,.0f} ({med(runs, 'events') / statistics.median(float(r['requests']) * float(r['subscribers']) / w for r in runs.values()):.0%}) | "
+              f"{med(runs, 'sub_tool_cpu_pct'):.0f} |")
 bad = [l.strip() for l in open(sys.argv[1]) if l.startswith("RESULT ") and " errors=0 " not in l]
 print(f"\nruns with errors: {len(bad)}")
 for l in bad: print("  " + l)
