@@ -111,7 +111,7 @@ let package = Package(
         .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         // The library a program hosts its view models with: the store, the registry, the API and the
         // server wired together, with a graceful shutdown (a swift-service-lifecycle `Service`).
-        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStorage", "EpollRuntime",
+        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedReplication", "FeedStorage", "EpollRuntime",
                                                         .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
         // `RedisSharing`: the server's feeds kept in Redis, shared by several instances (`--redis`). A product
@@ -149,7 +149,7 @@ let package = Package(
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedCore", "ViewModelHosting", "HTTPAPI", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
-        .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisFeedStore", "FeedStorage", "FeedServer", "DiffStream", "DiffStreamJSON", "TestSupport",
+        .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisFeedStore", "FeedStorage", "FeedServer", "FeedReplication", "DiffStream", "DiffStreamJSON", "TestSupport",
                                                          .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedStorageTests", dependencies: ["FeedStorage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamTestingTests", dependencies: ["DiffStreamTesting", "DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),

@@ -1,4 +1,5 @@
 import EpollRuntime
+import FeedReplication
 import FeedStorage
 import Foundation
 import Logging
@@ -34,6 +35,8 @@ public final class Server: Service, Sendable {
     public let configuration: Configuration
     /// Every feed: the ones clients create and the hosted view models' ones.
     public let registry: FeedRegistry
+    /// Keeps the registry's copies of a shared store's feeds up to date (does nothing without one).
+    private let following: SharedFeedFollower
     /// The hosted view models; ``host(_:as:state:)`` adds one.
     public let hosted: HostedFeeds
     /// Where DiffStream's metrics go, and the registry `/metrics` serves.
@@ -125,7 +128,8 @@ public final class Server: Service, Sendable {
             maxFeeds: configuration.maxFeeds, maxFeedBytes: configuration.maxFeedBytes,
             maxStoreBytes: configuration.maxStoreBytes ?? configuration.sharing?.defaultMaxStoreBytes ?? StorageLimits.defaultMaxStoreBytes(dataDirectory: configuration.dataDirectory))
         registry = FeedRegistry(replayLimit: configuration.replay, transport: http, store: shared?.store ?? opened?.store, storage: StorageAccount(limits: storage), logger: logger)
-        await registry.startSharing()
+        following = SharedFeedFollower(registry: registry)
+        await following.start()
         if let (store, contents) = opened {
             let restoring = Date()
             let skipped = await registry.restore(contents.feeds)
@@ -287,7 +291,7 @@ public final class Server: Service, Sendable {
             let started = state.port != nil
             let sources = state.sources
             let push = state.metricsPush
-            let task = Task { [http, store, shared, registry, logger, api] in
+            let task = Task { [http, store, shared, following, logger, api] in
                 for source in sources { source.cancel() }
                 push?.cancel()
                 if started {
@@ -299,7 +303,7 @@ public final class Server: Service, Sendable {
                     }
                 }
                 store?.close()  // writes in flight are finished; the lock is released
-                await registry.stopSharing()
+                await following.stop()
                 shared?.close()
                 if push != nil { api.publishMetrics() }  // the last counts, for the program's backend
             }

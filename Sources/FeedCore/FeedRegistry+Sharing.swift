@@ -3,34 +3,19 @@ import FeedStorage
 import HTTPCore
 import Logging
 
-/// Sharing feeds with other instances through a shared store: following its events, checking the
-/// positions of the copies held, dropping idle copies, outages and lost data.
+/// Sharing feeds with other instances through a shared store (its events are followed by
+/// `SharedFeedFollower`, module `FeedReplication`): checking the positions of the copies held,
+/// dropping idle copies, outages and lost data.
 extension FeedRegistry {
-    /// Starts following the shared store: commits of other instances reach the feeds held here, the
-    /// position of every feed held is checked every `checkInterval` seconds (and after the store's
-    /// events were interrupted), and outages are told to subscribers. Without a shared store, nothing.
-    public func startSharing(checkInterval: Double = 2) {
-        guard let shared, sharing.isEmpty else { return }
-        sharing.append(Task { [weak self] in
-            for await event in shared.events {
-                guard let self else { return }
-                await self.take(event)
-            }
-        })
-        sharing.append(Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(checkInterval))
-                guard let self else { return }
-                await self.checkPositions()
-            }
-        })
+    /// Sharing stopped (shutdown; `SharedFeedFollower.stop()`, module `FeedReplication`): failures of
+    /// calls still in flight are no longer outages.
+    package func stopAnnouncing() {
+        stopped = true
     }
 
-    /// Stops following the shared store (at shutdown).
-    public func stopSharing() {
-        for task in sharing { task.cancel() }
-        sharing = []
-        stopped = true
+    /// The copy of `name` held here, if any (a store's event for a feed not held is for no one here).
+    package func held(_ name: String) -> Feed? {
+        feeds[name]
     }
 
     /// Brings ``storage`` (`/metrics`' feeds and bytes) to what the shared store counted over every
@@ -40,23 +25,8 @@ extension FeedRegistry {
         storage.setUsage(feeds: usage.feeds, bytes: usage.bytes)
     }
 
-    func take(_ event: SharedStoreEvent) async {
-        switch event {
-        case .committed(let name, let history, let version, let batch, let snapshot, let state):
-            await feeds[name]?.remoteCommit(history: history, version: version, batch: batch, snapshot: snapshot, state: state)
-        case .deleted(let name, let history):
-            await feeds[name]?.remoteDelete(history: history)
-        case .following(let name):
-            await feeds[name]?.queueRefresh()
-        case .interrupted(let reason):
-            await setEventsDown(reason)
-        case .connected:
-            await setEventsDown(nil)
-        }
-    }
-
-    /// The check the timer runs (call it to check now). One pipeline of every held feed's position: a feed that is not where its copy is gets
-    /// refreshed; an epoch that is not ours means the store lost its data; a failure is an outage.
+    /// The check `SharedFeedFollower`'s timer (module `FeedReplication`) runs (call it to check now).
+    /// One pipeline of every held feed's position: a feed that is not where its copy is gets refreshed; an epoch that is not ours means the store lost its data; a failure is an outage.
     public func checkPositions() async {
         guard let shared else { return }
         await dropIdleFeeds(shared)
@@ -154,7 +124,7 @@ extension FeedRegistry {
     }
 
     /// Records why the store's events stopped (nil: they come again), as ``setCommandsDown(_:call:)``.
-    func setEventsDown(_ detail: String?) async {
+    package func setEventsDown(_ detail: String?) async {
         let before = outage
         eventsDown = detail
         await announce(from: before)

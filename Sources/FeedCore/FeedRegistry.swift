@@ -16,8 +16,8 @@ public actor FeedRegistry {
     /// The feeds and bytes held, against the ``StorageLimits``.
     public nonisolated let storage: StorageAccount
     /// The store when several instances share it: feeds are loaded from it on first use and
-    /// followed while they are used (``idleFeedLifetime``), and ``startSharing(checkInterval:)`` keeps
-    /// them up to date.
+    /// followed while they are used (``idleFeedLifetime``), and a follower (`SharedFeedFollower`,
+    /// module `FeedReplication`) keeps them up to date.
     public nonisolated let shared: (any SharedFeedStore)?
     /// Feeds being loaded from the shared store (one load per name).
     var loading: [String: Task<Feed, any Error>] = [:]
@@ -36,7 +36,6 @@ public actor FeedRegistry {
     var eventsDown: String?
     /// The recovery from lost data in progress, which later callers wait for.
     var losing: Task<Void, Never>?
-    var sharing: [Task<Void, Never>] = []
     /// Sharing was stopped (shutdown): failures of calls still in flight are not outages.
     var stopped = false
     /// Where sharing says what happened: outages, lost data, leases taken and lost.

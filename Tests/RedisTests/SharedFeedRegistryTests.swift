@@ -2,6 +2,7 @@ import Foundation
 import DiffStream
 import DiffStreamJSON
 @testable import FeedServer
+import FeedReplication
 import FeedStorage
 import Logging
 import Redis
@@ -18,13 +19,15 @@ struct SharedFeedRegistryTests {
     struct Instance {
         let store: RedisStore
         let registry: FeedRegistry
+        let follower: SharedFeedFollower
 
         /// - Parameter hearing: false for an instance whose registry never follows the store's events
         ///   (``Instance/deaf(_:)``).
         init(_ server: RedisTestServer, replay: Int = 8, maxFeeds: Int? = nil, prefix: String = "diffstream", hearing: Bool = true) async throws {
             store = try RedisStore.open(url: server.url, keys: RedisKeys(prefix: prefix), replay: replay, maxFeeds: maxFeeds, pingInterval: 0.2)
             registry = FeedRegistry(replayLimit: replay, transport: MemoryBroadcaster(), store: store, logger: Logger(label: "test"))
-            if hearing { await registry.startSharing(checkInterval: 3600) }  // position checks are called by the tests
+            follower = SharedFeedFollower(registry: registry)
+            if hearing { await follower.start(checkInterval: 3600) }  // position checks are called by the tests
         }
 
         /// An instance that hears no other instance's commits: its registry never follows the store's
@@ -38,7 +41,7 @@ struct SharedFeedRegistryTests {
         }
 
         func close() async {
-            await registry.stopSharing()
+            await follower.stop()
             store.close()
         }
     }
@@ -603,7 +606,8 @@ struct SharedFeedRegistryTests {
             let store = try RedisStore.open(url: server.url, keys: keys, replay: 8, pingInterval: 0.2)
             let b = FeedRegistry(replayLimit: 8, transport: MemoryBroadcaster(), store: store, logger: Logger(label: "test"),
                                  idleFeedLifetime: 60, clock: { time.withLock { $0 } })
-            await b.startSharing(checkInterval: 3600)
+            let following = SharedFeedFollower(registry: b)
+            await following.start(checkInterval: 3600)
             for name in ["used", "watched", "unused"] { _ = try await a.registry.put(name, snapshot: Self.snapshot([1])) }
             for name in ["used", "unused"] { #expect(await b.feed(name)?.version == 1) }
             let watching = MemorySink()
@@ -648,7 +652,7 @@ struct SharedFeedRegistryTests {
             time.withLock { $0 = 261 }
             await b.checkPositions()
             #expect(try await until("watched", has: 1), "idle for 61 s: dropped")
-            await b.stopSharing()
+            await following.stop()
             store.close()
             await a.close()
         }

@@ -1,0 +1,60 @@
+import FeedCore
+import FeedStorage
+
+/// Keeps a registry's copies of a shared store's feeds up to date (decision 0006): it follows the
+/// store's events (commits and deletes of other instances reach the copies held, a gap or a new
+/// subscription queues a refresh, the events' outages are told to subscribers) and checks the position
+/// of every copy held on a timer (``FeedRegistry/checkPositions()``: idle copies dropped, copies behind
+/// refreshed, outages and lost data found). Without a shared store, it does nothing.
+public actor SharedFeedFollower {
+    /// The registry whose copies this keeps up to date.
+    public nonisolated let registry: FeedRegistry
+    var tasks: [Task<Void, Never>] = []
+
+    public init(registry: FeedRegistry) {
+        self.registry = registry
+    }
+
+    /// Starts following the shared store: the store's events, and a position check of every feed held
+    /// every `checkInterval` seconds (and after the store's events were interrupted).
+    public func start(checkInterval: Double = 2) {
+        guard let shared = registry.shared, tasks.isEmpty else { return }
+        tasks.append(Task { [weak registry] in
+            for await event in shared.events {
+                guard let registry else { return }
+                await Self.take(event, into: registry)
+            }
+        })
+        tasks.append(Task { [weak registry] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(checkInterval))
+                guard let registry else { return }
+                await registry.checkPositions()
+            }
+        })
+    }
+
+    /// Stops following the shared store (at shutdown): failures of calls still in flight are no longer
+    /// told as outages.
+    public func stop() async {
+        for task in tasks { task.cancel() }
+        tasks = []
+        await registry.stopAnnouncing()
+    }
+
+    /// One event of the store, brought to the copy it concerns (none when the copy is not held).
+    static func take(_ event: SharedStoreEvent, into registry: FeedRegistry) async {
+        switch event {
+        case .committed(let name, let history, let version, let batch, let snapshot, let state):
+            await registry.held(name)?.remoteCommit(history: history, version: version, batch: batch, snapshot: snapshot, state: state)
+        case .deleted(let name, let history):
+            await registry.held(name)?.remoteDelete(history: history)
+        case .following(let name):
+            await registry.held(name)?.queueRefresh()
+        case .interrupted(let reason):
+            await registry.setEventsDown(reason)
+        case .connected:
+            await registry.setEventsDown(nil)
+        }
+    }
+}
