@@ -41,23 +41,7 @@ struct WireEventDataPropertyTests {
         for round in 0..<400 {
             let seed = UInt64(batch * 10000 + round)
             var rng = SeededGenerator(seed: seed)
-            var bytes: [UInt8]
-            if round % 4 == 0 {
-                bytes = (0..<Int.random(in: 0...40, using: &rng)).map { _ in
-                    Bool.random(using: &rng) ? Array("{}[]\",:0123456789.eE+-tfnul\\ ".utf8).randomElement(using: &rng)! : UInt8.random(in: 0...255, using: &rng)
-                }
-            } else {
-                bytes = valid
-                for _ in 0..<Int.random(in: 1...3, using: &rng) {
-                    let index = Int.random(in: 0..<bytes.count, using: &rng)
-                    switch Int.random(in: 0...3, using: &rng) {
-                    case 0: bytes[index] = UInt8.random(in: 0...255, using: &rng)
-                    case 1: bytes.remove(at: index)
-                    case 2: bytes.insert(Array("{}[]\",:\\0e".utf8).randomElement(using: &rng)!, at: index)
-                    default: bytes.insert(contentsOf: bytes[index..<min(bytes.count, index + 8)], at: index)
-                    }
-                }
-            }
+            let bytes = JSONFuzzInput.make(round: round, valid: valid, randomEvery: 4, maxMutations: 3, using: &rng)
             for content in [WireEventData.Content.batch, .snapshot, .none] {
                 let ours = Result { () throws(WireError) in try WireCodec.decodeEventData(bytes, carrying: content) }
                 #expect(Oracle.lossy(ours) == Oracle.read(bytes, content), "seed \(seed), \(content): \(String(decoding: bytes, as: UTF8.self))")
