@@ -300,16 +300,7 @@ extension Feed {
         replay = window
         replayBytes = window.reduce(0) { $0 + $1.1.bytes.count }
         if wasEmpty { return nil }
-        if continues {
-            transport?.broadcast(EventPayload(missed), to: Array(subscribers.values))
-            if !taggedSubscribers.isEmpty {
-                transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(missed, feed: name)), to: Array(taggedSubscribers.values))
-            }
-        } else {
-            metrics.recordResync()
-            if !subscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: false), to: Array(subscribers.values)) }
-            if !taggedSubscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: true), to: Array(taggedSubscribers.values)) }
-        }
+        if continues { sendEverySubscriber(missed) } else { resyncEverySubscriber() }
         return nil
     }
 
@@ -326,9 +317,7 @@ extension Feed {
         let changes = (detail == nil) != (outage == nil)
         outage = detail
         guard changes else { return }
-        let event = detail.map { FeedEvents.unavailableEvent(feed: name, detail: $0) } ?? FeedEvents.availableEvent(feed: name)
-        let streams = Array(subscribers.values) + Array(taggedSubscribers.values)
-        if !streams.isEmpty { transport?.broadcast(EventPayload(event), to: streams) }
+        sendEverySubscriber(detail.map { FeedEvents.unavailableEvent(feed: name, detail: $0) } ?? FeedEvents.availableEvent(feed: name))
         if detail == nil { queueRefresh() }
     }
 

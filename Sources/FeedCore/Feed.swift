@@ -265,6 +265,22 @@ public actor Feed {
         }
     }
 
+    /// Sends `events` (whole events of this feed: batches a copy missed, an outage notice) to every
+    /// subscriber, encoded once for each form (as they are, and with the feed's name in their ids).
+    func sendEverySubscriber(_ events: [UInt8]) {
+        if !subscribers.isEmpty { transport?.broadcast(EventPayload(events), to: Array(subscribers.values)) }
+        if !taggedSubscribers.isEmpty {
+            transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(events, feed: name)), to: Array(taggedSubscribers.values))
+        }
+    }
+
+    /// Sends every subscriber the current snapshot (the copy jumped to another history or past its window).
+    func resyncEverySubscriber() {
+        metrics.recordResync()
+        if !subscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: false), to: Array(subscribers.values)) }
+        if !taggedSubscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: true), to: Array(taggedSubscribers.values)) }
+    }
+
     func acquireWrite() async {
         if !writeTurn.tryTake() { await withCheckedContinuation { writeTurn.enqueue($0) } }
     }
