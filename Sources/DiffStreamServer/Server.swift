@@ -127,7 +127,11 @@ public final class Server: Service, Sendable {
         let storage = StorageLimits(
             maxFeeds: configuration.maxFeeds, maxFeedBytes: configuration.maxFeedBytes,
             maxStoreBytes: configuration.maxStoreBytes ?? configuration.sharing?.defaultMaxStoreBytes ?? StorageLimits.defaultMaxStoreBytes(dataDirectory: configuration.dataDirectory))
-        registry = FeedRegistry(replayLimit: configuration.replay, transport: http, store: shared?.store ?? opened?.store, storage: StorageAccount(limits: storage), logger: logger)
+        registry = if let shared {
+            FeedRegistry(replayLimit: configuration.replay, transport: http, sharing: shared.store, storage: StorageAccount(limits: storage), logger: logger)
+        } else {
+            FeedRegistry(replayLimit: configuration.replay, transport: http, store: opened?.store, storage: StorageAccount(limits: storage), logger: logger)
+        }
         following = SharedFeedFollower(registry: registry)
         await following.start()
         if let (store, contents) = opened {

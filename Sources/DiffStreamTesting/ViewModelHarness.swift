@@ -103,7 +103,7 @@ public final class ViewModelHarness<Model: HostedViewModel>: Sendable {
 
     /// The screen now, as subscribers are sent it.
     public var snapshot: WireSnapshot {
-        get async { await registry.feed(name)?.snapshot ?? WireSnapshot() }
+        get async { await (try? await registry.read(name))?.snapshot ?? WireSnapshot() }
     }
 
     /// The view model's state now.
@@ -113,7 +113,7 @@ public final class ViewModelHarness<Model: HostedViewModel>: Sendable {
 
     /// The feed's version now (1 once hosted; each published batch adds one).
     public var version: Int {
-        get async { await registry.feed(name)?.version ?? 0 }
+        get async { await (try? await registry.read(name))?.version ?? 0 }
     }
 
     /// Runs the action `action` with no input (`POST /feeds/{feed}/actions/{action}` with no body).
@@ -190,7 +190,7 @@ public final class ViewModelHarness<Model: HostedViewModel>: Sendable {
     }
 
     private func step(from before: WireSnapshot) async -> Step {
-        let feed = await registry.feed(name)
+        let feed = try? await registry.read(name)
         let after = await feed?.snapshot ?? WireSnapshot()
         return Step(version: await feed?.version ?? 0, batch: WireSnapshot.diff(from: before, to: after), snapshot: after)
     }

@@ -14,33 +14,30 @@ import HTTPCore
 public actor Feed {
     public nonisolated let name: String
     /// Random per incarnation of the feed: event ids from any other history are recognised as foreign.
-    public internal(set) var history: String
-    public internal(set) var snapshot: WireSnapshot
+    public package(set) var history: String
+    public package(set) var snapshot: WireSnapshot
     /// 0 while the feed does not exist (not yet created, or deleted).
-    public internal(set) var version: Int
-    let replayLimit: Int
-    var replay: [(version: Int, payload: EventPayload)] = []
+    public package(set) var version: Int
+    package let replayLimit: Int
+    package var replay: [(version: Int, payload: EventPayload)] = []
     /// Encoded bytes of the current snapshot, and of the payloads in `replay`.
-    var snapshotBytes = 0
-    var replayBytes = 0
-    /// The shared store was found to hold versions this copy served with other content (``rewrites(_:)``): no
-    /// commit is applied on top of them until a refresh has replaced the copy with the store's new history.
-    var rewritten = false
+    package var snapshotBytes = 0
+    package var replayBytes = 0
     /// What this feed is charged in the shared ``StorageAccount`` (0 while it does not exist).
     package var storedBytes: Int { snapshotBytes + replayBytes }
-    let account: StorageAccount?
+    package let account: StorageAccount?
     var subscribers: [Int: any EventSink] = [:]
     /// The subscribers on multi-feed streams (`GET /events`): their events' ids name the feed
     /// (`id: NAME@ds1.…`), so they get the same events with that id, encoded once per event for all.
     var taggedSubscribers: [Int: any EventSink] = [:]
     let transport: (any EventBroadcaster)?
-    let metrics: FeedMetrics
+    package let metrics: FeedMetrics
     /// The one seam every write goes through (``FeedLog``): memory, the local log or a shared store.
-    let log: any FeedLog
+    package let log: any FeedLog
     /// Whether the log keeps the bytes (a store): `--data none` without limits encodes nothing.
     let durable: Bool
     /// The view-model state last stored with this feed (restored at start), or nil.
-    public internal(set) var viewState: [UInt8]?
+    public package(set) var viewState: [UInt8]?
     /// One write at a time: the holder diffs against the durable state, commits, then publishes.
     var writeTurn = FIFOTurn()
     /// The current snapshot as an event, encoded once per version (of one history: a recreated feed
@@ -50,29 +47,18 @@ public actor Feed {
     /// The same, with the feed's name in its id, for multi-feed streams.
     var taggedSnapshotPayload: (history: String, version: Int, payload: EventPayload)?
     /// Whether the server hosts this feed (a view model): it does not count against `--max-feeds`.
-    var isHosted = false
-    /// The store when several instances share it: it is the authority, and this feed a copy of it
-    /// (decision 0003, the shared store). Nil: this feed is the authority.
-    let shared: (any SharedFeedStore)?
-    /// Why the shared store cannot be reached, while it cannot (subscribers were told).
-    var outage: String?
-    /// A refresh from the shared store is queued (one at a time is enough).
-    var refreshQueued = false
-    /// A refresh reads the store again after restarting the feed's history (once).
-    var rereading = false
-    /// Bumped whenever the copy changes outside a refresh (a commit taken, the feed ended): a refresh
-    /// whose read raced with such a change reads again rather than apply what it read.
-    var generation = 0
-    /// Called when the shared store lost its data (a commit found another epoch): the registry
-    /// adopts the new epoch and drops every cached feed.
-    let lostData: (@Sendable () async -> Void)?
+    package var isHosted = false
+    /// When this feed is a copy of another authority (a store several instances share), what keeps
+    /// it in step (module `FeedReplication`); nil when this feed is the authority.
+    package let keeper: (any FeedCopyKeeper)?
 
     /// A feed that does not exist yet; the first ``publish(_:viewState:)`` creates it.
+    /// - Parameter keeper: for a copy of a shared store's feed, what keeps it in step (nil: this
+    ///   feed is the authority, committing through `store`'s log).
     package init(name: String, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil,
-         lostData: (@Sendable () async -> Void)? = nil) {
+         keeper: sending (any FeedCopyKeeper)? = nil) {
         self.name = name
-        self.shared = store as? any SharedFeedStore
-        self.lostData = lostData
+        self.keeper = keeper
         self.account = account
         self.history = RandomID.history()
         self.snapshot = WireSnapshot()
@@ -87,10 +73,9 @@ public actor Feed {
     /// A feed as it was stored: same history, version, snapshot and replay window.
     /// It is charged to `account` as it is, even past a limit (writes are then refused until there is room).
     package init(restoring stored: StoredFeed, snapshot: WireSnapshot, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil,
-         lostData: (@Sendable () async -> Void)? = nil) {
+         keeper: sending (any FeedCopyKeeper)? = nil) {
         self.name = stored.name
-        self.shared = store as? any SharedFeedStore
-        self.lostData = lostData
+        self.keeper = keeper
         self.account = account
         self.history = stored.history
         self.snapshot = snapshot
@@ -102,7 +87,7 @@ public actor Feed {
         }
         self.snapshotBytes = stored.snapshot.count
         self.replayBytes = replay.reduce(0) { $0 + $1.payload.bytes.count }
-        if shared == nil { account?.restoreFeed(bytes: snapshotBytes + replayBytes) }
+        if keeper == nil { account?.restoreFeed(bytes: snapshotBytes + replayBytes) }
         self.viewState = stored.viewState
         self.transport = transport
         self.metrics = metrics
@@ -122,7 +107,7 @@ public actor Feed {
 
     /// A write, a refresh from the shared store or a reread is under way or queued. A copy the registry
     /// has just loaded is busy until the refresh that follows the load (``FeedRegistry``) is done.
-    package var isBusy: Bool { writeTurn.isTaken || refreshQueued || rereading }
+    package var isBusy: Bool { writeTurn.isTaken || keeper?.isBusy == true }
 
     /// The snapshot document (`GET /feeds/{feed}`): `{"feed","history","version","sections","id"}`.
     public func document() -> (version: Int, json: [UInt8]) {
@@ -170,7 +155,7 @@ public actor Feed {
     public func write(_ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions) async throws(FeedWriteError) -> FeedWriteResult {
         await acquireWrite()
         defer { releaseWrite() }
-        if let shared { return try await writeShared(shared, new, viewState: viewState, options: options) }
+        if let keeper { return try await keeper.write(new, viewState: viewState, options: options, to: self) }
         let encoded = durable || account != nil ? WireCodec.encode(new) : []
         if let account {
             do { try account.checkSnapshot(bytes: encoded.count) } catch { throw .limit(error) }
@@ -254,7 +239,7 @@ public actor Feed {
 
     /// Sends a new batch (`event`, encoded once as `payload`) to every subscriber: as it is, and with
     /// the feed's name in its id to the multi-feed streams' slots.
-    func broadcastBatch(_ event: [UInt8], _ payload: EventPayload) {
+    package func broadcastBatch(_ event: [UInt8], _ payload: EventPayload) {
         metrics.recordBatch(name)
         let broadcastAt = MonotonicClock.now()
         transport?.broadcast(payload, to: Array(subscribers.values)) {
@@ -267,7 +252,7 @@ public actor Feed {
 
     /// Sends `events` (whole events of this feed: batches a copy missed, an outage notice) to every
     /// subscriber, encoded once for each form (as they are, and with the feed's name in their ids).
-    func sendEverySubscriber(_ events: [UInt8]) {
+    package func sendEverySubscriber(_ events: [UInt8]) {
         if !subscribers.isEmpty { transport?.broadcast(EventPayload(events), to: Array(subscribers.values)) }
         if !taggedSubscribers.isEmpty {
             transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(events, feed: name)), to: Array(taggedSubscribers.values))
@@ -275,18 +260,18 @@ public actor Feed {
     }
 
     /// Sends every subscriber the current snapshot (the copy jumped to another history or past its window).
-    func resyncEverySubscriber() {
+    package func resyncEverySubscriber() {
         metrics.recordResync()
         if !subscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: false), to: Array(subscribers.values)) }
         if !taggedSubscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: true), to: Array(taggedSubscribers.values)) }
     }
 
-    func acquireWrite() async {
+    package func acquireWrite() async {
         if !writeTurn.tryTake() { await withCheckedContinuation { writeTurn.enqueue($0) } }
     }
 
     /// Hands the write turn to the next waiting writer (first come, first served), or frees it.
-    func releaseWrite() {
+    package func releaseWrite() {
         writeTurn.pass()
     }
 
@@ -297,27 +282,7 @@ public actor Feed {
     /// - Parameter tagged: the subscriber is one feed of a multi-feed stream: its events' ids are
     ///   `NAME@ds1.<history>.<version>`, and `lastEventID` is the part after the `@`.
     public func subscribe(_ stream: any EventSink, lastEventID: String?, tagged: Bool = false) async {
-        // A client that saw a later version on another instance than this copy holds (the store's
-        // events are on their way): bring the copy up to date first, so it resumes with batches.
-        if let shared, let text = lastEventID, let id = EventID(text), id.history == history, id.version > version {
-            await acquireWrite()
-            let readError = await refreshFromStore(shared)
-            releaseWrite()
-            if readError != nil, id.history == history, id.version > version, version > 0 {
-                // The shared store cannot be reached and this copy is behind the client: send nothing older than
-                // what it holds; the refresh after the outage brings it (and the batches it has, which
-                // it skips as duplicates). Told `unavailable` only during a known outage, which ends
-                // with `available`; a one-off failure is read again at once.
-                if tagged { taggedSubscribers[stream.id] = stream } else { subscribers[stream.id] = stream }
-                if let outage {
-                    stream.send(EventPayload(FeedEvents.unavailableEvent(feed: name, detail: outage)))
-                } else {
-                    queueRefresh()
-                }
-                watch(stream)
-                return
-            }
-        }
+        if let keeper, await !keeper.prepare(subscribing: stream, lastEventID: lastEventID, tagged: tagged, to: self) { return }
         guard version > 0 else {
             stream.end(with: EventPayload(FeedEvents.deletedEvent(feed: name)))
             return
@@ -330,13 +295,14 @@ public actor Feed {
         } else {
             stream.send(currentSnapshotPayload(tagged: tagged))
         }
-        if tagged { taggedSubscribers[stream.id] = stream } else { subscribers[stream.id] = stream }
-        if let outage { stream.send(EventPayload(FeedEvents.unavailableEvent(feed: name, detail: outage))) }
-        watch(stream)
+        register(stream, tagged: tagged)
+        if let outage = keeper?.outage { stream.send(EventPayload(FeedEvents.unavailableEvent(feed: name, detail: outage))) }
     }
 
-    /// Counts a new subscriber and hands its end and its catch-up requests to the feed.
-    func watch(_ stream: any EventSink) {
+    /// Adds `stream` to the subscribers (it has had its first event), counts it, and hands its end
+    /// and its catch-up requests to the feed.
+    package func register(_ stream: any EventSink, tagged: Bool) {
+        if tagged { taggedSubscribers[stream.id] = stream } else { subscribers[stream.id] = stream }
         metrics.setSubscribers(name, subscriberCount)
         let id = stream.id
         stream.onTermination { [weak self] in
@@ -365,7 +331,7 @@ public actor Feed {
     }
 
     /// The snapshot event of the current version, encoded on first use (each form once).
-    func currentSnapshotPayload(tagged: Bool) -> EventPayload {
+    package func currentSnapshotPayload(tagged: Bool) -> EventPayload {
         if tagged {
             if let cached = taggedSnapshotPayload, cached.version == version, cached.history == history { return cached.payload }
             let payload = EventPayload(FeedEvents.namingFeedInID(currentSnapshotPayload(tagged: false).bytes, feed: name))
@@ -392,34 +358,7 @@ public actor Feed {
     package func delete(writeID: String? = nil) async throws(FeedWriteError) -> Bool {
         await acquireWrite()
         defer { releaseWrite() }
-        if let shared {
-            // Whatever this copy holds, the store decides (another instance may have created it).
-            let id = writeID ?? RandomID.perWrite()
-            let request = writeID == nil ? nil : RequestDigest.of("DELETE")
-            for _ in 0..<Self.maxSharedAttempts {
-                let outcome = await log.commit(FeedCommit(.delete(name: name), base: 0, writeID: id, clientKey: writeID != nil,
-                                                           answer: FeedWriteResult(created: false, version: 0, operations: 0).answer(request: request), counted: !isHosted))
-                switch outcome {
-                case .committed(let existed, let answer, let first):
-                    if first {
-                        if version > 0 { endEverySubscription() }
-                    } else {
-                        _ = try FeedWriteResult(replaying: answer, version: existed, request: request)  // the key's first request was a delete too
-                        await refreshFromStore(shared)  // a retry: the first answer; the feed may exist again since
-                    }
-                    return existed == 1
-                case .notCommitted:
-                    continue
-                case .lostData:
-                    await lostData?()
-                case .unavailable(let error):
-                    throw .store(error)
-                case .conflict, .fenced, .overLimit:
-                    return false  // not answers a delete gets
-                }
-            }
-            throw .store(.io(path: name, reason: "the delete could not be settled after \(Self.maxSharedAttempts) attempts"))
-        }
+        if let keeper { return try await keeper.delete(writeID: writeID, of: self) }
         guard version > 0 else { return false }
         if durable { try await commitOwned(.delete(name: name), base: version) }
         account?.releaseFeed(bytes: storedBytes, counted: !isHosted)
@@ -438,9 +377,8 @@ public actor Feed {
     }
 
     /// The feed is gone: every subscription ends with `event: deleted`, and the copy is emptied.
-    func endEverySubscription() {
-        generation &+= 1
-        rewritten = false
+    package func endEverySubscription() {
+        keeper?.ended()
         version = 0
         snapshotPayload = nil
         taggedSnapshotPayload = nil
@@ -456,4 +394,8 @@ public actor Feed {
         taggedSubscribers.removeAll()
         metrics.removeFeed(name)
     }
+
+    /// The version and view-model state this feed holds: what a hosted view model computes its next
+    /// change from (``FeedWriteOptions/basis``).
+    package var basis: FeedBasis { FeedBasis(version: version, state: viewState) }
 }

@@ -10,7 +10,7 @@ extension FeedAPI {
     func subscribe(_ request: HTTPRequest, name: String) async throws(APIError) -> HTTPResponse {
         let principal = try await authorize(.subscribe(name), request)
         let found: Feed?
-        do { found = try await registry.latest(name) } catch { throw APIError(readError: error) }
+        do { found = try await registry.read(name) } catch { throw APIError(readError: error) }
         guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
         // A stream opened with a signed token ends when the token does (issue 13).
         let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }

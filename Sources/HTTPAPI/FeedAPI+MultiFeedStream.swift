@@ -26,7 +26,7 @@ extension FeedAPI {
             (principal, decisions) = decided
         }
         let allowed = zip(listed.entries, decisions).compactMap { entry, decision in if case .allow = decision { entry.feed } else { nil } }
-        var found = await registry.latest(allowed).makeIterator()
+        var found = await registry.read(allowed).makeIterator()
         var opened: [(entry: MultiFeedRequest.Entry, outcome: MultiFeedOutcome)] = []
         for (entry, decision) in zip(listed.entries, decisions) {
             switch decision {

@@ -227,7 +227,7 @@ public struct FeedAPI: Sendable {
         case .getFeed:
             try await authorize(.read(name), request)
             let found: Feed?
-            do { found = try await registry.latest(name) } catch { throw APIError(readError: error) }
+            do { found = try await registry.read(name) } catch { throw APIError(readError: error) }
             guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
             return Self.document(await feed.readDocument(), ifNoneMatch: request.headers["If-None-Match"],
                                  acceptsGzip: options.compression && Gzip.isAccepted(by: request.headers["Accept-Encoding"]))

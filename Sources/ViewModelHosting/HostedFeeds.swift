@@ -52,14 +52,14 @@ public final class HostedFeeds: @unchecked Sendable {
             return host
         }
         var start = state ?? model.initialState
-        if state == nil, let bytes = await registry.feed(name)?.viewState,
+        if state == nil, let bytes = await (try? await registry.read(name))?.viewState,
            let stored = try? JSONDecoder().decode(Model.State.self, from: Data(bytes)) {
             start = stored
         }
         do throws(ViewModelError) {
             let snapshot = try ViewModelHost<Model>.wire(model, start)
             let bytes = try ViewModelHost<Model>.storedBytes(start)
-            do { _ = try await registry.put(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw .notPublished(error) }
+            do { _ = try await registry.write(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw .notPublished(error) }
         } catch {
             lock.withLock { _ = reserved.remove(name) }
             throw HostingError(description: "'\(name)': \(error.description)")

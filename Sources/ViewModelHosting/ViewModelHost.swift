@@ -99,7 +99,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// the copy.
     private func storeMovedOn() async -> Bool {
         let used = basis
-        _ = try? await registry.latest(name)
+        _ = try? await registry.read(name)
         guard let now = try? await registry.basis(name) else { return false }
         return now != used
     }
@@ -146,7 +146,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
             if let previous { return previous }
         }
         var refused: ViewModelError?
-        for _ in 0..<Feed.maxSharedAttempts {
+        for _ in 0..<SharedFeedCopy.maxAttempts {
             var options = options
             options.basis = try await catchUp()
             var next = state

@@ -42,10 +42,10 @@ struct ProgramMetricsBackendTests {
                 return try! WireCodec.decodeSnapshot(Array(#"{"sections":[{"id":"a","model":null,"items":[\#(list)]}]}"#.utf8))
             }
             let registry = FeedRegistry()
-            for items in [[1], [1, 2]] { _ = try? await registry.put("a", snapshot: snapshot(items)) }
+            for items in [[1], [1, 2]] { _ = try? await registry.write("a", snapshot: snapshot(items)) }
             let backend = CountingMetrics()
             MetricsSystem.bootstrap(backend)
-            _ = try? await registry.put("a", snapshot: snapshot([1, 2, 3]))
+            _ = try? await registry.write("a", snapshot: snapshot([1, 2, 3]))
             exit(backend.total(MetricName.diff) == 1 ? 0 : 1)
         }
     }

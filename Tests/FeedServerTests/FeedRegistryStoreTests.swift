@@ -69,9 +69,9 @@ struct FeedRegistryStoreTests {
         let store = MemoryStore()
         let (first, registry) = try await api(store)
         for ids in [["a"], ["b", "a"], ["b"], ["c", "b"]] { _ = await first.handle(request("PUT", "/feeds/list", snapshot(ids))) }
-        let history = try #require(await registry.feed("list")?.history)
+        let history = try #require(try await registry.read("list")?.history)
         let (second, restored) = try await api(store)
-        let after = try #require(await restored.feed("list"))
+        let after = try #require(try await restored.read("list"))
         #expect(await after.history == history)
         #expect(await after.version == 4)
         #expect(body(await second.handle(request("GET", "/feeds/list"))) == body(await first.handle(request("GET", "/feeds/list"))))
@@ -96,7 +96,7 @@ struct FeedRegistryStoreTests {
             #expect(stored.batches.map(\.version) == expected, "after version \(version)")
         }
         let (_, restored) = try await api(store)
-        let feed = try #require(await restored.feed("list"))
+        let feed = try #require(try await restored.read("list"))
         let history = await feed.history
         #expect(await feed.missedBatches(since: EventID(history: history, version: 19).description)?.count == 4)
         #expect(await feed.missedBatches(since: EventID(history: history, version: 18).description) == nil, "older than the window: a snapshot")
@@ -113,13 +113,13 @@ struct FeedRegistryStoreTests {
             let response = await api.handle(attempt)
             #expect(response.status.code == 503, "\(attempt.method) \(attempt.path)")
         }
-        #expect(await registry.feed("other") == nil)
-        #expect(await registry.feed("list")?.version == 1)
-        #expect(await registry.feed("counter")?.version == 1)
+        #expect(try await registry.read("other") == nil)
+        #expect(try await registry.read("list")?.version == 1)
+        #expect(try await registry.read("counter")?.version == 1)
         store.fail(with: nil)
         let recovered = await api.handle(request("PUT", "/feeds/list", snapshot(["b"])))
         #expect(recovered.status == .ok)
-        #expect(await registry.feed("list")?.version == 2)
+        #expect(try await registry.read("list")?.version == 2)
     }
 
     @Test func viewModelStateAndDeletionsSurviveARestart() async throws {
@@ -137,7 +137,7 @@ struct FeedRegistryStoreTests {
         }
         // The state itself came back, not just the snapshot: the next change continues from it.
         #expect(try JSONParser.parse(body(await second.handle(request("POST", "/feeds/counter/actions/increment")))) == ["feed": "counter", "version": 5, "ops": 1])
-        #expect(await registry.feed("gone") == nil)
+        #expect(try await registry.read("gone") == nil)
         #expect(await second.handle(request("GET", "/feeds/gone")).status == .notFound)
     }
 }

@@ -67,7 +67,7 @@ struct MultiFeedStreamTests {
         let batches = await take(sink, 2)
         #expect(batches.map(summary) == ["batch b 2", "batch a 2"])
         #expect(batches.allSatisfy { $0.id?.hasSuffix(".2") == true } && batches[0].id?.hasPrefix("b@ds1.") == true)
-        let feed = try #require(await api.registry.feed("a"))
+        let feed = try #require(try await api.registry.read("a"))
         #expect(await feed.subscriberCount == 1, "one subscriber of each feed it carries")
     }
 
@@ -326,7 +326,7 @@ struct MultiFeedStreamTests {
         _ = await take(sink, 2)
         sink.disconnect()
         // Unsubscribing is asynchronous: the next write is broadcast to nobody, and the count settles.
-        let feed = try #require(await api.registry.feed("a"))
+        let feed = try #require(try await api.registry.read("a"))
         #expect(await eventually { await feed.subscriberCount == 0 })
     }
 

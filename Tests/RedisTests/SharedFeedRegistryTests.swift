@@ -25,7 +25,7 @@ struct SharedFeedRegistryTests {
         ///   (``Instance/deaf(_:)``).
         init(_ server: RedisTestServer, replay: Int = 8, maxFeeds: Int? = nil, prefix: String = "diffstream", hearing: Bool = true) async throws {
             store = try RedisStore.open(url: server.url, keys: RedisKeys(prefix: prefix), replay: replay, maxFeeds: maxFeeds, pingInterval: 0.2)
-            registry = FeedRegistry(replayLimit: replay, transport: MemoryBroadcaster(), store: store, logger: Logger(label: "test"))
+            registry = FeedRegistry(replayLimit: replay, transport: MemoryBroadcaster(), sharing: store, logger: Logger(label: "test"))
             follower = SharedFeedFollower(registry: registry)
             if hearing { await follower.start(checkInterval: 3600) }  // position checks are called by the tests
         }
@@ -78,17 +78,17 @@ struct SharedFeedRegistryTests {
     /// again only when a test asks it to, so whatever is written elsewhere from then on leaves its
     /// copy stale, deterministically.
     static func settle(_ name: String, on instance: Instance) async throws {
-        let feed = try #require(await instance.registry.feed(name))
+        let feed = try #require(try await instance.registry.read(name))
         #expect(await eventually { await !feed.isBusy }, "the copy of \(name) settles")
     }
 
     /// `name` at version 2 in Redis (written through `written`), and `held`'s copy of it at 1: stale
     /// (`held` is ``Instance/deaf(_:)``).
     static func staleCopy(_ name: String, written a: Instance, held b: Instance) async throws -> Feed {
-        _ = try await a.registry.put(name, snapshot: snapshot([1]))
-        let held = try #require(await b.registry.feed(name))
+        _ = try await a.registry.write(name, snapshot: snapshot([1]))
+        let held = try #require(try await b.registry.read(name))
         try await settle(name, on: b)
-        _ = try await a.registry.put(name, snapshot: snapshot([1, 2]))
+        _ = try await a.registry.write(name, snapshot: snapshot([1, 2]))
         #expect(await held.version == 1, "B's copy is stale")
         return held
     }
@@ -100,20 +100,20 @@ struct SharedFeedRegistryTests {
     @Test func writesOnEitherInstanceReachSubscribersOfBothInOrder() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance(server)
-            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            _ = try await a.registry.write("news", snapshot: Self.snapshot([1]))
             let onB = MemorySink(), onA = MemorySink()
-            try await #require(await b.registry.lookup("news")).subscribe(onB, lastEventID: nil)
-            try await #require(await a.registry.lookup("news")).subscribe(onA, lastEventID: nil)
+            try await #require(await b.registry.read("news")).subscribe(onB, lastEventID: nil)
+            try await #require(await a.registry.read("news")).subscribe(onA, lastEventID: nil)
             for n in 2...12 {
                 let writer = n % 3 == 0 ? a : b
-                #expect(try await writer.registry.put("news", snapshot: Self.snapshot(Array(1...n))).version == n)
+                #expect(try await writer.registry.write("news", snapshot: Self.snapshot(Array(1...n))).version == n)
             }
             for sink in [onA, onB] {
                 let events = await Self.events(sink, upTo: 12)
                 #expect(events.first?.type == "snapshot")
                 #expect(Self.versions(events) == Array(1...12))
             }
-            let onAJSON = await a.registry.feed("news")?.document().json, onBJSON = await b.registry.feed("news")?.document().json
+            let onAJSON = try await a.registry.read("news")?.document().json, onBJSON = try await b.registry.read("news")?.document().json
             #expect(onAJSON != nil && onAJSON == onBJSON)
             await a.close(); await b.close()
         }
@@ -122,12 +122,12 @@ struct SharedFeedRegistryTests {
     @Test func racingWritersThroughTwoInstancesGiveContiguousVersions() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance(server)
-            _ = try await a.registry.put("race", snapshot: Self.snapshot([0]))
+            _ = try await a.registry.write("race", snapshot: Self.snapshot([0]))
             let sink = MemorySink()
-            try await #require(await b.registry.lookup("race")).subscribe(sink, lastEventID: nil)
+            try await #require(await b.registry.read("race")).subscribe(sink, lastEventID: nil)
             let acknowledged = try await withThrowingTaskGroup(of: Int.self) { group in
                 for n in 1...30 {
-                    group.addTask { try await (n % 2 == 0 ? a : b).registry.put("race", snapshot: Self.snapshot([0, n])).version }
+                    group.addTask { try await (n % 2 == 0 ? a : b).registry.write("race", snapshot: Self.snapshot([0, n])).version }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
@@ -141,14 +141,14 @@ struct SharedFeedRegistryTests {
     @Test func anEventIDFromOneInstanceResumesOnAnotherWithOnlyTheMissedBatches() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance(server)
-            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            _ = try await a.registry.write("news", snapshot: Self.snapshot([1]))
             let first = MemorySink()
-            try await #require(await a.registry.lookup("news")).subscribe(first, lastEventID: nil)
+            try await #require(await a.registry.read("news")).subscribe(first, lastEventID: nil)
             let snapshot = try #require(await first.next())
             let lastID = try #require(snapshot.id)
-            for n in 2...4 { _ = try await a.registry.put("news", snapshot: Self.snapshot(Array(1...n))) }
+            for n in 2...4 { _ = try await a.registry.write("news", snapshot: Self.snapshot(Array(1...n))) }
             let resumed = MemorySink()
-            try await #require(await b.registry.lookup("news")).subscribe(resumed, lastEventID: lastID)
+            try await #require(await b.registry.read("news")).subscribe(resumed, lastEventID: lastID)
             let events = await Self.events(resumed, upTo: 4)
             #expect(events.map(\.type) == ["batch", "batch", "batch"])
             #expect(Self.versions(events) == [2, 3, 4])
@@ -159,23 +159,23 @@ struct SharedFeedRegistryTests {
     @Test func aFlushedRedisEndsEveryStreamAndTheFeedStartsANewHistory() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server)
-            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
-            _ = try await a.registry.put("news", snapshot: Self.snapshot([1, 2]))
-            let feed = try #require(try await a.registry.lookup("news"))
+            _ = try await a.registry.write("news", snapshot: Self.snapshot([1]))
+            _ = try await a.registry.write("news", snapshot: Self.snapshot([1, 2]))
+            let feed = try #require(try await a.registry.read("news"))
             let old = await feed.history
             let sink = MemorySink()
             await feed.subscribe(sink, lastEventID: nil)
             #expect(await sink.next()?.type == "snapshot")
             let admin = try RedisConnection(url: server.url, timeout: 2)
             _ = try admin.command(["FLUSHALL"])
-            await a.registry.checkPositions()
+            await a.registry.sharedFeeds?.checkPositions()
             #expect(await sink.next()?.type == "deleted")
             #expect(await sink.next() == nil)
-            #expect(try await a.registry.lookup("news") == nil)
+            #expect(try await a.registry.read("news") == nil)
             // Written again: version 1 of a new history, never a batch continuing the old one.
-            let created = try await a.registry.put("news", snapshot: Self.snapshot([3]))
+            let created = try await a.registry.write("news", snapshot: Self.snapshot([3]))
             #expect(created.created && created.version == 1)
-            #expect(await a.registry.feed("news")?.history != old)
+            #expect(try await a.registry.read("news")?.history != old)
             await a.close()
         }
     }
@@ -183,9 +183,9 @@ struct SharedFeedRegistryTests {
     @Test func aCommitWhoseMessageWasMissedIsFilledByThePositionCheck() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance(server)
-            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            _ = try await a.registry.write("news", snapshot: Self.snapshot([1]))
             let sink = MemorySink()
-            try await #require(await b.registry.lookup("news")).subscribe(sink, lastEventID: nil)
+            try await #require(await b.registry.read("news")).subscribe(sink, lastEventID: nil)
             #expect(await sink.next()?.type == "snapshot")
             // Committed behind the instances' back (as if its message were lost): only B's position check finds it.
             let writer = try RedisStore.open(url: server.url, keys: RedisKeys(), replay: 8)
@@ -195,7 +195,7 @@ struct SharedFeedRegistryTests {
             let put = FeedWrite.put(name: "news", history: stored.history, version: 2, snapshot: WireCodec.encode(try Self.snapshot([1, 2])),
                                     batch: StoredBatch(version: 2, bytes: event), keepFrom: 0, viewState: nil)
             #expect(try await writer.commit(put, base: 1, writeID: "w", fence: nil, answer: []) == .committed(version: 2, answer: [], first: true))
-            await b.registry.checkPositions()
+            await b.registry.sharedFeeds?.checkPositions()
             let filled = try #require(await sink.next())
             #expect(filled.type == "batch" && filled.id == "ds1.\(stored.history).2")
             writer.close()
@@ -206,14 +206,14 @@ struct SharedFeedRegistryTests {
     @Test func theMostFeedsAreCountedOverEveryInstance() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server, maxFeeds: 2), b = try await Instance(server, maxFeeds: 2)
-            _ = try await a.registry.put("one", snapshot: Self.snapshot([1]))
-            _ = try await b.registry.put("two", snapshot: Self.snapshot([1]))
+            _ = try await a.registry.write("one", snapshot: Self.snapshot([1]))
+            _ = try await b.registry.write("two", snapshot: Self.snapshot([1]))
             await #expect(throws: FeedWriteError.limit(StorageLimitExceeded(limit: .maxFeeds, value: 2, needed: 3))) {
-                try await a.registry.put("three", snapshot: Self.snapshot([1]))
+                try await a.registry.write("three", snapshot: Self.snapshot([1]))
             }
             // A delete on one instance makes room on the other.
             #expect(try await a.registry.delete("two"))
-            #expect(try await b.registry.put("three", snapshot: Self.snapshot([1])).created)
+            #expect(try await b.registry.write("three", snapshot: Self.snapshot([1])).created)
             await a.close(); await b.close()
         }
     }
@@ -290,8 +290,8 @@ struct SharedFeedRegistryTests {
     @Test func versionsNumberedAgainWithOtherContentStartANewHistory() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server)
-            for n in 1...3 { _ = try await a.registry.put("news", snapshot: Self.snapshot(Array(1...n))) }
-            let feed = try #require(try await a.registry.lookup("news"))
+            for n in 1...3 { _ = try await a.registry.write("news", snapshot: Self.snapshot(Array(1...n))) }
+            let feed = try #require(try await a.registry.read("news"))
             let old = await feed.history
             let sink = MemorySink()
             await feed.subscribe(sink, lastEventID: nil)
@@ -304,8 +304,8 @@ struct SharedFeedRegistryTests {
             _ = try admin.command(["DEL", window])
             _ = try admin.command([Array("XADD".utf8), Array(window.utf8), Array("2-0".utf8), Array("e".utf8), second])
             let b = try await Instance(server)
-            _ = try await b.registry.put("news", snapshot: Self.snapshot([7]))
-            _ = try await b.registry.put("news", snapshot: Self.snapshot([7, 8]))
+            _ = try await b.registry.write("news", snapshot: Self.snapshot([7]))
+            _ = try await b.registry.write("news", snapshot: Self.snapshot([7, 8]))
             let next = try #require(await sink.next())
             #expect(next.type == "snapshot", "\(next) \(sink.text)")
             #expect(next.id?.hasPrefix("ds1.\(old).") == false, "\(next)")
@@ -316,8 +316,8 @@ struct SharedFeedRegistryTests {
     @Test func aRedisBehindWhatWasServedGivesTheFeedANewHistory() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server)
-            for n in 1...3 { _ = try await a.registry.put("news", snapshot: Self.snapshot(Array(1...n))) }
-            let feed = try #require(try await a.registry.lookup("news"))
+            for n in 1...3 { _ = try await a.registry.write("news", snapshot: Self.snapshot(Array(1...n))) }
+            let feed = try #require(try await a.registry.read("news"))
             let old = await feed.history
             let sink = MemorySink()
             await feed.subscribe(sink, lastEventID: nil)
@@ -325,13 +325,13 @@ struct SharedFeedRegistryTests {
             // An older backup: Redis holds version 2 again (same history), which A served before 3.
             let admin = try RedisConnection(url: server.url, timeout: 2)
             _ = try admin.command(["HSET", RedisKeys().feed("news"), "version", "2", "snapshot", String(decoding: WireCodec.encode(try Self.snapshot([1, 2])), as: UTF8.self)])
-            await a.registry.checkPositions()
+            await a.registry.sharedFeeds?.checkPositions()
             let resync = try #require(await sink.next())
             #expect(resync.type == "snapshot")
             let fresh = await feed.history
             #expect(fresh != old && resync.id == "ds1.\(fresh).3")
             // Writes go on in the new history; the old one's version 3 is never continued.
-            #expect(try await a.registry.put("news", snapshot: Self.snapshot([9])).version == 4)
+            #expect(try await a.registry.write("news", snapshot: Self.snapshot([9])).version == 4)
             #expect(await sink.next()?.id == "ds1.\(fresh).4")
             await a.close()
         }
@@ -340,10 +340,10 @@ struct SharedFeedRegistryTests {
     @Test func withNoReplayWindowBatchesStillReachOtherInstances() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server, replay: 0), b = try await Instance(server, replay: 0)
-            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            _ = try await a.registry.write("news", snapshot: Self.snapshot([1]))
             let onB = MemorySink()
-            try await #require(await b.registry.lookup("news")).subscribe(onB, lastEventID: nil)
-            for n in 2...4 { _ = try await a.registry.put("news", snapshot: Self.snapshot(Array(1...n))) }
+            try await #require(await b.registry.read("news")).subscribe(onB, lastEventID: nil)
+            for n in 2...4 { _ = try await a.registry.write("news", snapshot: Self.snapshot(Array(1...n))) }
             #expect(Self.versions(await Self.events(onB, upTo: 4)) == [1, 2, 3, 4])
             await a.close(); await b.close()
         }
@@ -352,15 +352,15 @@ struct SharedFeedRegistryTests {
     @Test func aRetriedDeleteLeavesAFeedCreatedSinceAlone() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance(server)
-            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            _ = try await a.registry.write("news", snapshot: Self.snapshot([1]))
             #expect(try await a.registry.delete("news", writeID: "delete-once"))
-            _ = try await b.registry.put("news", snapshot: Self.snapshot([2]))
+            _ = try await b.registry.write("news", snapshot: Self.snapshot([2]))
             let sink = MemorySink()
-            try await #require(await a.registry.lookup("news")).subscribe(sink, lastEventID: nil)
+            try await #require(await a.registry.read("news")).subscribe(sink, lastEventID: nil)
             #expect(await sink.next()?.type == "snapshot")
             // The client's retry gets the first answer, and ends nothing.
             #expect(try await a.registry.delete("news", writeID: "delete-once"))
-            _ = try await b.registry.put("news", snapshot: Self.snapshot([2, 3]))
+            _ = try await b.registry.write("news", snapshot: Self.snapshot([2, 3]))
             #expect(await sink.next()?.type == "batch")
             await a.close(); await b.close()
         }
@@ -369,13 +369,13 @@ struct SharedFeedRegistryTests {
     @Test func aKeyedWriteThatChangedNothingIsAnsweredTheSameAfterTheFeedChanged() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance(server)
-            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            _ = try await a.registry.write("news", snapshot: Self.snapshot([1]))
             let first = try await a.registry.write("news", snapshot: Self.snapshot([1]), options: FeedWriteOptions(writeID: "k"))
             #expect(first == FeedWriteResult(created: false, version: 1, operations: 0))
-            _ = try await b.registry.put("news", snapshot: Self.snapshot([2]))
+            _ = try await b.registry.write("news", snapshot: Self.snapshot([2]))
             let retry = try await b.registry.write("news", snapshot: Self.snapshot([1]), options: FeedWriteOptions(writeID: "k"))
             #expect(retry == FeedWriteResult(created: false, version: 1, operations: 0, replayed: true))
-            #expect(await b.registry.feed("news")?.version == 2)  // the retry wrote nothing
+            #expect(try await b.registry.read("news")?.version == 2)  // the retry wrote nothing
             await a.close(); await b.close()
         }
     }
@@ -417,14 +417,14 @@ struct SharedFeedRegistryTests {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance.deaf(server)
             for name in ["deleted", "moved"] {
-                _ = try await a.registry.put(name, snapshot: Self.snapshot([1]))
-                #expect(await b.registry.feed(name)?.version == 1)
+                _ = try await a.registry.write(name, snapshot: Self.snapshot([1]))
+                #expect(try await b.registry.read(name)?.version == 1)
                 try await Self.settle(name, on: b)
             }
             #expect(try await a.registry.delete("deleted", writeID: nil))
-            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
-            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1]))
-            #expect(await b.registry.feed("moved")?.version == 1, "B's copy is stale")
+            _ = try await a.registry.write("moved", snapshot: Self.snapshot([1, 2]))
+            _ = try await a.registry.write("moved", snapshot: Self.snapshot([1]))
+            #expect(await b.registry.sharedFeeds?.held("moved")?.version == 1, "B's copy is stale")
 
             let created = try await b.registry.write("deleted", snapshot: Self.snapshot([1]), options: FeedWriteOptions())
             #expect(created == FeedWriteResult(created: true, version: 1, operations: 2), "created again, not 'unchanged at 1'")
@@ -475,12 +475,12 @@ struct SharedFeedRegistryTests {
             let history = await held.history
 
             _ = try admin.command(["ACL", "SETUSER", "default", "-xrange"])
-            await #expect(throws: StoreError.self) { try await b.registry.latest("moved") }
+            await #expect(throws: StoreError.self) { try await b.registry.read("moved") }
             let sink = MemorySink()
             await held.subscribe(sink, lastEventID: "ds1.\(history).2")
             #expect(!sink.text.contains("event: unavailable"), "\(sink.text)")
             _ = try admin.command(["ACL", "SETUSER", "default", "+xrange"])
-            #expect(try await b.registry.latest("moved")?.version == 2)
+            #expect(try await b.registry.read("moved")?.version == 2)
             await a.close(); await b.close()
         }
     }
@@ -491,22 +491,22 @@ struct SharedFeedRegistryTests {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance.deaf(server)
             for name in ["deleted", "moved"] {
-                _ = try await a.registry.put(name, snapshot: Self.snapshot([1]))
-                #expect(try await b.registry.latest(name)?.version == 1)
+                _ = try await a.registry.write(name, snapshot: Self.snapshot([1]))
+                #expect(try await b.registry.read(name)?.version == 1)
                 try await Self.settle(name, on: b)
             }
             #expect(try await a.registry.delete("deleted", writeID: nil))
-            _ = try await a.registry.put("moved", snapshot: Self.snapshot([1, 2]))
-            #expect(await b.registry.feed("moved")?.version == 1, "B's copy is stale")
+            _ = try await a.registry.write("moved", snapshot: Self.snapshot([1, 2]))
+            #expect(await b.registry.sharedFeeds?.held("moved")?.version == 1, "B's copy is stale")
             // Several at once (`GET /events`): one position check.
-            let several = await b.registry.latest(["moved", "deleted", "never"])
+            let several = await b.registry.read(["moved", "deleted", "never"])
             var versions: [Int?] = []
             for found in several { versions.append(await (try found.get())?.version) }
             #expect(versions == [2, nil, nil])
-            #expect(try await b.registry.latest("moved")?.version == 2)
-            #expect(try await b.registry.latest("deleted") == nil)
-            _ = try await a.registry.put("deleted", snapshot: Self.snapshot([3]))
-            #expect(try await b.registry.latest("deleted")?.version == 1, "created again")
+            #expect(try await b.registry.read("moved")?.version == 2)
+            #expect(try await b.registry.read("deleted") == nil)
+            _ = try await a.registry.write("deleted", snapshot: Self.snapshot([3]))
+            #expect(try await b.registry.read("deleted")?.version == 1, "created again")
             await a.close(); await b.close()
         }
     }
@@ -557,7 +557,7 @@ struct SharedFeedRegistryTests {
             let onB = try await HostedFeeds(registry: b.registry).host(Shelf(), as: "shelf")
             try await Self.settle("shelf", on: b)
             let added = try await onA.perform("add", body: Array(#"{"name":"x"}"#.utf8), writeID: nil)
-            #expect(await b.registry.feed("shelf")?.version == added.version - 1, "B has not heard of x")
+            #expect(await b.registry.sharedFeeds?.held("shelf")?.version == added.version - 1, "B has not heard of x")
 
             let removed = try await onB.perform("remove", body: Array(#"{"name":"x"}"#.utf8), writeID: "k")
             #expect(removed == FeedWriteResult(created: false, version: added.version + 1, operations: 1))
@@ -604,14 +604,14 @@ struct SharedFeedRegistryTests {
             let time = Mutex(0.0)
             let keys = RedisKeys(prefix: "diffstream")
             let store = try RedisStore.open(url: server.url, keys: keys, replay: 8, pingInterval: 0.2)
-            let b = FeedRegistry(replayLimit: 8, transport: MemoryBroadcaster(), store: store, logger: Logger(label: "test"),
+            let b = FeedRegistry(replayLimit: 8, transport: MemoryBroadcaster(), sharing: store, logger: Logger(label: "test"),
                                  idleFeedLifetime: 60, clock: { time.withLock { $0 } })
             let following = SharedFeedFollower(registry: b)
             await following.start(checkInterval: 3600)
-            for name in ["used", "watched", "unused"] { _ = try await a.registry.put(name, snapshot: Self.snapshot([1])) }
-            for name in ["used", "unused"] { #expect(await b.feed(name)?.version == 1) }
+            for name in ["used", "watched", "unused"] { _ = try await a.registry.write(name, snapshot: Self.snapshot([1])) }
+            for name in ["used", "unused"] { #expect(try await b.read(name)?.version == 1) }
             let watching = MemorySink()
-            try await #require(await b.lookup("watched")).subscribe(watching, lastEventID: nil)
+            try await #require(await b.read("watched")).subscribe(watching, lastEventID: nil)
             let admin = try RedisConnection(url: server.url, timeout: 2)
             func followers(_ name: String) throws -> Int? { try Self.followers(name, admin: admin) }
             func until(_ name: String, has count: Int) async throws -> Bool { try await Self.until(name, has: count, admin: admin) }
@@ -619,38 +619,38 @@ struct SharedFeedRegistryTests {
             for name in ["used", "watched", "unused"] { #expect(try await until(name, has: 2)) }
 
             time.withLock { $0 = 50 }
-            #expect(await b.feed("used")?.version == 1)
+            #expect(try await b.read("used")?.version == 1)
             time.withLock { $0 = 61 }
-            await b.checkPositions()
+            await b.sharedFeeds?.checkPositions()
             #expect(try await until("unused", has: 1), "unused for 61 s: dropped")
             #expect(try followers("used") == 2, "used 11 s ago: kept")
             #expect(try followers("watched") == 2, "a subscriber keeps it")
 
             time.withLock { $0 = 111 }
-            await b.checkPositions()
+            await b.sharedFeeds?.checkPositions()
             #expect(try await until("used", has: 1))
             #expect(try followers("watched") == 2)
 
             // Written on A while B does not follow it: B reads it again, current, and follows it again.
-            _ = try await a.registry.put("unused", snapshot: Self.snapshot([1, 2]))
-            #expect(await b.feed("unused")?.version == 2)
+            _ = try await a.registry.write("unused", snapshot: Self.snapshot([1, 2]))
+            #expect(try await b.read("unused")?.version == 2)
             let late = MemorySink()
-            try await #require(await b.lookup("unused")).subscribe(late, lastEventID: nil)
+            try await #require(await b.read("unused")).subscribe(late, lastEventID: nil)
             #expect(try await until("unused", has: 2))
-            _ = try await a.registry.put("unused", snapshot: Self.snapshot([1, 2, 3]))
+            _ = try await a.registry.write("unused", snapshot: Self.snapshot([1, 2, 3]))
             #expect(Self.versions(await Self.events(late, upTo: 3)) == [2, 3])
 
             // A copy in use counts as used at every check: the 60 s run from when its subscriber left.
-            let watched = try #require(await b.lookup("watched"))
+            let watched = try #require(await b.read("watched"))
             time.withLock { $0 = 200 }
-            await b.checkPositions()  // in use: used now (200)
+            await b.sharedFeeds?.checkPositions()  // in use: used now (200)
             watching.disconnect()
             #expect(await eventually { await watched.subscriberCount == 0 })
             time.withLock { $0 = 259 }
-            await b.checkPositions()
+            await b.sharedFeeds?.checkPositions()
             #expect(try followers("watched") == 2, "idle for 59 s: kept")
             time.withLock { $0 = 261 }
-            await b.checkPositions()
+            await b.sharedFeeds?.checkPositions()
             #expect(try await until("watched", has: 1), "idle for 61 s: dropped")
             await following.stop()
             store.close()
@@ -665,19 +665,19 @@ struct SharedFeedRegistryTests {
     @Test func eventsThatStopWhileCommandsWorkAreAnOutageUntilTheyComeBack() async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance(server)
-            _ = try await a.registry.put("news", snapshot: Self.snapshot([1]))
+            _ = try await a.registry.write("news", snapshot: Self.snapshot([1]))
             let sink = MemorySink()
-            try await #require(await b.registry.lookup("news")).subscribe(sink, lastEventID: nil)
+            try await #require(await b.registry.read("news")).subscribe(sink, lastEventID: nil)
             #expect(await sink.next()?.type == "snapshot")
             let admin = try RedisConnection(url: server.url, timeout: 2)
             #expect(try admin.command(["ACL", "SETUSER", "default", "resetchannels"]) == .status("OK"))
             #expect(await sink.next()?.type == "unavailable")
-            await b.registry.checkPositions()
-            await b.registry.checkPositions()
+            await b.registry.sharedFeeds?.checkPositions()
+            await b.registry.sharedFeeds?.checkPositions()
             #expect(!sink.text.contains("event: available"))
             #expect(try admin.command(["ACL", "SETUSER", "default", "allchannels"]) == .status("OK"))
             #expect(await sink.next()?.type == "available")
-            _ = try await a.registry.put("news", snapshot: Self.snapshot([1, 2]))
+            _ = try await a.registry.write("news", snapshot: Self.snapshot([1, 2]))
             #expect(Self.versions(await Self.events(sink, upTo: 2)).last == 2)
             await a.close(); await b.close()
         }

@@ -1,7 +1,6 @@
-import CoreMetrics
-import Metrics
 import DiffStream
 import DiffStreamJSON
+import FeedCore
 import FeedStorage
 import HTTPCore
 
@@ -10,14 +9,11 @@ import HTTPCore
 /// instances taken in order, refreshes after a gap, outages told to subscribers, and a history
 /// restarted when the store went back past versions this copy served.
 extension Feed {
-    /// The most attempts of one write that lose a race to another instance before it is refused. A
-    /// loser reads again while the winner may already send its next write, so under a storm on one
-    /// feed an instance can lose several races in a row: with three instances about 2 in 3 each, which
-    /// 16 attempts would make 1 in 700 writes refused, and 64 about 1 in 10^11.
-    package static let maxSharedAttempts = 64
+    /// This feed's keeper when it is a copy of a shared store's feed.
+    var sharedCopy: SharedFeedCopy? { keeper as? SharedFeedCopy }
 
     /// ``write(_:viewState:options:)`` against a shared store; the caller holds the write turn.
-    func writeShared(_ shared: any SharedFeedStore, _ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions) async throws(FeedWriteError) -> FeedWriteResult {
+    func writeShared(_ copy: SharedFeedCopy, _ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions) async throws(FeedWriteError) -> FeedWriteResult {
         let encoded = WireCodec.encode(new)
         if let account {
             do { try account.checkSnapshot(bytes: encoded.count) } catch { throw .limit(error) }
@@ -28,15 +24,15 @@ extension Feed {
             // A client's retry: its first answer, before anything is computed (the content may equal
             // the current one by now, which alone would answer "nothing changed").
             let previous: (version: Int, answer: [UInt8])?
-            do { previous = try await shared.committedAnswer(name, writeID: key) } catch { throw .store(error) }
+            do { previous = try await copy.store.committedAnswer(name, writeID: key) } catch { throw .store(error) }
             if let previous { return try FeedWriteResult(replaying: previous.answer, version: previous.version, request: request) }
         }
         let writeID = options.writeID ?? RandomID.perWrite()
-        for _ in 0..<Self.maxSharedAttempts {
+        for _ in 0..<SharedFeedCopy.maxAttempts {
             // Versions this copy served were numbered again in the store (``rewrites(_:)``): nothing is
             // diffed from them until the copy is the store's new history.
-            if rewritten {
-                if let error = await refreshFromStore(shared) { throw .store(error) }
+            if copy.rewritten {
+                if let error = await refreshFromStore(copy) { throw .store(error) }
                 if options.basis != nil { throw .conflict }
                 continue
             }
@@ -60,14 +56,14 @@ extension Feed {
                         // Nothing to commit, but this copy may be behind the store (another instance's
                         // commit or delete not yet heard): answer only once the store is where it is.
                         let position: StorePositions
-                        do { position = try await shared.positions([name]) } catch { throw .store(error) }
+                        do { position = try await copy.store.positions([name]) } catch { throw .store(error) }
                         guard position.intact else {
-                            await lostData?()
+                            await copy.lostData?()
                             if options.basis != nil { throw .conflict }
                             continue
                         }
                         guard position.feeds[name] == FeedPosition(history: baseHistory, version: base) else {
-                            if let error = await refreshFromStore(shared) { throw .store(error) }
+                            if let error = await refreshFromStore(copy) { throw .store(error) }
                             if options.basis != nil { throw .conflict }
                             continue
                         }
@@ -75,7 +71,7 @@ extension Feed {
                         // A client's key is answered the same on a retry, even if the feed changes meanwhile.
                         if let key = options.writeID {
                             let earlier: (version: Int, answer: [UInt8])?
-                            do { earlier = try await shared.recordAnswer(name, writeID: key, version: base, answer: unchanged.answer(request: request)) } catch { throw .store(error) }
+                            do { earlier = try await copy.store.recordAnswer(name, writeID: key, version: base, answer: unchanged.answer(request: request)) } catch { throw .store(error) }
                             if let earlier { return try FeedWriteResult(replaying: earlier.answer, version: earlier.version, request: request) }
                         }
                         return unchanged
@@ -102,7 +98,7 @@ extension Feed {
                     let replayed = try FeedWriteResult(replaying: answer, version: version, request: request)
                     // This instance skips its own published commits: read what the first commit left
                     // (a view state keeps the version, so the version alone cannot say).
-                    await refreshFromStore(shared)
+                    await refreshFromStore(copy)
                     return replayed
                 }
                 if case .viewState = write {
@@ -119,12 +115,12 @@ extension Feed {
             case .conflict:
                 // A store that cannot be read now cannot say what to compute against: its error, not
                 // a conflict after every attempt.
-                if let error = await refreshFromStore(shared) { throw .store(error) }
+                if let error = await refreshFromStore(copy) { throw .store(error) }
                 if options.basis != nil { throw .conflict }
             case .notCommitted:
                 continue
             case .lostData:
-                await lostData?()
+                await copy.lostData?()
                 if options.basis != nil { throw .conflict }
             case .fenced:
                 throw .fenced
@@ -141,11 +137,11 @@ extension Feed {
     /// twice: as this instance's answer and through the store's events).
     /// - Returns: false when it does not follow (a gap, or another history): the copy must be refreshed.
     func applyCommit(history: String, version: Int, snapshot new: WireSnapshot, encodedBytes: Int, event: [UInt8], state: [UInt8]?) -> Bool {
-        guard !rewritten else { return false }
+        guard let copy = sharedCopy, !copy.rewritten else { return false }
         if self.version > 0, history == self.history, version <= self.version { return true }
         let creates = self.version == 0 && version == 1
         guard creates || (history == self.history && version == self.version + 1) else { return false }
-        generation &+= 1
+        copy.generation &+= 1
         self.history = history
         self.version = version
         snapshot = new
@@ -183,7 +179,7 @@ extension Feed {
         if self.version > 0, history == self.history, version <= self.version {
             // A version this copy holds, with other content: the store's history was rewritten past it.
             if rewrites([StoredBatch(version: version, bytes: batch)]) {
-                rewritten = true
+                sharedCopy?.rewritten = true
                 queueRefresh()
             }
             return
@@ -219,8 +215,8 @@ extension Feed {
 
     /// Refreshes from the store in turn with the writes, unless one is queued already.
     package func queueRefresh() {
-        guard shared != nil, !refreshQueued else { return }
-        refreshQueued = true
+        guard let copy = sharedCopy, !copy.refreshQueued else { return }
+        copy.refreshQueued = true
         Task { await self.refreshInTurn() }
     }
 
@@ -235,9 +231,9 @@ extension Feed {
     func refreshInTurn() async -> StoreError? {
         await acquireWrite()
         defer { releaseWrite() }
-        refreshQueued = false
-        guard let shared else { return nil }
-        return await refreshFromStore(shared)
+        guard let copy = sharedCopy else { return nil }
+        copy.refreshQueued = false
+        return await refreshFromStore(copy)
     }
 
     /// Reads the feed from the shared store and brings the copy and its subscribers to it: the
@@ -247,15 +243,15 @@ extension Feed {
     /// position check tries again). The caller holds the write turn.
     /// - Returns: the read's error when the store could not be read (nothing changed), else nil.
     @discardableResult
-    func refreshFromStore(_ shared: any SharedFeedStore) async -> StoreError? {
-        let (readFrom, readAt, readGeneration) = (history, version, generation)
+    func refreshFromStore(_ copy: SharedFeedCopy) async -> StoreError? {
+        let (readFrom, readAt, readGeneration) = (history, version, copy.generation)
         let stored: StoredFeed?
-        do { stored = try await shared.read(name) } catch { return error }
+        do { stored = try await copy.store.read(name) } catch { return error }
         // Commits or a delete reached the copy during the read: what was read may be older than they
         // are. Further along the copy's history, it is applied below; at or behind the copy's version,
         // the copy has it already; no feed or another history (a create read as "no feed", a
         // recreated history read as the old one) is read again.
-        if generation != readGeneration {
+        if copy.generation != readGeneration {
             guard let stored, stored.history == history else {
                 queueRefresh()
                 return nil
@@ -276,17 +272,17 @@ extension Feed {
         // or versions it served numbered again with other content (another instance wrote on from
         // there): the feed gets a new history there, so no version is numbered twice; every copy resyncs.
         if stored.history == history, readFrom == history, stored.version < readAt || rewrites(stored.batches) {
-            rewritten = true
-            _ = try? await shared.restartHistory(name, from: stored.history, at: stored.version, to: RandomID.history())
-            if !rereading {
-                rereading = true
-                await refreshFromStore(shared)
-                rereading = false
+            copy.rewritten = true
+            _ = try? await copy.store.restartHistory(name, from: stored.history, at: stored.version, to: RandomID.history())
+            if !copy.rereading {
+                copy.rereading = true
+                await refreshFromStore(copy)
+                copy.rereading = false
             }
             return nil
         }
         guard let decoded = try? WireCodec.decodeSnapshot(stored.snapshot) else { return nil }
-        rewritten = false
+        copy.rewritten = false
         let window = stored.batches.suffix(replayLimit).map { ($0.version, EventPayload($0.bytes)) }
         let continues = version > 0 && stored.history == history && stored.version > version
             && (stored.batches.first.map { $0.version <= version + 1 } ?? false)
@@ -314,14 +310,11 @@ extension Feed {
     /// The shared store cannot be reached (`detail`), or can again (nil): subscribers are told once
     /// per outage (`event: unavailable` / `event: available`); after it is back, the copy is refreshed.
     package func setOutage(_ detail: String?) {
-        let changes = (detail == nil) != (outage == nil)
-        outage = detail
+        guard let copy = sharedCopy else { return }
+        let changes = (detail == nil) != (copy.outage == nil)
+        copy.outage = detail
         guard changes else { return }
         sendEverySubscriber(detail.map { FeedEvents.unavailableEvent(feed: name, detail: $0) } ?? FeedEvents.availableEvent(feed: name))
         if detail == nil { queueRefresh() }
     }
-
-    /// The version and view-model state this copy holds: what a hosted view model computes its next
-    /// change from (``FeedWriteOptions/basis``).
-    package var basis: FeedBasis { FeedBasis(version: version, state: viewState) }
 }

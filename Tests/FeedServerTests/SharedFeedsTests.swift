@@ -1,8 +1,8 @@
 import FeedStorage
-@testable import FeedServer
+import FeedReplication
 import Testing
 
-struct FeedRegistryTests {
+struct SharedFeedsTests {
     static let h1 = FeedPosition(history: "h1", version: 3)
 
     /// When a read refreshes a copy from the shared store: only when the copy misses something.
@@ -16,6 +16,6 @@ struct FeedRegistryTests {
         (nil, nil, false),
     ] as [(FeedPosition?, FeedPosition?, Bool)])
     func aCopyIsBehindWhenTheStoreHoldsMore(held: FeedPosition?, stored: FeedPosition?, behind: Bool) {
-        #expect(FeedRegistry.isBehind(held, stored) == behind)
+        #expect(SharedFeeds.isBehind(held, stored) == behind)
     }
 }
