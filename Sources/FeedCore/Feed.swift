@@ -27,9 +27,10 @@ public actor Feed {
     package var storedBytes: Int { snapshotBytes + replayBytes }
     package let account: StorageAccount?
     var subscribers: [Int: any EventSink] = [:]
-    /// The subscribers on multi-feed streams (`GET /events`): their events' ids name the feed
-    /// (`id: NAME@ds1.…`), so they get the same events with that id, encoded once per event for all.
-    var taggedSubscribers: [Int: any EventSink] = [:]
+    /// The members each ``SubscriberGroup`` among `subscribers` was last counted with, by its id, and
+    /// how many more subscribers than groups they make together (what ``subscriberCount`` adds).
+    var groupMembers: [Int: Int] = [:]
+    var extraMembers = 0
     let transport: (any EventBroadcaster)?
     package let metrics: FeedMetrics
     /// The one seam every write goes through (``FeedLog``): memory, the local log or a shared store.
@@ -44,8 +45,6 @@ public actor Feed {
     /// starts again at 1) and shared by every subscriber that needs it: new ones, and lagging ones
     /// being caught up.
     var snapshotPayload: (history: String, version: Int, payload: EventPayload)?
-    /// The same, with the feed's name in its id, for multi-feed streams.
-    var taggedSnapshotPayload: (history: String, version: Int, payload: EventPayload)?
     /// Whether the server hosts this feed (a view model): it does not count against `--max-feeds`.
     package var isHosted = false
     /// When this feed is a copy of another authority (a store several instances share), what keeps
@@ -98,8 +97,8 @@ public actor Feed {
     /// True once created and until deleted.
     public var exists: Bool { version > 0 }
 
-    /// The number of open subscriptions.
-    public var subscriberCount: Int { subscribers.count + taggedSubscribers.count }
+    /// The number of open subscriptions: a ``SubscriberGroup`` counts as its members.
+    public var subscriberCount: Int { subscribers.count + extraMembers }
 
     /// Nothing on this instance needs the copy now: no subscriber, not hosted, and not ``isBusy``.
     /// With a shared store, the registry drops idle copies (``FeedRegistry``).
@@ -237,33 +236,25 @@ public actor Feed {
         return FeedWriteResult(created: false, version: version, operations: batch.operations.count)
     }
 
-    /// Sends a new batch (`event`, encoded once as `payload`) to every subscriber: as it is, and with
-    /// the feed's name in its id to the multi-feed streams' slots.
+    /// Sends a new batch (`event`, encoded once as `payload`) to every subscriber.
     package func broadcastBatch(_ event: [UInt8], _ payload: EventPayload) {
         metrics.recordBatch(name)
         let broadcastAt = MonotonicClock.now()
         transport?.broadcast(payload, to: Array(subscribers.values)) {
             MetricHandles.shared.timer(MetricName.publishToLastWrite).recordSeconds(MonotonicClock.now() - broadcastAt)
         }
-        if !taggedSubscribers.isEmpty {
-            transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(event, feed: name)), to: Array(taggedSubscribers.values))
-        }
     }
 
     /// Sends `events` (whole events of this feed: batches a copy missed, an outage notice) to every
-    /// subscriber, encoded once for each form (as they are, and with the feed's name in their ids).
+    /// subscriber, encoded once.
     package func sendEverySubscriber(_ events: [UInt8]) {
         if !subscribers.isEmpty { transport?.broadcast(EventPayload(events), to: Array(subscribers.values)) }
-        if !taggedSubscribers.isEmpty {
-            transport?.broadcast(EventPayload(FeedEvents.namingFeedInID(events, feed: name)), to: Array(taggedSubscribers.values))
-        }
     }
 
     /// Sends every subscriber the current snapshot (the copy jumped to another history or past its window).
     package func resyncEverySubscriber() {
         metrics.recordResync()
-        if !subscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: false), to: Array(subscribers.values)) }
-        if !taggedSubscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(tagged: true), to: Array(taggedSubscribers.values)) }
+        if !subscribers.isEmpty { transport?.broadcast(currentSnapshotPayload(), to: Array(subscribers.values)) }
     }
 
     package func acquireWrite() async {
@@ -276,34 +267,96 @@ public actor Feed {
     }
 
     /// Adds a subscriber. It first gets either the batches it missed since `lastEventID` (when that id
-    /// is ours and still in the replay window; none when it is the current one) or a fresh snapshot.
+    /// is ours and still in the replay window; none when it is the current one) or a fresh snapshot
+    /// (``FeedOpening``), then `event: unavailable` during an outage of the shared store.
     /// (The stream's first block, `retry:` and the heartbeat announcement, is the API's.)
-    ///
-    /// - Parameter tagged: the subscriber is one feed of a multi-feed stream: its events' ids are
-    ///   `NAME@ds1.<history>.<version>`, and `lastEventID` is the part after the `@`.
-    public func subscribe(_ stream: any EventSink, lastEventID: String?, tagged: Bool = false) async {
-        if let keeper, await !keeper.prepare(subscribing: stream, lastEventID: lastEventID, tagged: tagged, to: self) { return }
-        guard version > 0 else {
-            stream.end(with: EventPayload(FeedEvents.deletedEvent(feed: name)))
+    public func subscribe(_ stream: any EventSink, lastEventID: String?) async {
+        let opening = opening(since: lastEventID, unreadable: await catchUp(to: lastEventID))
+        if case .deleted(let payload) = opening {
+            stream.end(with: payload)
             return
         }
-        if let missed = missedBatches(since: lastEventID) {
-            if !missed.isEmpty {
-                let bytes = missed.flatMap(\.bytes)
-                stream.send(EventPayload(tagged ? FeedEvents.namingFeedInID(bytes, feed: name) : bytes))
-            }
-        } else {
-            stream.send(currentSnapshotPayload(tagged: tagged))
-        }
-        register(stream, tagged: tagged)
-        if let outage = keeper?.outage { stream.send(EventPayload(FeedEvents.unavailableEvent(feed: name, detail: outage))) }
+        if let payload = opening.payload { stream.send(payload) }
+        subscribers[stream.id] = stream
+        if let notice = outageNotice { stream.send(notice) }
+        watch(stream)
     }
 
-    /// Adds `stream` to the subscribers (it has had its first event), counts it, and hands its end
-    /// and its catch-up requests to the feed.
-    package func register(_ stream: any EventSink, tagged: Bool) {
-        if tagged { taggedSubscribers[stream.id] = stream } else { subscribers[stream.id] = stream }
+    /// Adds a member to `group`, a subscriber that forwards this feed's events to many (the slots of
+    /// multi-feed streams; the feed knows nothing of them). `admit` runs on the actor, in order with the
+    /// broadcasts, with what the member gets first (as ``subscribe(_:lastEventID:)`` would send it) and
+    /// the outage notice to send after it; it returns whether the group took the member (false: the
+    /// group has ended, and nothing changes here). The group is subscribed with its first member
+    /// (unless `deleted` is what the member gets) and counted by its ``SubscriberGroup/memberCount``.
+    package func join(_ group: any SubscriberGroup, lastEventID: String?, admit: @Sendable (FeedOpening, _ notice: EventPayload?) -> Bool) async {
+        let opening = opening(since: lastEventID, unreadable: await catchUp(to: lastEventID))
+        guard admit(opening, outageNotice) else { return }
+        if case .deleted = opening { return }
+        if subscribers[group.id] == nil {
+            subscribers[group.id] = group
+            watch(group)
+        } else {
+            recount(group)
+        }
+    }
+
+    /// Counts `group`'s members again (one joined or left); nothing if it is not subscribed.
+    package func recount(_ group: any SubscriberGroup) {
+        guard subscribers[group.id] != nil else { return }
+        let count = group.memberCount
+        extraMembers += count - (groupMembers[group.id] ?? 1)
+        groupMembers[group.id] = count
         metrics.setSubscribers(name, subscriberCount)
+    }
+
+    /// Runs `body` on the actor with the current snapshot event (one payload per version), in order
+    /// with the broadcasts: a member of a group that fell behind is caught up with it. Nothing when the
+    /// feed does not exist (every subscription has ended then).
+    package func resyncMember(_ body: @Sendable (EventPayload) -> Void) {
+        guard version > 0 else { return }
+        metrics.recordResync()
+        body(currentSnapshotPayload())
+    }
+
+    /// A client that saw a later version on another instance than this copy holds (the store's events
+    /// are on their way): brings the copy up to date first, so it resumes with batches.
+    /// - Returns: whether the shared store could not be read.
+    func catchUp(to lastEventID: String?) async -> Bool {
+        guard let keeper, let text = lastEventID, let id = EventID(text), id.history == history, id.version > version else { return false }
+        return await keeper.catchUp(to: id, of: self)
+    }
+
+    /// What a subscriber whose last event id is `lastEventID` gets first; `unreadable`: ``catchUp(to:)``
+    /// could not read the shared store. A copy still behind the client then sends nothing older than
+    /// what it holds: the refresh after the outage brings it (and the batches it has, which it skips as
+    /// duplicates); told `unavailable` only during a known outage, which ends with `available`, a
+    /// one-off failure is read again at once.
+    func opening(since lastEventID: String?, unreadable: Bool) -> FeedOpening {
+        if unreadable, let text = lastEventID, let id = EventID(text), id.history == history, id.version > version, version > 0 {
+            if keeper?.outage == nil { keeper?.readAgain(self) }
+            return .behind
+        }
+        guard version > 0 else { return .deleted(EventPayload(FeedEvents.deletedEvent(feed: name))) }
+        guard let missed = missedBatches(since: lastEventID) else { return .snapshot(currentSnapshotPayload()) }
+        switch missed.count {
+        case 0: return .missed(nil)
+        case 1: return .missed(missed[0])
+        default: return .missed(EventPayload(missed.flatMap(\.bytes)))
+        }
+    }
+
+    /// `event: unavailable` while the shared store cannot be reached, else nil.
+    var outageNotice: EventPayload? {
+        keeper?.outage.map { EventPayload(FeedEvents.unavailableEvent(feed: name, detail: $0)) }
+    }
+
+    /// Counts a new subscriber and hands its end and its catch-up requests to the feed.
+    func watch(_ stream: any EventSink) {
+        if let group = stream as? any SubscriberGroup {
+            recount(group)
+        } else {
+            metrics.setSubscribers(name, subscriberCount)
+        }
         let id = stream.id
         stream.onTermination { [weak self] in
             Task { await self?.unsubscribe(id) }
@@ -324,20 +377,13 @@ public actor Feed {
 
     /// A subscriber fell behind and has drained its queue: catch it up with a fresh snapshot.
     func resync(_ stream: any EventSink) {
-        let tagged = taggedSubscribers[stream.id] != nil
-        guard tagged || subscribers[stream.id] != nil else { return }
+        guard subscribers[stream.id] != nil else { return }
         metrics.recordResync()
-        stream.resume(with: currentSnapshotPayload(tagged: tagged))
+        stream.resume(with: currentSnapshotPayload())
     }
 
-    /// The snapshot event of the current version, encoded on first use (each form once).
-    package func currentSnapshotPayload(tagged: Bool) -> EventPayload {
-        if tagged {
-            if let cached = taggedSnapshotPayload, cached.version == version, cached.history == history { return cached.payload }
-            let payload = EventPayload(FeedEvents.namingFeedInID(currentSnapshotPayload(tagged: false).bytes, feed: name))
-            taggedSnapshotPayload = (history, version, payload)
-            return payload
-        }
+    /// The snapshot event of the current version, encoded on first use.
+    package func currentSnapshotPayload() -> EventPayload {
         if let cached = snapshotPayload, cached.version == version, cached.history == history { return cached.payload }
         let event = FeedEvents.snapshotEvent(feed: name, id: EventID(history: history, version: version), snapshot: snapshot)
         let payload = EventPayload(event)
@@ -347,7 +393,8 @@ public actor Feed {
 
     func unsubscribe(_ id: Int) {
         // Not there: already ended by `delete()`, whose metrics entry must stay removed.
-        guard subscribers.removeValue(forKey: id) != nil || taggedSubscribers.removeValue(forKey: id) != nil else { return }
+        guard subscribers.removeValue(forKey: id) != nil else { return }
+        if let members = groupMembers.removeValue(forKey: id) { extraMembers -= members - 1 }
         metrics.setSubscribers(name, subscriberCount)
     }
 
@@ -381,7 +428,6 @@ public actor Feed {
         keeper?.ended()
         version = 0
         snapshotPayload = nil
-        taggedSnapshotPayload = nil
         snapshot = WireSnapshot()
         snapshotBytes = 0
         replay = []
@@ -389,9 +435,10 @@ public actor Feed {
         viewState = nil
         let payload = EventPayload(FeedEvents.deletedEvent(feed: name))
         // Each ends with it, even one that fell behind (it would drop a broadcast event).
-        for stream in Array(subscribers.values) + Array(taggedSubscribers.values) { stream.end(with: payload) }
+        for stream in Array(subscribers.values) { stream.end(with: payload) }
         subscribers.removeAll()
-        taggedSubscribers.removeAll()
+        groupMembers.removeAll()
+        extraMembers = 0
         metrics.removeFeed(name)
     }
 

@@ -16,11 +16,12 @@ package protocol FeedCopyKeeper: AnyObject {
     func write(_ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions, to feed: isolated Feed) async throws(FeedWriteError) -> FeedWriteResult
     /// ``Feed/delete(writeID:)`` against the authority; the caller holds the write turn.
     func delete(writeID: String?, of feed: isolated Feed) async throws(FeedWriteError) -> Bool
-    /// Called before `stream` subscribes from `lastEventID`: brings the copy up to the client's
-    /// position when the client saw a later version elsewhere. Returns false when it has already
-    /// registered `stream` itself (the copy could not catch up; the stream was told why), true when
-    /// the subscription goes on as usual.
-    func prepare(subscribing stream: any EventSink, lastEventID: String?, tagged: Bool, to feed: isolated Feed) async -> Bool
+    /// A client comes back at `id`, a later version of this history than the copy holds (it saw it on
+    /// another instance; the authority's events are on their way): brings the copy up to it if it can.
+    /// - Returns: true when the authority could not be read (the copy is as it was).
+    func catchUp(to id: EventID, of feed: isolated Feed) async -> Bool
+    /// Reads the authority again soon, in turn with the writes (a one-off failure to read it).
+    func readAgain(_ feed: isolated Feed)
     /// A refresh from the authority is under way or queued: the copy is not idle.
     var isBusy: Bool { get }
     /// Why the authority cannot be reached, while it cannot (new subscribers are told).

@@ -77,24 +77,16 @@ package final class SharedFeedCopy: FeedCopyKeeper {
         throw .store(.io(path: feed.name, reason: "the delete could not be settled after \(Self.maxAttempts) attempts"))
     }
 
-    /// A client that saw a later version on another instance than this copy holds (the store's events
-    /// are on their way): the copy is brought up to date first, so the client resumes with batches.
-    package func prepare(subscribing stream: any EventSink, lastEventID: String?, tagged: Bool, to feed: isolated Feed) async -> Bool {
-        guard let text = lastEventID, let id = EventID(text), id.history == feed.history, id.version > feed.version else { return true }
+    /// A client that saw a later version on another instance than this copy holds: the copy is read
+    /// again first, so the client resumes with batches.
+    package func catchUp(to id: EventID, of feed: isolated Feed) async -> Bool {
         await feed.acquireWrite()
         let readError = await feed.refreshFromStore(self)
         feed.releaseWrite()
-        guard readError != nil, id.history == feed.history, id.version > feed.version, feed.version > 0 else { return true }
-        // The shared store cannot be reached and this copy is behind the client: send nothing older than
-        // what it holds; the refresh after the outage brings it (and the batches it has, which
-        // it skips as duplicates). Told `unavailable` only during a known outage, which ends
-        // with `available`; a one-off failure is read again at once.
-        feed.register(stream, tagged: tagged)
-        if let outage {
-            stream.send(EventPayload(FeedEvents.unavailableEvent(feed: feed.name, detail: outage)))
-        } else {
-            feed.queueRefresh()
-        }
-        return false
+        return readError != nil
+    }
+
+    package func readAgain(_ feed: isolated Feed) {
+        feed.queueRefresh()
     }
 }

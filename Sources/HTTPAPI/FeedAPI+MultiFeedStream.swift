@@ -9,7 +9,7 @@ import Metrics
 /// answer when none may.
 extension FeedAPI {
     /// `GET /events?feed=A&feed=B@ID…`: many feeds on one stream (see ``MultiFeedRequest`` and
-    /// ``FeedMultiplexer``). Each feed is checked on its own: one refused, missing or deleted ends only
+    /// ``FeedMultiplexer``; each feed's slots share its ``TaggedFanOut``). Each feed is checked on its own: one refused, missing or deleted ends only
     /// its own part (`event: forbidden`, `unauthorized`, `notfound`, `deleted`). Only when every feed
     /// is refused does the request get a plain status: `401` if any needs a token and none was sent,
     /// else `403` if any is forbidden, else `404`.
@@ -49,14 +49,14 @@ extension FeedAPI {
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",
-        ]) { [announcement, opened] stream in
+        ]) { [announcement, opened, taggedFeeds] stream in
             let multiplexer = FeedMultiplexer(stream)
             multiplexer.send(announcement)
             Task { [registry] in
                 for (entry, outcome) in opened {
                     switch outcome {
                     case .open(let feed):
-                        await registry.current(feed).subscribe(multiplexer.makeSlot(feed: entry.feed), lastEventID: entry.position, tagged: true)
+                        await taggedFeeds.join(multiplexer.makeSlot(feed: entry.feed), to: registry.current(feed), lastEventID: entry.position)
                     case .notFound:
                         multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: "no feed named \(entry.feed)")))
                     case .forbidden(let detail):

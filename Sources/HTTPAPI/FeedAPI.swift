@@ -61,6 +61,8 @@ public struct FeedAPI: Sendable {
     package let authorizer: Authorizer
     /// The first block of every event stream (`retry:` and the heartbeat announcement), encoded once.
     package let announcement: EventPayload
+    /// The fan-out of each feed multi-feed streams carry: tagged once per event for all their slots.
+    package let taggedFeeds = TaggedFeeds()
     /// What `retry:` tells clients to wait before reconnecting, in milliseconds.
     package static let retryMilliseconds = 2000
 
