@@ -56,6 +56,12 @@ public struct AccessPolicy: Sendable {
     public var trustedOrigins: Set<String>
     /// Whether the server itself serves HTTPS: its own origin is `https://` + `Host` then.
     public var tls: Bool
+    /// Families whose members are bound to their users (issue 38), by prefix, with how a token's
+    /// subject becomes a key: the member `PREFIX.KEY` may be read, subscribed to, patched or acted on
+    /// only with the admin token or a token whose `sub` maps to `KEY`, whatever `--private`, the
+    /// public feeds or the token's patterns say. Anything else is `403` (`401` without a token),
+    /// whether or not the member exists.
+    public var boundFamilies: [String: SubjectKey] = [:]
 
     public init(adminToken: String? = nil, privateReads: Bool = false, publicFeeds: Set<String> = [], openWrites: Bool = true,
                 trustedOrigins: Set<String> = [], tls: Bool = false) {
@@ -91,11 +97,39 @@ public struct Authorizer: Sendable {
 
     private enum Need: Equatable {
         case nothing, optional, subscribe(String), publish(String)
+        /// A member of a bound family: its user's token (``AccessPolicy/boundFamilies``).
+        case owner(feed: String, family: String, key: String)
+    }
+
+    /// The bound family `feed` is a member of, and its key (nil: not a bound family's member).
+    /// - Complexity: O(n) in the name's length (a lookup per dot).
+    package func binding(of feed: String) -> (family: String, key: Substring, mapping: SubjectKey)? {
+        guard !policy.boundFamilies.isEmpty else { return nil }
+        var index = feed.startIndex
+        while let dot = feed[index...].firstIndex(of: ".") {
+            let family = String(feed[..<dot])
+            if let mapping = policy.boundFamilies[family] { return (family, feed[feed.index(after: dot)...], mapping) }
+            index = feed.index(after: dot)
+        }
+        return nil
+    }
+
+    /// Whether `principal` is the user a bound family's member `feed` belongs to (or the admin).
+    func owns(_ feed: String, family: String, key: Substring, mapping: SubjectKey, as principal: Principal) -> Bool {
+        switch principal {
+        case .admin: return true
+        case .token(let rights): return rights.subject.flatMap { mapping.key(for: $0, prefix: family) }.map { $0[...] == key } ?? false
+        case .anonymous: return false
+        }
+    }
+
+    static func notOwner(_ feed: String, family: String) -> String {
+        "only its user may use '\(feed)': the family '\(family)' is bound to its users, and this token's subject (sub) is not its key"
     }
 
     /// Decides one request. `now` is seconds since 1970.
     public func authorize(_ access: Access, headers: HTTPHeaders, query: [(name: String, value: String)], now: Double) async -> AuthorizationDecision {
-        let need: Need
+        var need: Need
         switch access {
         case .list:
             need = policy.privateReads ? .optional : .nothing
@@ -111,6 +145,10 @@ public struct Authorizer: Sendable {
             }
             need = .publish(feed)
         }
+        if case .read(let feed) = access, let bound = binding(of: feed) { need = .owner(feed: feed, family: bound.family, key: String(bound.key)) }
+        if case .subscribe(let feed) = access, let bound = binding(of: feed) { need = .owner(feed: feed, family: bound.family, key: String(bound.key)) }
+        if case .write(let feed) = access, let bound = binding(of: feed) { need = .owner(feed: feed, family: bound.family, key: String(bound.key)) }
+        if case .publicAction(let feed) = access, let bound = binding(of: feed) { need = .owner(feed: feed, family: bound.family, key: String(bound.key)) }
         if need == .nothing { return .allow(.anonymous) }
 
         let isEventStream = if case .subscribe = access { true } else { false }
@@ -121,11 +159,15 @@ public struct Authorizer: Sendable {
         case .success(nil):
             if need == .optional { return .allow(.anonymous) }
             if case .publish = need { return .unauthorized("writes need a token: send 'Authorization: Bearer <token>'") }
+            if case .owner(let feed, let family, _) = need {
+                return .unauthorized("'\(feed)' belongs to one user (the family '\(family)' is bound to its users): send that user's token ('Authorization: Bearer <token>' or the \(Self.cookieName) cookie)")
+            }
             return .unauthorized("this feed is private: send a token ('Authorization: Bearer <token>' or the \(Self.cookieName) cookie)")
         case .success(let presented?):
             token = presented.token
-            if presented.fromCookie, case .publish = need, let refusal = crossSiteRefusal(headers) {
-                return .forbidden(refusal)
+            if presented.fromCookie, let refusal = crossSiteRefusal(headers) {
+                if case .publish = need { return .forbidden(refusal) }
+                if case .owner = need, !Self.isRead(access) { return .forbidden(refusal) }
             }
         }
 
@@ -146,8 +188,18 @@ public struct Authorizer: Sendable {
             return mayRead(feed, as: principal) ? .allow(principal) : .forbidden("this token may not read '\(feed)' (its subscribe patterns do not match)")
         case .publish(let feed):
             return mayWrite(feed, as: principal) ? .allow(principal) : .forbidden("this token may not write '\(feed)' (its publish patterns do not match)")
+        case .owner(let feed, let family, let key):
+            guard let mapping = policy.boundFamilies[family] else { return .forbidden(Self.notOwner(feed, family: family)) }
+            return owns(feed, family: family, key: key[...], mapping: mapping, as: principal) ? .allow(principal) : .forbidden(Self.notOwner(feed, family: family))
         case .optional, .nothing:
             return .allow(principal)
+        }
+    }
+
+    private static func isRead(_ access: Access) -> Bool {
+        switch access {
+        case .list, .read, .subscribe: true
+        case .write, .publicAction: false
         }
     }
 
@@ -158,7 +210,7 @@ public struct Authorizer: Sendable {
     /// - Complexity: one token verification, then O(feeds × patterns).
     public func authorizeSubscriptions(to feeds: [String], headers: HTTPHeaders, query: [(name: String, value: String)], now: Double) async
         -> Result<(principal: Principal, decisions: [AuthorizationDecision]), InvalidToken> {
-        let needsToken = { (feed: String) in policy.privateReads && !policy.publicFeeds.contains(feed) }
+        let needsToken = { (feed: String) in binding(of: feed) != nil || policy.privateReads && !policy.publicFeeds.contains(feed) }
         guard feeds.contains(where: needsToken) else { return .success((.anonymous, feeds.map { _ in .allow(.anonymous) })) }
         let principal: Principal
         switch Self.presentedToken(headers: headers, query: query, isEventStream: true) {
@@ -181,7 +233,8 @@ public struct Authorizer: Sendable {
             }
         }
         return .success((principal, feeds.map { feed in
-            mayRead(feed, as: principal) ? .allow(principal) : .forbidden("this token may not read '\(feed)' (its subscribe patterns do not match)")
+            if let bound = binding(of: feed), !mayRead(feed, as: principal) { return .forbidden(Self.notOwner(feed, family: bound.family)) }
+            return mayRead(feed, as: principal) ? .allow(principal) : .forbidden("this token may not read '\(feed)' (its subscribe patterns do not match)")
         }))
     }
 
@@ -192,6 +245,7 @@ public struct Authorizer: Sendable {
 
     /// Whether `principal` may read `feed` (used to filter `GET /feeds`).
     public func mayRead(_ feed: String, as principal: Principal) -> Bool {
+        if let bound = binding(of: feed) { return owns(feed, family: bound.family, key: bound.key, mapping: bound.mapping, as: principal) }
         if !policy.privateReads || policy.publicFeeds.contains(feed) { return true }
         switch principal {
         case .admin: return true
@@ -201,6 +255,7 @@ public struct Authorizer: Sendable {
     }
 
     package func mayWrite(_ feed: String, as principal: Principal) -> Bool {
+        if let bound = binding(of: feed) { return owns(feed, family: bound.family, key: bound.key, mapping: bound.mapping, as: principal) }
         switch principal {
         case .admin: return true
         case .token(let rights): return rights.publish.anyMatches(feed)

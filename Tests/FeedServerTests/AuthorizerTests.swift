@@ -46,6 +46,38 @@ struct AuthorizerTests {
         }
     }
 
+    /// A family bound to its users (issue 38): only the token whose subject maps to a member's key (or
+    /// the admin token) may read, subscribe to or act on it, with or without `--private`, whatever the
+    /// token's patterns; other feeds keep their rules.
+    @Test(arguments: [true, false])
+    func aBoundFamilyMemberIsItsUsersOnly(privateReads: Bool) async throws {
+        var policy = AccessPolicy(adminToken: Self.admin, privateReads: privateReads, publicFeeds: ["lobby", "home.bob"], openWrites: true)
+        policy.boundFamilies = ["home": .escaped]
+        let auth = Authorizer(policy: policy, verifier: try await JWTVerifier(hmacSecret: F.secret))
+        let alice = try await F.hs256(F.claims(subscribe: ["*"], publish: ["*"], sub: "alice"))
+        let mail = try await F.hs256(F.claims(sub: "bob@example.com"))
+        let nobody = try await F.hs256(F.claims(subscribe: ["home.*"], publish: ["home.*"]))
+        let cases: [(String?, Access, Outcome)] = [
+            (alice, .read("home.alice"), .allow), (alice, .subscribe("home.alice"), .allow), (alice, .write("home.alice"), .allow),
+            (alice, .publicAction("home.alice"), .allow),
+            (alice, .read("home.bob"), .forbidden), (alice, .subscribe("home.bob"), .forbidden), (alice, .write("home.bob"), .forbidden),
+            (mail, .read("home.bob_40example.com"), .allow), (mail, .write("home.bob_40example.com"), .allow), (mail, .read("home.bob"), .forbidden),
+            (nobody, .read("home.alice"), .forbidden), (nobody, .write("home.alice"), .forbidden),
+            (nil, .read("home.alice"), .unauthorized), (nil, .subscribe("home.bob"), .unauthorized), (nil, .publicAction("home.alice"), .unauthorized),
+            (Self.admin, .read("home.bob"), .allow), (Self.admin, .write("home.alice"), .allow),
+            (alice, .read("homework"), .allow), (nil, .read("lobby"), .allow),
+        ]
+        for (token, access, expected) in cases {
+            let headers: HTTPHeaders = token.map(bearer) ?? [:]
+            let decision = await auth.authorize(access, headers: headers, query: [], now: F.now)
+            #expect(outcome(decision) == expected, "\(token == nil ? "no token" : token == Self.admin ? "admin" : "token") \(access)")
+        }
+        #expect(auth.mayRead("home.alice", as: .token(TokenRights(subject: "alice"))))
+        #expect(!auth.mayRead("home.alice", as: .token(TokenRights(subscribe: [FeedPattern("*")]))))
+        let many = await auth.authorizeSubscriptions(to: ["home.alice", "home.bob", "lobby"], headers: bearer(alice), query: [], now: F.now)
+        #expect(try many.get().decisions.map(outcome) == [.allow, .forbidden, .allow])
+    }
+
     @Test func withoutPrivateReadsEveryReadIsOpenAndAnInvalidTokenIsIgnoredThere() async throws {
         let auth = try await authorizer(privateReads: false)
         for access in [Access.list, .read("x"), .subscribe("x")] {
