@@ -35,6 +35,10 @@ public final class MemberStore: FeedLog, Sendable {
     private let reader: Mutex<MemberReader?>
     private let state: Mutex<CommitState>
 
+    /// The most writes one transaction takes: a bound on the write-ahead log's growth and on the
+    /// first writer's wait, far above what concurrent members queue in one fsync.
+    static let maxGroup = 1_024
+
     private typealias Reply = CheckedContinuation<Result<Bool, StoreError>, Never>
 
     /// What the writers and the draining queue share.
@@ -139,11 +143,13 @@ public final class MemberStore: FeedLog, Sendable {
             return !state.closed
         }
         guard first else { return }
-        queue.sync { writer.close() }  // after every drain already scheduled
+        // The reader first: the last connection to close checkpoints the WAL into the file and removes
+        // it, and only the writing one can. Left behind, the WAL would be read whole by the next open.
         reader.withLock { reader in
             reader?.close()
             reader = nil
         }
+        queue.sync { writer.close() }  // after every drain already scheduled
     }
 
     /// Queues `write`, starting the queue's draining when it is idle, and waits for its transaction.
@@ -168,8 +174,9 @@ public final class MemberStore: FeedLog, Sendable {
         while true {
             let group = state.withLock { state in
                 if state.pending.isEmpty { state.draining = false }
-                defer { state.pending.removeAll(keepingCapacity: true) }
-                return state.pending
+                let group = Array(state.pending.prefix(Self.maxGroup))
+                state.pending.removeFirst(group.count)
+                return group
             }
             guard !group.isEmpty else { return }
             let results = writer.commitGroup(group.map(\.write))

@@ -21,6 +21,9 @@ final class MemberWriter: @unchecked Sendable {
         INSERT OR IGNORE INTO totals (id, members, bytes) VALUES (0, 0, 0);
         """
 
+    /// The size the WAL file is cut back to after a checkpoint (`PRAGMA journal_size_limit`).
+    static let walSizeLimit = 16 << 20
+
     let path: String
     let maxBatches: Int
     private var database: SQLiteDatabase?
@@ -65,6 +68,8 @@ final class MemberWriter: @unchecked Sendable {
             let mode = try database.text("PRAGMA journal_mode=WAL")
             guard mode?.lowercased() == "wal" else { throw StoreError.io(path: path, reason: "SQLite refused WAL mode (journal_mode is \(mode ?? "unknown"))") }
             try database.execute("PRAGMA synchronous=FULL")
+            // After a checkpoint, the WAL file is cut back to this size rather than kept at its largest.
+            try database.execute("PRAGMA journal_size_limit=\(Self.walSizeLimit)")
             try database.execute("BEGIN IMMEDIATE")
             do {
                 // Checked again inside the transaction: another process may have created the schema since.

@@ -223,6 +223,9 @@ struct MemberStoreTests {
         #expect(writing.metrics().writes == members)
         #expect(writing.metrics().commits < members)
         writing.close()
+        // Closed cleanly, the WAL is checkpointed into the file and removed: the next open has no log to
+        // read, only the pragmas and the totals row, whatever the number of members.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == [MemberStore.fileName])
         let store = try open()
         defer { store.close() }
         #expect(store.count() == members)
