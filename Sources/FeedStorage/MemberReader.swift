@@ -33,6 +33,7 @@ final class MemberReader {
         }
     }
 
+    /// Closes the connection (its statements are finalized with it).
     func close() {
         database.close()
     }
