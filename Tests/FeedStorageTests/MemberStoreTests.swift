@@ -13,6 +13,11 @@ struct MemberStoreTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
+    /// Removes the test's directory (each test defers it).
+    func removeDirectory() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     func open(maxBatches: Int = MemberStore.defaultMaxBatches) throws -> MemberStore {
         try MemberStore(directory: directory, maxBatches: maxBatches)
     }
@@ -35,6 +40,7 @@ struct MemberStoreTests {
     }
 
     @Test func putViewStateAndDeleteRoundTrip() async throws {
+        defer { removeDirectory() }
         let store = try open()
         defer { store.close() }
         #expect(try store.read("home.alice") == nil)
@@ -92,6 +98,7 @@ struct MemberStoreTests {
 
     @Test(arguments: windowCases)
     func theWindowKeepsTheNewestBatchesFromKeepFrom(_ test: WindowCase) async throws {
+        defer { removeDirectory() }
         let store = try open(maxBatches: test.maxBatches)
         defer { store.close() }
         for write in test.writes {
@@ -104,6 +111,7 @@ struct MemberStoreTests {
     }
 
     @Test func reopeningKeepsEverything() async throws {
+        defer { removeDirectory() }
         var store = try open()
         for version in 1...5 { await Self.commit(store, Self.put("home.a", version: version, state: "a\(version)")) }
         await Self.commit(store, Self.put("home.b", version: 1, batch: false))
@@ -123,6 +131,7 @@ struct MemberStoreTests {
     }
 
     @Test func anUnknownSchemaVersionIsRefused() throws {
+        defer { removeDirectory() }
         let path = directory + "/" + MemberStore.fileName
         let database = try SQLiteDatabase(path: path, writable: true)
         try database.execute("CREATE TABLE members (name TEXT); PRAGMA user_version=9;")
@@ -139,6 +148,7 @@ struct MemberStoreTests {
     }
 
     @Test func aFileThatIsNotADatabaseIsRefusedAsDamaged() throws {
+        defer { removeDirectory() }
         let path = directory + "/" + MemberStore.fileName
         try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))
         let error = #expect(throws: StoreError.self) { try open() }
@@ -150,6 +160,7 @@ struct MemberStoreTests {
     /// the call's name and the code.
     @Test(arguments: [(13, "full"), (11, "damaged"), (26, "damaged"), (5, "io"), (10 | 4 << 8, "io"), (19, "io")] as [(Int32, String)])
     func sqliteErrorsBecomeStoreErrors(code: Int32, kind: String) {
+        defer { removeDirectory() }
         let error = StoreError(SQLiteError(call: "sqlite3_step", code: code, message: "it failed"), path: "/data/members.sqlite3")
         switch error {
         case .full(let path): #expect(kind == "full" && path == "/data/members.sqlite3")
@@ -180,6 +191,7 @@ struct MemberStoreTests {
 
     @Test(arguments: [1, 2, 3, 4] as [UInt64])
     func randomCommitsMatchADictionary(seed: UInt64) async throws {
+        defer { removeDirectory() }
         let maxBatches = 4
         var script = WriteScript(seed: seed)
         var oracle: [String: StoredFeed] = [:]
@@ -210,6 +222,7 @@ struct MemberStoreTests {
     /// 10,000 members, committed concurrently (so in a few groups), then read back one at a time after
     /// reopening: the count and bytes come from the totals row, not from reading them.
     @Test func tenThousandMembersAreReadOneAtATime() async throws {
+        defer { removeDirectory() }
         let members = 10_000
         let writing = try open()
         await withTaskGroup(of: Void.self) { group in
@@ -240,6 +253,7 @@ struct MemberStoreTests {
 
     /// Many members committing at once all land, and the queue groups them into fewer transactions.
     @Test func concurrentCommitsAllLand() async throws {
+        defer { removeDirectory() }
         let store = try open()
         defer { store.close() }
         let writers = 64, rounds = 5
