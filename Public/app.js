@@ -10,7 +10,10 @@ const feedEl = $('feed');
 const tokenInput = $('token');
 
 const app = {
-  feed: new URLSearchParams(location.search).get('feed'), // null: the first feed the server lists
+  // ?feed=NAME shows that feed; ?user=NAME that user's home feed (the family home.<user>); neither:
+  // home, else the first feed the server lists.
+  feed: new URLSearchParams(location.search).get('feed')
+    || (new URLSearchParams(location.search).get('user') ? `home.${new URLSearchParams(location.search).get('user')}` : null),
   state: 'connecting',
   region: null,
   catalog: new Map(),
@@ -231,7 +234,7 @@ function addFeedOption(name) {
 async function loadCatalog() {
   const list = await connection.refreshCatalog();
   app.catalog = new Map((Array.isArray(list) ? list : []).map((entry) => [entry.feed, entry]));
-  for (const name of app.catalog.keys()) addFeedOption(name);
+  for (const [name, entry] of app.catalog) if (entry.kind !== 'family') addFeedOption(name);
 }
 
 async function showFeed(feed) {
@@ -267,8 +270,9 @@ async function showFeed(feed) {
 
 /// One line under the bar: what is live here and the curl command that follows the feed shown.
 function showTry(feed) {
-  const entry = app.catalog.get(feed);
+  const entry = connection.entryOf(feed);
   const live = feed === 'home' || feed === 'week' ? 'changes every few seconds with --demo'
+    : entry && entry.kind === 'family' ? `the home feed of one user, made for them on first use (another user: ?user=NAME); PATCH it`
     : entry && entry.kind === 'viewModel' ? 'a view model: use its actions above, or POST them'
     : 'a snapshot feed: PUT a new snapshot and watch the batch arrive';
   $('try-live').textContent = `${feed}: ${live}. Try it with curl:`;

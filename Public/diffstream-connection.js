@@ -290,8 +290,20 @@ export class Connection {
 
   refreshCatalog() { this.catalogPromise = null; return this.catalog(); }
 
-  /// The actions a feed declares (known once `catalog()` has resolved).
-  actionsOf(feed) { return (this.catalogEntries.get(feed) || {}).actions || []; }
+  /// The catalog's entry of `feed`: its own, or its family's (`{"kind":"family","family":"home"}` lists
+  /// every member `home.KEY` once), or undefined.
+  entryOf(feed) {
+    const own = this.catalogEntries.get(feed);
+    if (own) return own;
+    let found;
+    for (const entry of this.catalogEntries.values()) {
+      if (entry.kind === 'family' && feed.startsWith(`${entry.family}.`) && (!found || entry.family.length > found.family.length)) found = entry;
+    }
+    return found;
+  }
+
+  /// The actions a feed declares (known once `catalog()` has resolved), a family member's its family's.
+  actionsOf(feed) { return (this.entryOf(feed) || {}).actions || []; }
 
   /// The field that carries the item's id in action `name` of `feed`: the action's required item field
   /// for this kind, as the server declares it in GET /feeds, or `item`.

@@ -7,13 +7,15 @@ public enum Examples {
 
     /// Hosts the named examples. With `demo`, the home feed takes a demo step every 2 s and the week
     /// follows the simulated weather service (a reading every 3 s); the returned tasks drive them.
+    /// `home` also hosts the family `home.<user>`: each user's home feed, built by ``HomeFamily``.
     @discardableResult
-    public static func host(_ selected: [String], on feeds: HostedFeeds, demo: Bool) async throws(HostingError) -> [Task<Void, any Error>] {
+    public static func host(_ selected: [String], on feeds: HostedFeeds, demo: Bool, familyLimits: FamilyLimits = FamilyLimits()) async throws(HostingError) -> [Task<Void, any Error>] {
         var sources: [Task<Void, any Error>] = []
         for name in selected {
             switch name {
             case "home":
                 let home = try await feeds.host(HomeViewModel(), as: name)
+                try await feeds.host(family: name, HomeViewModel(), limits: familyLimits) { member in HomeFamily.state(for: member.key) }
                 if demo {
                     sources.append(home.follow(Ticks(every: .seconds(2)).stream()) { state, step in HomeViewModel.demoStep(step, &state) })
                 }

@@ -88,6 +88,10 @@ extension Server {
         public var privateReads = false
         /// Feeds anyone may read under ``privateReads`` (`--public-feeds`).
         public var publicFeeds: Set<String> = []
+        /// Families whose members are their users' only (``AccessPolicy/boundFamilies``): a member
+        /// `PREFIX.KEY` is read, subscribed to and acted on only with the admin token or a signed token
+        /// whose `sub` maps to `KEY` through the ``SubjectKey`` given (`--bound-families`: ``SubjectKey/escaped``).
+        public var boundFamilies: [String: SubjectKey] = [:]
         /// Allow writes without a credential even on a public address (`--open-writes`). On a loopback
         /// address writes are always open to this machine.
         public var openWrites = false

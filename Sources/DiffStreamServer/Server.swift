@@ -99,6 +99,7 @@ public final class Server: Service, Sendable {
         var options = FeedAPI.Options(token: configuration.token, allowOrigin: configuration.allowOrigin, compression: configuration.compression)
         options.privateReads = configuration.privateReads
         options.publicFeeds = configuration.publicFeeds
+        options.boundFamilies = configuration.boundFamilies
         options.openWrites = loopback || configuration.openWrites
         options.publicOrigin = configuration.publicOrigin
         options.tls = configuration.tlsCertificatePath != nil
@@ -195,6 +196,15 @@ public final class Server: Service, Sendable {
     @discardableResult
     public func host<Model: HostedViewModel>(_ model: Model, as name: String, state: Model.State? = nil) async throws(HostingError) -> ViewModelHost<Model> {
         try await hosted.host(model, as: name, state: state)
+    }
+
+    /// Hosts `model` as a family of feeds, `prefix.KEY` for every key (issue 38): each member made by
+    /// `load` on its first use (after the request is authorized), dropped when idle, within `limits`;
+    /// see ``HostedFeeds/host(family:_:limits:load:)``. Its members' sources stop at shutdown.
+    @discardableResult
+    public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(),
+                                             load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) async throws(HostingError) -> ViewModelFamily<Model> {
+        try await hosted.host(family: prefix, model, limits: limits, load: load)
     }
 
     /// Cancels `task` when the server shuts down, first, before the store closes: give it the tasks
@@ -295,8 +305,9 @@ public final class Server: Service, Sendable {
             let started = state.port != nil
             let sources = state.sources
             let push = state.metricsPush
-            let task = Task { [http, store, shared, following, logger, api] in
+            let task = Task { [http, store, shared, following, logger, api, hosted] in
                 for source in sources { source.cancel() }
+                await hosted.stopFamilies()
                 push?.cancel()
                 if started {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -185,6 +185,16 @@ public actor FeedRegistry {
         return try await feed.delete()
     }
 
+    /// Forgets the feed `name` held in memory, without deleting it (a family member dropped as idle):
+    /// its bytes leave the storage account; the next write makes it again. Nothing with a shared store
+    /// (its copies are dropped when idle by ``FeedCopies``).
+    package func drop(_ name: String) async {
+        guard copies == nil, let feed = feeds.removeValue(forKey: name) else { return }
+        let bytes = await feed.storedBytes
+        if await feed.exists { storage.releaseFeed(bytes: bytes, counted: !(await feed.isHosted)) }
+        metrics.removeFeed(name)
+    }
+
     /// Whether the feeds' authority can be reached (nil: ready), checked now: `GET /readyz`. Always
     /// ready without a shared store.
     public func readiness() async -> String? {

@@ -11,6 +11,13 @@ public enum MetricName {
     public static let diff = "diffstream_diff_seconds"
     /// A store commit, from its start to its fsync's end (recorded by FeedStore under this name).
     public static let storeCommit = StoreMetrics.commitDurationLabel
+    /// Live members of each family (issue 38), and what happened to members.
+    public static let familyLive = "diffstream_family_live"
+    public static let familyMade = "diffstream_family_made_total"
+    public static let familyDropped = "diffstream_family_dropped_total"
+    public static let familyLoaderErrors = "diffstream_family_loader_errors_total"
+    public static let familyRefusedFull = "diffstream_family_refused_full_total"
+    public static let familyLoaderDuration = "diffstream_family_loader_seconds"
 
     /// `# HELP` texts by name. The names and texts that existed before swift-metrics are unchanged.
     package static let help: [String: String] = [
@@ -47,6 +54,12 @@ public enum MetricName {
         "diffstream_storage_refusals_total": "Writes refused with 507, per limit.",
         requestDuration: "Time from a request's dispatch to its response, by route pattern and status.",
         publishToLastWrite: "Time from a batch's broadcast to its write to the last subscriber's socket.",
+        familyLive: "Live members of each family (per-user view models made on first use).",
+        familyMade: "Family members made by their loader.",
+        familyDropped: "Family members dropped as idle or to make room.",
+        familyLoaderErrors: "Family loads that failed or timed out.",
+        familyRefusedFull: "Requests refused with 503 because the family had its most live members.",
+        familyLoaderDuration: "Time a family's loader took to make a member.",
     ]
 
     /// Labelled families `/metrics` declares (`# HELP`, `# TYPE`) even before their first series.

@@ -18,6 +18,8 @@ public struct APIError: Error, Sendable, Equatable {
     /// For a multi-feed stream whose every feed was refused: each feed's own refusal, added to the body
     /// as `"feeds"`, so that a client can treat each as the stream would have (retry a missing one).
     public var feeds: [FeedRefusal]?
+    /// For 503: seconds to wait before trying again (`Retry-After`, RFC 9110 §10.2.3).
+    public var retryAfter: Int?
 
     public init(_ status: HTTPStatus, _ error: String, _ detail: String) {
         self.status = status
@@ -29,7 +31,7 @@ public struct APIError: Error, Sendable, Equatable {
 
     public static func == (a: APIError, b: APIError) -> Bool {
         a.status == b.status && a.error == b.error && a.detail == b.detail && a.allow == b.allow && a.challenge == b.challenge
-            && a.limit?.name == b.limit?.name && a.limit?.value == b.limit?.value && a.feeds == b.feeds
+            && a.limit?.name == b.limit?.name && a.limit?.value == b.limit?.value && a.feeds == b.feeds && a.retryAfter == b.retryAfter
     }
 
     /// The response a handler answers with: the status, its headers (`Allow`, `WWW-Authenticate`,
@@ -41,6 +43,7 @@ public struct APIError: Error, Sendable, Equatable {
         if let allow { headers.add("Allow", allow) }
         if status == .notImplemented { headers.add("Connection", "close") }  // its framing is not ours to trust
         if status == .unauthorized { headers.add("WWW-Authenticate", challenge) }
+        if let retryAfter { headers.add("Retry-After", String(retryAfter)) }
         if let limit {
             var response = FeedAPI.json(LimitErrorBody(error: error, detail: detail, limit: limit.name, value: limit.value), status: status)
             for (name, value) in headers { response.headers.add(name, value) }
@@ -106,6 +109,10 @@ public struct APIError: Error, Sendable, Equatable {
     /// | `unknownAction`         | 404    | `not found`           |
     /// | `patchNotAccepted`      | 405    | `method not allowed` (with `Allow`) |
     /// | `notPublished`          | 507 or 503, as ``init(writeError:)`` |
+    /// | `noSuchMember`          | 404    | `not found`           |
+    /// | `loaderFailed`          | 500    | `loader failed`       |
+    /// | `loaderTimedOut`        | 504    | `loader timed out`    |
+    /// | `familyFull`            | 503    | `family full` (with `Retry-After`) |
     public init(_ error: ViewModelError) {
         switch error {
         case .malformedJSON: self.init(.badRequest, "malformed json", error.description)
@@ -120,6 +127,12 @@ public struct APIError: Error, Sendable, Equatable {
             let rows = FeedAPI.routes.filter { $0.pattern == FeedAPI.feedPattern && [.always, .viewModelFeed].contains($0.condition) }
             self = MethodNotAllowed(allowed: FeedAPI.allowed(rows), method: "PATCH").error
         case .notPublished(let writeError): self.init(writeError: writeError)
+        case .noSuchMember: self.init(.notFound, "not found", error.description)
+        case .loaderFailed: self.init(.internalServerError, "loader failed", error.description)
+        case .loaderTimedOut: self.init(HTTPStatus(504, "Gateway Timeout"), "loader timed out", error.description)
+        case .familyFull(_, _, _, let retryAfter):
+            self.init(.serviceUnavailable, "family full", error.description)
+            self.retryAfter = retryAfter
         }
     }
 }

@@ -61,16 +61,17 @@ public struct AccessPolicy: Sendable {
     /// only with the admin token or a token whose `sub` maps to `KEY`, whatever `--private`, the
     /// public feeds or the token's patterns say. Anything else is `403` (`401` without a token),
     /// whether or not the member exists.
-    public var boundFamilies: [String: SubjectKey] = [:]
+    public var boundFamilies: [String: SubjectKey]
 
     public init(adminToken: String? = nil, privateReads: Bool = false, publicFeeds: Set<String> = [], openWrites: Bool = true,
-                trustedOrigins: Set<String> = [], tls: Bool = false) {
+                trustedOrigins: Set<String> = [], tls: Bool = false, boundFamilies: [String: SubjectKey] = [:]) {
         self.adminToken = adminToken
         self.privateReads = privateReads
         self.publicFeeds = publicFeeds
         self.openWrites = openWrites
         self.trustedOrigins = trustedOrigins.subtracting(["*"])
         self.tls = tls
+        self.boundFamilies = boundFamilies
     }
 }
 
@@ -250,6 +251,26 @@ public struct Authorizer: Sendable {
         switch principal {
         case .admin: return true
         case .token(let rights): return rights.subscribe.anyMatches(feed)
+        case .anonymous: return false
+        }
+    }
+
+    /// Whether `GET /feeds` shows `principal` the family `prefix` (its entry, not a member): when it may
+    /// read some member. Bound to its users: the admin, or a token with a subject. Otherwise: reads are
+    /// open, or the admin, or a token with a `subscribe` pattern that can match a member (`*`, `home.*`,
+    /// `home.alice`).
+    public func mayList(family prefix: String, as principal: Principal) -> Bool {
+        if policy.boundFamilies[prefix] != nil {
+            switch principal {
+            case .admin: return true
+            case .token(let rights): return rights.subject != nil
+            case .anonymous: return false
+            }
+        }
+        if !policy.privateReads { return true }
+        switch principal {
+        case .admin: return true
+        case .token(let rights): return rights.subscribe.contains { $0.text.hasPrefix(prefix + ".") || $0.text.hasPrefix("*") || $0.matches(prefix + ".*") }
         case .anonymous: return false
         }
     }

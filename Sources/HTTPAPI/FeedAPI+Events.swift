@@ -9,6 +9,7 @@ import Metrics
 extension FeedAPI {
     func subscribe(_ request: HTTPRequest, name: String) async throws(APIError) -> HTTPResponse {
         let principal = try await authorize(.subscribe(name), request)
+        try await prepareMember(name)
         let found: Feed?
         do { found = try await registry.read(name) } catch { throw APIError(readError: error) }
         guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
@@ -21,13 +22,24 @@ extension FeedAPI {
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",
-        ]) { [announcement] stream in
+        ]) { [announcement, hosted] stream in
             stream.send(announcement)
             Task { [registry] in
                 await registry.current(feed).subscribe(stream, lastEventID: lastEventID)
+                if let hosted, hosted.family(of: name) != nil {
+                    // A family member stays live while it has a stream (joined before the end is watched).
+                    await hosted.joined(name)
+                    stream.onTermination { Task { await hosted.left(name) } }
+                }
                 if let expires { Self.endAtExpiry(stream, feed: name, expires: expires, now: now) }
             }
         }
+    }
+
+    /// Makes `name` live if it is a family member (after the request was authorized): its loader's
+    /// refusal is the request's answer (`404` no such key, `500`/`504` loader, `503` family full).
+    func prepareMember(_ name: String) async throws(APIError) {
+        do { try await hosted?.prepare(name) } catch { throw APIError(error) }
     }
 
     /// Sends `event: unauthorized` and ends `stream` once its token has expired.

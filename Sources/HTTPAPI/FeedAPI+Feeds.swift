@@ -11,13 +11,20 @@ extension FeedAPI {
     func listFeeds(as principal: Principal) async throws(APIError) -> [FeedListing] {
         let listed: [(name: String, version: Int)]
         do { listed = try await registry.list() } catch { throw APIError(readError: error) }
-        return listed.filter { authorizer.mayRead($0.name, as: principal) }.map { entry in
+        // A family is listed once (its members are every user's feeds, not a list to show).
+        var entries = listed.filter { hosted?.family(of: $0.name) == nil && authorizer.mayRead($0.name, as: principal) }.map { entry in
             guard let host = hosted?.hosted(entry.name) else {
                 return FeedListing(feed: entry.name, version: entry.version, kind: "snapshot")
             }
             return FeedListing(feed: entry.name, version: entry.version, kind: "viewModel", patch: host.acceptsPatch,
                                actions: host.actionList.map(ActionListing.init))
         }
+        for family in hosted?.hostedFamilies ?? [] where authorizer.mayList(family: family.prefix, as: principal) {
+            entries.append(FeedListing(feed: family.prefix + ".*", version: nil, kind: "family", family: family.prefix, live: await family.liveCount,
+                                       patch: family.acceptsPatch, actions: family.actionList.map(ActionListing.init)))
+        }
+        entries.sort { $0.feed < $1.feed }  // the list is sorted by name, families among the feeds
+        return entries
     }
 
     /// `GET /feeds/{feed}`: the document with its position as a strong `ETag`, the event id quoted

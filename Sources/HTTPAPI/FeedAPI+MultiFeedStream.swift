@@ -26,12 +26,18 @@ extension FeedAPI {
             (principal, decisions) = decided
         }
         let allowed = zip(listed.entries, decisions).compactMap { entry, decision in if case .allow = decision { entry.feed } else { nil } }
+        // Family members are made first (after authorization); one the family refuses is not found.
+        var refusedMembers: [String: ViewModelError] = [:]
+        for name in allowed where hosted?.family(of: name) != nil {
+            do { try await hosted?.prepare(name) } catch { refusedMembers[name] = error }
+        }
         var found = await registry.read(allowed).makeIterator()
         var opened: [(entry: MultiFeedRequest.Entry, outcome: MultiFeedOutcome)] = []
         for (entry, decision) in zip(listed.entries, decisions) {
             switch decision {
             case .allow:
                 switch found.next() {
+                case _ where refusedMembers[entry.feed] != nil: opened.append((entry, .notFound))
                 case .success(let feed?)?: opened.append((entry, .open(feed)))
                 case .failure(let error)?: opened.append((entry, .unavailable(error.description)))
                 case .success(nil)?, nil: opened.append((entry, .notFound))
@@ -49,14 +55,19 @@ extension FeedAPI {
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",
-        ]) { [announcement, opened, taggedFeeds] stream in
+        ]) { [announcement, opened, taggedFeeds, hosted] stream in
             let multiplexer = FeedMultiplexer(stream)
             multiplexer.send(announcement)
             Task { [registry] in
                 for (entry, outcome) in opened {
                     switch outcome {
                     case .open(let feed):
-                        await taggedFeeds.join(multiplexer.makeSlot(feed: entry.feed), to: registry.current(feed), lastEventID: entry.position)
+                        let slot = multiplexer.makeSlot(feed: entry.feed)
+                        await taggedFeeds.join(slot, to: registry.current(feed), lastEventID: entry.position)
+                        if let hosted, hosted.family(of: entry.feed) != nil {
+                            await hosted.joined(entry.feed)
+                            slot.onTermination { Task { await hosted.left(entry.feed) } }
+                        }
                     case .notFound:
                         multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: "no feed named \(entry.feed)")))
                     case .forbidden(let detail):

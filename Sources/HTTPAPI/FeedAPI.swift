@@ -30,6 +30,8 @@ public struct FeedAPI: Sendable {
         /// `--private`: reads need a token; `--public-feeds`: the exceptions.
         public var privateReads = false
         public var publicFeeds: Set<String> = []
+        /// Families bound to their users (``AccessPolicy/boundFamilies``).
+        public var boundFamilies: [String: SubjectKey] = [:]
         /// Whether writes are open when there is no write credential (loopback, or `--open-writes`).
         public var openWrites = true
         /// `--public-origin`: the origin users reach the server at (behind a TLS proxy), from which a
@@ -79,7 +81,7 @@ public struct FeedAPI: Sendable {
         self.metrics = metrics
         self.authorizer = Authorizer(
             policy: AccessPolicy(adminToken: options.token, privateReads: options.privateReads, publicFeeds: options.publicFeeds, openWrites: options.openWrites,
-                                 trustedOrigins: Set([options.publicOrigin, options.allowOrigin].compactMap { $0 }), tls: options.tls),
+                                 trustedOrigins: Set([options.publicOrigin, options.allowOrigin].compactMap { $0 }), tls: options.tls, boundFamilies: options.boundFamilies),
             verifier: options.verifier)
         self.announcement = EventPayload(FeedEvents.announcement(retryMilliseconds: Self.retryMilliseconds, heartbeat: options.heartbeat))
     }
@@ -228,6 +230,7 @@ public struct FeedAPI: Sendable {
             return Self.json(try await listFeeds(as: try await authorize(.list, request)))
         case .getFeed:
             try await authorize(.read(name), request)
+            try await prepareMember(name)
             let found: Feed?
             do { found = try await registry.read(name) } catch { throw APIError(readError: error) }
             guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }

@@ -4,13 +4,27 @@ import DiffStreamJSON
 import HTTPCore
 
 /// One entry of `GET /feeds`: `{"feed":"todo","version":3,"kind":"viewModel","patch":false,"actions":[…]}`,
-/// or `{"feed":"news","version":2,"kind":"snapshot"}`.
+/// `{"feed":"news","version":2,"kind":"snapshot"}`, or a family of feeds once, whatever its members:
+/// `{"feed":"home.*","kind":"family","family":"home","live":2,"patch":true,"actions":[…]}` (members are
+/// `home.KEY`; `live` counts the members made now).
 package struct FeedListing: Encodable {
     package var feed: String
-    package var version: Int
+    package var version: Int?
     package var kind: String
+    package var family: String?
+    package var live: Int?
     package var patch: Bool?
     package var actions: [ActionListing]?
+
+    package init(feed: String, version: Int?, kind: String, family: String? = nil, live: Int? = nil, patch: Bool? = nil, actions: [ActionListing]? = nil) {
+        self.feed = feed
+        self.version = version
+        self.kind = kind
+        self.family = family
+        self.live = live
+        self.patch = patch
+        self.actions = actions
+    }
 }
 
 /// An action as `GET /feeds` lists it:

@@ -1,6 +1,7 @@
 import FeedCore
 import DiffStreamJSON
 import Foundation
+import Timekeeping
 
 /// Why a view model could not be hosted.
 public struct HostingError: Error, Sendable, CustomStringConvertible {
@@ -18,6 +19,7 @@ public final class HostedFeeds: @unchecked Sendable {
     private let lock = NSLock()
     private var hosts: [String: any HostedFeed] = [:]
     private var reserved: Set<String> = []
+    private var families: [String: any HostedFamily] = [:]
     public let registry: FeedRegistry
 
     public init(registry: FeedRegistry) {
@@ -69,9 +71,71 @@ public final class HostedFeeds: @unchecked Sendable {
         return host
     }
 
-    /// Whether `name` is a hosted feed (or is being set up as one).
+    /// Hosts `model` as a family of feeds (issue 38): `prefix.KEY` for every key, one instance each,
+    /// made by `load` on first use (after the request is authorized) and dropped when idle, within
+    /// `limits` (``ViewModelFamily``, decision 0007).
+    ///
+    /// `try await feeds.host(family: "home", HomeViewModel()) { member in try await state(for: member.key) }`
+    /// serves `home.alice`, `home.bob`, … A feed named `prefix` itself is another feed (it may be hosted
+    /// beside the family).
+    /// - Throws: when the prefix is not a valid feed id of at most 29 characters, a family of that prefix
+    ///   is hosted already, or `limits` are not usable.
+    @discardableResult
+    public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(),
+                                             load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) async throws(HostingError) -> ViewModelFamily<Model> {
+        if let problem = FamilyMemberName.prefixProblem(prefix) { throw HostingError(description: problem) }
+        if let problem = limits.problem { throw HostingError(description: "family '\(prefix)': \(problem)") }
+        let family = ViewModelFamily(prefix: prefix, model: model, limits: limits, registry: registry, clock: MonotonicClock.now, load: load)
+        let taken = lock.withLock { () -> Bool in
+            if families[prefix] != nil { return true }
+            families[prefix] = family
+            return false
+        }
+        guard !taken else { throw HostingError(description: "a family is already hosted as '\(prefix)'") }
+        await family.start()
+        return family
+    }
+
+    /// The family `name` is a member of, with its key (nil: not a family member).
+    package func family(of name: String) -> (family: any HostedFamily, key: String)? {
+        lock.withLock {
+            guard !families.isEmpty, let member = FamilyMemberName(parsing: name, prefixes: Set(families.keys)), let family = families[member.prefix] else { return nil }
+            return (family, member.key)
+        }
+    }
+
+    /// The hosted families, by prefix.
+    package var hostedFamilies: [any HostedFamily] {
+        lock.withLock { families.keys.sorted().compactMap { families[$0] } }
+    }
+
+    /// Makes the family member `name` live if it is one (a use); nothing for any other feed.
+    /// - Throws: the family's refusal (no such key, loader failed or timed out, family full).
+    package func prepare(_ name: String) async throws(ViewModelError) {
+        guard let (family, key) = family(of: name) else { return }
+        _ = try await family.use(key)
+    }
+
+    /// A stream subscribed to `name`: a family member stays live while it has one.
+    package func joined(_ name: String) async {
+        guard let (family, key) = family(of: name) else { return }
+        await family.joined(key)
+    }
+
+    /// A stream of `name` ended.
+    package func left(_ name: String) async {
+        guard let (family, key) = family(of: name) else { return }
+        await family.left(key)
+    }
+
+    /// Stops every family's timer and its members' sources (shutdown).
+    package func stopFamilies() async {
+        for family in hostedFamilies { await family.stop() }
+    }
+
+    /// Whether `name` is a hosted feed (or is being set up as one), or a member of a hosted family.
     public func isHosted(_ name: String) -> Bool {
-        lock.withLock { reserved.contains(name) }
+        lock.withLock { reserved.contains(name) } || family(of: name) != nil
     }
 
     /// Whether the hosted feed `feed` has an action `action` declared public. False for anything unknown.
@@ -85,7 +149,11 @@ public final class HostedFeeds: @unchecked Sendable {
         lock.withLock { hosts.keys.sorted() }
     }
 
+    /// The hosted feed `name`: a view model hosted under that name, or a family member (made when one
+    /// of its actions or a `PATCH` is taken).
     package func hosted(_ name: String) -> (any HostedFeed)? {
-        lock.withLock { hosts[name] }
+        if let host = lock.withLock({ hosts[name] }) { return host }
+        guard let (family, key) = family(of: name) else { return nil }
+        return FamilyMemberFeed(name: name, key: key, family: family)
     }
 }

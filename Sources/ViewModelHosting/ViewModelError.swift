@@ -27,6 +27,14 @@ public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible 
     case patchNotAccepted(feed: String)
     /// The feed refused the new snapshot: a storage limit, or the durable store failed.
     case notPublished(FeedWriteError)
+    /// A family's loader answered that `key` names nothing (``NoSuchMember``).
+    case noSuchMember(feed: String, family: String, key: String)
+    /// A family's loader threw: its message, nothing made (the next use tries again).
+    case loaderFailed(feed: String, reason: String)
+    /// A family's loader took longer than its ``FamilyLimits/loaderTimeout``.
+    case loaderTimedOut(feed: String, seconds: Double)
+    /// The family has ``FamilyLimits/maxLive`` members and none is idle: try again in `retryAfter` seconds.
+    case familyFull(feed: String, family: String, maxLive: Int, retryAfter: Int)
 
     /// What went wrong, in words a user can act on (the `detail` of an HTTP error body).
     public var description: String {
@@ -53,6 +61,14 @@ public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible 
             "another instance runs this view model's source; the change was not stored"
         case .notPublished(.idempotencyKeyReused):
             "this Idempotency-Key was sent with another request; the change was not run"
+        case .noSuchMember(let feed, let family, let key):
+            "no feed named '\(feed)': the family '\(family)' has no such key '\(key)'"
+        case .loaderFailed(let feed, let reason):
+            "the loader of '\(feed)' failed, so nothing was made (the next request tries again): \(reason)"
+        case .loaderTimedOut(let feed, let seconds):
+            "the loader of '\(feed)' took longer than \(seconds) s, so nothing was made (the next request tries again)"
+        case .familyFull(let feed, let family, let maxLive, _):
+            "'\(feed)' cannot be made now: the family '\(family)' has its most live members (\(maxLive)) and none is idle"
         }
     }
 }

@@ -44,6 +44,8 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Flag(name: .customLong("private"), help: "Reads need a token whose subscribe patterns match the feed, except for --public-feeds. [env: DIFFSTREAM_PRIVATE=1]") var privateFlag = false
     @Option(help: "Comma-separated feeds anyone may read under --private. [env: DIFFSTREAM_PUBLIC_FEEDS]") var publicFeeds: String?
     @Flag(help: "Allow writes without a credential even on a public address. [env: DIFFSTREAM_OPEN_WRITES=1]") var openWrites = false
+    @Option(help: "Comma-separated families whose members are their users' only: PREFIX.KEY needs a token whose sub maps to KEY (docs/protocol.md). [env: DIFFSTREAM_BOUND_FAMILIES]") var boundFamilies: String?
+    @Option(help: "Seconds an example family's member without subscribers or use is kept before it is dropped. [env: DIFFSTREAM_FAMILY_IDLE] (default: 60)") var familyIdle: String?
     @Option(help: "Directory of the durable feed store; 'none' keeps feeds in memory only. [env: DIFFSTREAM_DATA] (default: ./data)") var data: String?
     @Option(help: "Redis holding the feeds several instances share, redis://[user:password@]host[:port][/db]; --data is then not used. [env: DIFFSTREAM_REDIS]") var redis: String?
     @Option(name: .customLong("redis-prefix"), help: "Prefix of every Redis key, so deployments can share one Redis. [env: DIFFSTREAM_REDIS_PREFIX] (default: diffstream)") var redisPrefix: String?

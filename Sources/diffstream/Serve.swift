@@ -17,7 +17,7 @@ extension DiffStreamCommand {
             throw ConfigurationError(message: Self.message(for: error), suggestsHelp: false)
         }
         do {
-            for source in try await Examples.host(settings.examples, on: server.hosted, demo: settings.demo) {
+            for source in try await Examples.host(settings.examples, on: server.hosted, demo: settings.demo, familyLimits: settings.familyLimits) {
                 server.cancelAtShutdown(source)
             }
         } catch {

@@ -22,6 +22,8 @@ struct Settings {
     var examples: [String]
     /// Whether the home and week examples get live changes (`--demo`).
     var demo: Bool
+    /// The limits of the example families (`--family-idle`).
+    var familyLimits = FamilyLimits()
     /// `--log-level` and `--log-format`.
     var logging: LogSettings
 }
@@ -204,6 +206,16 @@ extension DiffStreamCommand {
         configuration.privateReads = privateReads
         configuration.publicFeeds = Set(publicFeedNames)
         configuration.openWrites = enabled(openWrites, "DIFFSTREAM_OPEN_WRITES")
+        let boundNames = (value(boundFamilies, "bound-families")?.text ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if let bad = boundNames.first(where: { !FeedID.isValid($0) }) {
+            throw ConfigurationError(message: "--bound-families: '\(bad)' is not a family prefix")
+        }
+        if !boundNames.isEmpty && secret == nil && publicKeyPEM == nil {
+            throw ConfigurationError(message: "--bound-families needs signed tokens to learn who a user is: --jwt-secret-file or --jwt-public-key")
+        }
+        configuration.boundFamilies = Dictionary(boundNames.map { ($0, SubjectKey.escaped) }, uniquingKeysWith: { first, _ in first })
+        var familyLimits = FamilyLimits()
+        familyLimits.idle = try seconds(familyIdle, "family-idle", 0.05...86_400, default: familyLimits.idle)
         var examples = Examples.names
         if let (text, source) = value(self.examples, "examples") {
             switch text.lowercased() {
@@ -216,6 +228,6 @@ extension DiffStreamCommand {
                 }
             }
         }
-        return Settings(server: configuration, examples: examples, demo: enabled(demo, "DIFFSTREAM_DEMO"), logging: logging)
+        return Settings(server: configuration, examples: examples, demo: enabled(demo, "DIFFSTREAM_DEMO"), familyLimits: familyLimits, logging: logging)
     }
 }

@@ -71,6 +71,21 @@ def test_home_renders_like_the_feed(browser, server):
     assert errors == []
 
 
+def test_a_chosen_users_home_feed(browser, server):
+    """?user=NAME shows that user's member of the home family (issue 38), names it, and follows its PATCH."""
+    for user, name in [("alice", "Alice"), ("bob", "Bob")]:
+        browser.get(f"{server.url}/?user={user}")
+        document = server.request("GET", f"/feeds/home.{user}")
+        wait_for(lambda: matches(browser, document), message=f"home.{user} to render")
+        assert dom(browser)["feed"] == f"home.{user}"
+        assert browser.title.startswith(f"home.{user}")
+        assert f"Welcome back, {name}" in browser.find_element("id", "feed").text
+        assert f"home.{user}" in browser.find_element("id", "try-live").text
+    changed = server.request("PATCH", "/feeds/home.bob", {"banner": {"id": "only-bob", "title": "Only for Bob"}})
+    wait_for(lambda: "Only for Bob" in browser.find_element("id", "feed").text, message="Bob's PATCH to show")
+    assert changed["version"] == 2
+
+
 def test_patches_converge(browser, server):
     open_feed(browser, server, "home")
     browser.execute_script("document.getElementById('animate').checked = true")

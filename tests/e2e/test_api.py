@@ -109,6 +109,8 @@ def test_feed_list_is_sorted_and_holds_the_view_models(server):
     for entry in listing:
         if entry["feed"] in ("zeta", "alpha", "Mid"):
             assert entry == {"feed": entry["feed"], "version": 1, "kind": "snapshot"}
+        elif entry["kind"] == "family":  # the home family, listed once (issue 38)
+            assert entry == {"feed": "home.*", "kind": "family", "family": "home", "live": 0, "patch": True, "actions": []}
         else:
             assert set(entry) == {"feed", "version", "kind", "patch", "actions"} and entry["kind"] == "viewModel"
     by_name = {entry["feed"]: entry for entry in listing}

@@ -1,0 +1,315 @@
+import CoreMetrics
+import DiffStreamJSON
+import FeedCore
+import Synchronization
+
+/// What a family's loader throws for a key that names nothing: the request gets `404` ("no such
+/// key"), and the key is answered so without the loader for ``FamilyLimits/notFoundMemory`` seconds.
+public struct NoSuchMember: Error, Sendable {
+    public init() {}
+}
+
+/// A member being made, as its family's loader sees it: the key, the feed's name, and the sources the
+/// instance follows while it is live (stopped when it is dropped or deleted).
+public final class FamilyMember<Model: HostedViewModel>: Sendable {
+    /// The member's key: `alice` for `home.alice`.
+    public let key: String
+    /// The member's feed: `home.alice`.
+    public let feed: String
+    private let sources = Mutex<[@Sendable (ViewModelHost<Model>) -> Task<Void, any Error>]>([])
+
+    init(key: String, feed: String) {
+        self.key = key
+        self.feed = feed
+    }
+
+    /// Drives this member from `source` while it is live (``ViewModelHost/follow(_:update:)``): each
+    /// element updates its state. The source starts once the member is made and stops when it is
+    /// dropped (idle) or deleted.
+    public func follow<Source: AsyncSequence & Sendable>(
+        _ source: Source, update: @escaping @Sendable (inout Model.State, Source.Element) throws -> Void
+    ) where Source.Element: Sendable {
+        sources.withLock { $0.append { host in host.follow(source, update: update) } }
+    }
+
+    /// Starts the sources the loader attached, on the made member.
+    func start(on host: ViewModelHost<Model>) -> [Task<Void, any Error>] {
+        sources.withLock { $0 }.map { $0(host) }
+    }
+}
+
+/// A family of feeds (issue 38): one view model hosted under a prefix, one instance per key
+/// (`home.alice`, `home.bob`), made by the loader on first use and dropped when idle; the lifetime rules
+/// are ``FamilyRoster``'s (decision 0007).
+///
+/// - Concurrent first uses of a key run the loader once; the others wait for it.
+/// - A loader that throws makes nothing (the request gets its message, the next use tries again); one
+///   that throws ``NoSuchMember`` is answered `404` from memory for a while; one that takes longer than
+///   ``FamilyLimits/loaderTimeout`` is abandoned.
+/// - A member with subscribers, or used within ``FamilyLimits/idle`` seconds, stays; otherwise it is
+///   dropped: its sources stop and its feed leaves the registry. Without a durable store for members,
+///   the next use starts a new history (a client resuming gets a snapshot).
+public actor ViewModelFamily<Model: HostedViewModel> {
+    /// Members are named `prefix.KEY`.
+    public nonisolated let prefix: String
+    public nonisolated let model: Model
+    public nonisolated let limits: FamilyLimits
+    let registry: FeedRegistry
+    let load: @Sendable (FamilyMember<Model>) async throws -> Model.State
+    let clock: @Sendable () -> Double
+    var roster: FamilyRoster
+    var members: [String: (host: ViewModelHost<Model>, sources: [Task<Void, any Error>])] = [:]
+    var waiting: [FamilyRoster.LoadTicket: [CheckedContinuation<Result<ViewModelHost<Model>, ViewModelError>, Never>]] = [:]
+    var ticker: Task<Void, Never>?
+    let live: Gauge, made: Counter, dropped: Counter, loaderErrors: Counter, refusedFull: Counter
+    let loaderTime: CoreMetrics.Timer
+
+    package init(prefix: String, model: Model, limits: FamilyLimits, registry: FeedRegistry, clock: @escaping @Sendable () -> Double,
+         load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) {
+        self.prefix = prefix
+        self.model = model
+        self.limits = limits
+        self.registry = registry
+        self.clock = clock
+        self.load = load
+        self.roster = FamilyRoster(limits: limits)
+        let family = [("family", prefix)]
+        live = Gauge(label: MetricName.familyLive, dimensions: family)
+        made = Counter(label: MetricName.familyMade, dimensions: family)
+        dropped = Counter(label: MetricName.familyDropped, dimensions: family)
+        loaderErrors = Counter(label: MetricName.familyLoaderErrors, dimensions: family)
+        refusedFull = Counter(label: MetricName.familyRefusedFull, dimensions: family)
+        loaderTime = CoreMetrics.Timer(label: MetricName.familyLoaderDuration, dimensions: family)
+        live.record(0)
+    }
+
+    /// Starts the timer that drops idle members (a tick of a quarter of ``FamilyLimits/idle``, at
+    /// most a second).
+    package func start() {
+        guard ticker == nil else { return }
+        let tick = min(1, max(0.02, limits.idle / 4))
+        ticker = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(tick))
+                await self?.expire()
+            }
+        }
+    }
+
+    /// Stops the timer and every member's sources (the server is shutting down).
+    public func stop() {
+        ticker?.cancel()
+        ticker = nil
+        for member in members.values { for source in member.sources { source.cancel() } }
+    }
+
+    /// The feed name of `key`.
+    public nonisolated func feed(_ key: String) -> String { prefix + "." + key }
+
+    /// The number of live members.
+    public var liveCount: Int { members.count }
+
+    /// The live member `key`, made by the loader if it is not live: a use (a read, a subscription, an
+    /// action) that counts as its last.
+    /// - Throws: ``ViewModelError/noSuchMember(feed:family:key:)``, ``ViewModelError/loaderFailed(feed:reason:)``,
+    ///   ``ViewModelError/loaderTimedOut(feed:seconds:)``, ``ViewModelError/familyFull(feed:family:maxLive:retryAfter:)``,
+    ///   or the store's refusal of the first snapshot (``ViewModelError/notPublished(_:)``).
+    public func member(_ key: String) async throws(ViewModelError) -> ViewModelHost<Model> {
+        switch roster.use(key, at: clock()) {
+        case .live:
+            if let member = members[key] { return member.host }
+            throw .loaderFailed(feed: feed(key), reason: "the member was dropped while in use; try again")
+        case .wait(let ticket):
+            let result = await withCheckedContinuation { waiting[ticket, default: []].append($0) }
+            return try result.get()
+        case .full(let retryAfter):
+            refusedFull.increment()
+            throw .familyFull(feed: feed(key), family: prefix, maxLive: limits.maxLive, retryAfter: retryAfter)
+        case .noSuchKey:
+            throw .noSuchMember(feed: feed(key), family: prefix, key: key)
+        case .load(let ticket, let evicting):
+            if let evicting { await drop(evicting) }
+            let result = await make(key)
+            let outcome: FamilyRoster.LoadOutcome = switch result {
+            case .success: .loaded
+            case .failure(.noSuchMember): .noSuchKey
+            case .failure: .failed
+            }
+            var answer = result
+            if roster.finishLoad(ticket, outcome, at: clock()) {
+                switch result {
+                case .success(let made):
+                    members[key] = made
+                    self.made.increment()
+                case .failure(.noSuchMember): break
+                case .failure: loaderErrors.increment()
+                }
+            } else if case .success(let made) = result {
+                // Deleted while it was being made: nothing of it is kept.
+                for source in made.sources { source.cancel() }
+                answer = .failure(.noSuchMember(feed: feed(key), family: prefix, key: key))
+            }
+            live.record(members.count)
+            let answered = answer.map(\.host)
+            for waiter in waiting.removeValue(forKey: ticket) ?? [] { waiter.resume(returning: answered) }
+            return try answered.get()
+        }
+    }
+
+    /// Runs the loader for `key` (with its timeout), publishes the first snapshot and starts the
+    /// member's sources.
+    private func make(_ key: String) async -> Result<(host: ViewModelHost<Model>, sources: [Task<Void, any Error>]), ViewModelError> {
+        let name = feed(key)
+        let member = FamilyMember<Model>(key: key, feed: name)
+        let started = clock()
+        let loaded = await Self.withDeadline(seconds: limits.loaderTimeout) { [load] in try await load(member) }
+        loaderTime.recordSeconds(clock() - started)
+        let state: Model.State
+        switch loaded {
+        case nil: return .failure(.loaderTimedOut(feed: name, seconds: limits.loaderTimeout))
+        case .failure(let error as NoSuchMember)?: _ = error; return .failure(.noSuchMember(feed: name, family: prefix, key: key))
+        case .failure(let error)?: return .failure(.loaderFailed(feed: name, reason: "\(error)"))
+        case .success(let value)?: state = value
+        }
+        do throws(ViewModelError) {
+            let snapshot = try ViewModelHost<Model>.wire(model, state)
+            let bytes = try ViewModelHost<Model>.storedBytes(state)
+            do { _ = try await registry.write(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw .notPublished(error) }
+        } catch .notPublished(let error) {
+            return .failure(.notPublished(error))
+        } catch {
+            return .failure(.loaderFailed(feed: name, reason: error.description))
+        }
+        let host = ViewModelHost(name: name, model: model, state: state, registry: registry)
+        return .success((host, member.start(on: host)))
+    }
+
+    /// `body()`'s result, or nil once `seconds` have passed first (the body's task is then cancelled
+    /// and its result, whenever it comes, dropped).
+    static func withDeadline<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T) async -> Result<T, any Error>? {
+        let gate = OnceGate()
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>?, Never>) in
+            let work = Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await body()) } catch { result = .failure(error) }
+                if gate.pass() { continuation.resume(returning: result) }
+            }
+            Task {
+                try? await Task.sleep(for: .seconds(seconds))
+                if gate.pass() {
+                    work.cancel()
+                    continuation.resume(returning: nil)
+                }
+            }
+        }
+    }
+
+    /// A subscriber of `key`'s feed joined (the member stays while it has one).
+    package func joined(_ key: String) {
+        _ = roster.join(key, at: clock())
+    }
+
+    /// A subscriber of `key`'s feed left.
+    package func left(_ key: String) {
+        _ = roster.leave(key, at: clock())
+    }
+
+    /// Drops the members idle now.
+    package func expire() async {
+        let expiry = roster.expire(now: clock())
+        for key in expiry.dropped { await drop(key) }
+    }
+
+    /// Drops the live member `key` (the roster has let it go): its sources stop, its feed leaves the
+    /// registry.
+    private func drop(_ key: String) async {
+        guard let member = members.removeValue(forKey: key) else { return }
+        for source in member.sources { source.cancel() }
+        await registry.drop(feed(key))
+        dropped.increment()
+        live.record(members.count)
+    }
+
+    /// Changes the state of member `key`, live or not (a use: it is made first if need be), as
+    /// ``ViewModelHost/update(_:)`` does; for example when the program's data for that user changed.
+    @discardableResult
+    public nonisolated func update(_ key: String, _ body: @Sendable (inout Model.State) throws -> Void) async throws(ViewModelError) -> ChangeResult {
+        let host = try await member(key)
+        return try await host.update(body)
+    }
+
+    /// Deletes member `key` and what is kept of it (a user who left): its sources stop, its feed is
+    /// deleted (subscribers get `event: deleted`), and the roster forgets it.
+    /// - Returns: whether it had a feed.
+    @discardableResult
+    public func delete(_ key: String) async throws(ViewModelError) -> Bool {
+        _ = roster.remove(key)
+        if let member = members.removeValue(forKey: key) {
+            for source in member.sources { source.cancel() }
+            live.record(members.count)
+        }
+        do { return try await registry.delete(feed(key)) } catch { throw .notPublished(error) }
+    }
+}
+
+/// Lets exactly one of several racers through (the first to call ``pass()``).
+final class OnceGate: Sendable {
+    private let passed = Mutex(false)
+
+    /// True for the first caller only.
+    func pass() -> Bool {
+        passed.withLock { done in
+            defer { done = true }
+            return !done
+        }
+    }
+}
+
+/// A family, whatever its view model's type: what hosting and the HTTP API need.
+package protocol HostedFamily: Sendable {
+    var prefix: String { get }
+    var limits: FamilyLimits { get }
+    var actionList: [ActionDescription] { get }
+    var acceptsPatch: Bool { get }
+    /// The live member `key`, made if need be (a use).
+    func use(_ key: String) async throws(ViewModelError) -> any HostedFeed
+    func joined(_ key: String) async
+    func left(_ key: String) async
+    var liveCount: Int { get async }
+    func stop() async
+}
+
+extension ViewModelFamily: HostedFamily {
+    package nonisolated var actionList: [ActionDescription] {
+        model.actions.map { ActionDescription(name: $0.name, fields: $0.fields, isPublic: $0.isPublic) }
+    }
+    package nonisolated var acceptsPatch: Bool { model.acceptsPatch }
+    package func use(_ key: String) async throws(ViewModelError) -> any HostedFeed {
+        try await member(key)
+    }
+}
+
+/// A member of a family as the HTTP API sees it before it is made: its actions and `PATCH` come from
+/// the family's view model; taking one makes the member first (a use).
+package struct FamilyMemberFeed: HostedFeed {
+    package let name: String
+    let key: String
+    let family: any HostedFamily
+
+    package init(name: String, key: String, family: any HostedFamily) {
+        self.name = name
+        self.key = key
+        self.family = family
+    }
+
+    package var actionList: [ActionDescription] { family.actionList }
+    package var acceptsPatch: Bool { family.acceptsPatch }
+
+    package func perform(_ actionName: String, body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult {
+        try await family.use(key).perform(actionName, body: body, writeID: writeID)
+    }
+
+    package func patch(body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult {
+        try await family.use(key).patch(body: body, writeID: writeID)
+    }
+}

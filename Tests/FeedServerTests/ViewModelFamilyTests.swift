@@ -1,0 +1,143 @@
+import FeedCore
+import FeedServer
+import Synchronization
+import Testing
+import ViewModelHosting
+
+/// Families (issue 38) driven without sockets: one load per key however many first uses, nothing
+/// half-made when the loader fails, "no such key" remembered, the timeout, the limit, sources stopped
+/// with their member, and the program acting on members live or not.
+struct ViewModelFamilyTests {
+    /// Counts the loader's runs and lets a test hold them until it says.
+    final class Loader: Sendable {
+        let runs = Mutex(0)
+        let gate = AsyncStream<Void>.makeStream()
+
+        func count() -> Int { runs.withLock { $0 } }
+    }
+
+    /// A flag several tasks see.
+    final class Flag: Sendable {
+        let value = Mutex(false)
+        func set() { value.withLock { $0 = true } }
+        var isSet: Bool { value.withLock { $0 } }
+    }
+
+    @Test func concurrentFirstUsesRunTheLoaderOnce() async throws {
+        let registry = FeedRegistry(), hosted = HostedFeeds(registry: registry)
+        let loader = Loader()
+        let family = try await hosted.host(family: "count", Counter()) { member in
+            loader.runs.withLock { $0 += 1 }
+            for await _ in loader.gate.stream { break }  // held until the test lets it go
+            return Counter.State(count: member.key.count, label: member.key)
+        }
+        let members = Task {
+            try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<20 { group.addTask { try await family.member("alice").name } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        while loader.count() == 0 { await Task.yield() }
+        loader.gate.continuation.yield()
+        #expect(try await members.value == Array(repeating: "count.alice", count: 20))
+        #expect(loader.count() == 1)
+        #expect(try await registry.read("count.alice")?.viewState == Array(#"{"count":5,"label":"alice"}"#.utf8))
+        #expect(await family.liveCount == 1)
+    }
+
+    enum Boom: Error, CustomStringConvertible {
+        case boom
+        var description: String { "the database is down" }
+    }
+
+    @Test func aFailingLoaderMakesNothingAndTheNextUseTriesAgain() async throws {
+        let registry = FeedRegistry(), hosted = HostedFeeds(registry: registry)
+        let failed = Flag()
+        let family = try await hosted.host(family: "count", Counter()) { _ in
+            if !failed.isSet {
+                failed.set()
+                throw Boom.boom
+            }
+            return Counter.State()
+        }
+        await #expect(throws: ViewModelError.loaderFailed(feed: "count.bob", reason: "the database is down")) { try await family.member("bob") }
+        #expect(try await registry.read("count.bob") == nil, "nothing half-made")
+        #expect(try await family.member("bob").name == "count.bob")
+    }
+
+    @Test func noSuchKeyIsRememberedAndTheProgramCanDeleteIt() async throws {
+        let registry = FeedRegistry(), hosted = HostedFeeds(registry: registry)
+        let loader = Loader()
+        let family = try await hosted.host(family: "count", Counter()) { member in
+            loader.runs.withLock { $0 += 1 }
+            guard member.key != "ghost" else { throw NoSuchMember() }
+            return Counter.State()
+        }
+        for _ in 0..<3 {
+            await #expect(throws: ViewModelError.noSuchMember(feed: "count.ghost", family: "count", key: "ghost")) { try await family.member("ghost") }
+        }
+        #expect(loader.count() == 1, "answered from memory after the first")
+        _ = try await family.member("carol")
+        #expect(try await family.delete("carol"))
+        #expect(try await registry.read("carol") == nil)
+    }
+
+    @Test func aLoaderPastItsTimeoutIsAbandoned() async throws {
+        let registry = FeedRegistry(), hosted = HostedFeeds(registry: registry)
+        let limits = FamilyLimits(loaderTimeout: 0.05)
+        let family = try await hosted.host(family: "count", Counter(), limits: limits) { _ in
+            try await Task.sleep(for: .seconds(3600))
+            return Counter.State()
+        }
+        await #expect(throws: ViewModelError.loaderTimedOut(feed: "count.slow", seconds: 0.05)) { try await family.member("slow") }
+        #expect(try await registry.read("count.slow") == nil)
+    }
+
+    @Test func aFullFamilyRefusesANewKeyWhileNoMemberIsIdle() async throws {
+        let registry = FeedRegistry(), hosted = HostedFeeds(registry: registry)
+        let family = try await hosted.host(family: "count", Counter(), limits: FamilyLimits(idle: 3600, maxLive: 2)) { _ in Counter.State() }
+        _ = try await family.member("a")
+        _ = try await family.member("b")
+        var refusal: ViewModelError?
+        do { _ = try await family.member("c") } catch { refusal = error }
+        guard case .familyFull(let feed, let name, let maxLive, let retryAfter)? = refusal else {
+            Issue.record("a third member past maxLive 2: \(String(describing: refusal))")
+            return
+        }
+        #expect(feed == "count.c" && name == "count" && maxLive == 2 && retryAfter > 0)
+        #expect(await family.liveCount == 2)
+    }
+
+    /// Monotonic seconds the test moves.
+    final class ManualClock: Sendable {
+        let seconds = Mutex(0.0)
+        func advance(by delta: Double) { seconds.withLock { $0 += delta } }
+        var now: Double { seconds.withLock { $0 } }
+    }
+
+    @Test func theProgramUpdatesAMemberLiveOrNotAndItsSourcesStopWhenDropped() async throws {
+        let registry = FeedRegistry(), clock = ManualClock()
+        let (ticks, feed) = AsyncStream<Int>.makeStream()
+        let ended = Flag()
+        // Made directly, without its timer: the test says when time passes and when to expire.
+        let family = ViewModelFamily(prefix: "count", model: Counter(), limits: FamilyLimits(idle: 60), registry: registry, clock: { clock.now }) { member in
+            member.follow(AsyncStream<Int> { continuation in
+                let task = Task { for await tick in ticks { continuation.yield(tick) }; continuation.finish() }
+                continuation.onTermination = { _ in task.cancel(); ended.set() }
+            }) { state, tick in state.count += tick }
+            return Counter.State()
+        }
+        let changed = try await family.update("dora") { $0.label = "hi" }
+        #expect(changed.version == 2)
+        feed.yield(5)
+        while try await registry.read("count.dora")?.version != 3 { await Task.yield() }
+        clock.advance(by: 59)
+        await family.expire()
+        #expect(await family.liveCount == 1, "not idle for 60 s yet")
+        clock.advance(by: 2)
+        await family.expire()
+        #expect(await family.liveCount == 0)
+        while !ended.isSet { await Task.yield() }
+        #expect(try await registry.read("count.dora") == nil)
+    }
+}

@@ -1,0 +1,127 @@
+"""A home feed for every user (issue 38): the example family `home.<user>`, made on first use, bound to
+its users' tokens, dropped when idle, listed once, counted in /metrics."""
+import json
+
+import pytest
+
+from e2e_helpers import JWT_SECRET, SSEClient, jwt_token, rights, wait_until
+
+ADMIN = "admin-token-for-families"
+
+
+@pytest.fixture
+def secret_file(tmp_path):
+    path = tmp_path / "jwt-secret"
+    path.write_text(JWT_SECRET + "\n")
+    return path
+
+
+def user_token(sub):
+    return jwt_token(rights() | {"sub": sub})
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def banner_title(document):
+    banner = next(section for section in document["sections"] if section["id"] == "banner")
+    return banner["items"][0]["model"]["title"]
+
+
+def test_two_hundred_users_each_follow_their_own_home_feed(start, secret_file):
+    server = start("--jwt-secret-file", secret_file, "--bound-families", "home", "--token", ADMIN)
+    users = [f"user{index:03d}" for index in range(200)]
+    clients = []
+    try:
+        for user in users:
+            clients.append(SSEClient(server.port, f"/feeds/home.{user}/events", headers=bearer(user_token(user)), timeout=30))
+        for user, client in zip(users, clients):
+            assert client.status == 200, client.head
+            _, data = client.expect_event("snapshot", timeout=30)
+            assert data["feed"] == f"home.{user}"
+            assert banner_title(data) == f"Welcome back, {user.capitalize()}"
+        metrics = server.metrics()
+        assert metrics['diffstream_family_live{family="home"}'] == 200
+        assert metrics['diffstream_family_made_total{family="home"}'] == 200
+
+        # A change to one user's feed reaches that user only.
+        alice, bob = clients[0], clients[1]
+        reply = server.http("PATCH", f"/feeds/home.{users[0]}", json_body={"banner": {"id": "news", "title": "Hello only you"}},
+                            headers=bearer(user_token(users[0])))
+        assert reply.status == 200, reply.body
+        _, batch = alice.expect_event("batch")
+        assert batch["feed"] == f"home.{users[0]}" and batch["ops"]
+        assert banner_title(server.ok("GET", f"/feeds/home.{users[1]}", headers=bearer(user_token(users[1])))) == "Welcome back, User001"
+        # Bob's stream got nothing of it: its next event is the batch of Bob's own change.
+        reply = server.http("PATCH", f"/feeds/home.{users[1]}", json_body={"recommendedHeader": {"title": "Bob's"}},
+                            headers=bearer(user_token(users[1])))
+        assert reply.status == 200, reply.body
+        fields, batch = bob.expect_event("batch")
+        assert batch["feed"] == f"home.{users[1]}" and fields["id"].endswith(".2")
+    finally:
+        for client in clients:
+            client.close()
+
+
+@pytest.mark.parametrize("token, status", [
+    ("bob", 403),   # another user's token
+    (None, 401),    # no token
+    ("admin", 200),
+    ("alice", 200),
+])
+def test_a_bound_member_is_its_users_only(start, secret_file, token, status):
+    server = start("--jwt-secret-file", secret_file, "--bound-families", "home", "--token", ADMIN)
+    headers = {} if token is None else bearer(ADMIN if token == "admin" else user_token(token))
+    for method, path, body in [("GET", "/feeds/home.alice", None), ("GET", "/feeds/home.alice/events", None),
+                               ("PATCH", "/feeds/home.alice", {"recommendedHeader": {"title": "Mine"}})]:
+        if path.endswith("/events") and status == 200:
+            with SSEClient(server.port, path, headers=headers) as client:
+                assert client.status == 200
+                client.expect_event("snapshot")
+            continue
+        reply = server.http(method, path, json_body=body, headers=headers)
+        assert reply.status == status, (method, path, reply.body)
+    # Refused whether or not the member exists: nothing was made for a refused request.
+    if status in (401, 403):
+        assert server.metrics()['diffstream_family_made_total{family="home"}'] == 0
+
+
+def test_the_family_is_listed_once_beside_the_shared_home_feed(server):
+    for user in ["alice", "bob"]:
+        assert server.get(f"/feeds/home.{user}")["feed"] == f"home.{user}"
+    listing = server.get("/feeds")
+    names = [entry["feed"] for entry in listing]
+    assert "home" in names, "the shared home feed stays"
+    assert not any(name.startswith("home.") and name != "home.*" for name in names), names
+    family = next(entry for entry in listing if entry["kind"] == "family")
+    assert family == {"feed": "home.*", "kind": "family", "family": "home", "live": 2, "patch": True, "actions": []}
+    # The shared feed takes PATCH as before, and is not a member.
+    assert server.http("PATCH", "/feeds/home", json_body={"recommendedHeader": {"title": "Shared"}}).status == 200
+
+
+def test_an_idle_member_is_dropped_and_made_again(start):
+    server = start("--family-idle", "0.2")
+    with SSEClient(server.port, "/feeds/home.carol/events") as client:
+        _, first = client.expect_event("snapshot")
+        # Kept while it has a subscriber, however long that is: dropped counts nothing yet while the
+        # idle time passes for another member.
+        server.get("/feeds/home.dave")
+        wait_until(lambda: server.metrics().get('diffstream_family_dropped_total{family="home"}', 0) >= 1,
+                   message="dave dropped")
+        assert server.metrics()['diffstream_family_live{family="home"}'] == 1
+    wait_until(lambda: server.metrics()['diffstream_family_live{family="home"}'] == 0, message="carol dropped once her stream ended")
+    again = server.get("/feeds/home.carol")
+    assert banner_title(again) == banner_title(first)
+    # In memory (no store for members), a member made again starts a new history.
+    assert again["history"] != first["history"] and again["version"] == 1
+    assert server.metrics()['diffstream_family_made_total{family="home"}'] == 3
+
+
+def test_member_names_must_be_valid_and_put_is_refused(server):
+    assert server.http("PUT", "/feeds/home.zed", json_body={"sections": []}).status == 409
+    assert server.http("DELETE", "/feeds/home.zed").status == 409
+    assert server.http("GET", "/feeds/home.").status == 404
+    reply = server.http("GET", "/feeds/home..x")
+    assert reply.status in (200, 404)
+    json.loads(reply.body)
