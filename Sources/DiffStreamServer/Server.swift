@@ -44,6 +44,8 @@ public final class Server: Service, Sendable {
 
     private let http: HTTPServer
     private let store: LogFeedStore?
+    /// Where families keep their members (with a data directory).
+    private let members: MemberStore?
     /// The store several instances share, when ``Configuration/sharing`` names one.
     private let shared: OpenedSharing?
     private let logger: Logger
@@ -147,7 +149,17 @@ public final class Server: Service, Sendable {
             }
             for entry in contents.setAside + skipped { logger.warning("set aside damaged data: \(entry.name): \(entry.reason)") }
         }
-        hosted = HostedFeeds(registry: registry)
+        // Families keep their members beside the log, in a store of their own that is not loaded at start
+        // (docs/member-store.md): opened only when a durable directory is.
+        var members: MemberStore?
+        if let (store, _) = opened {
+            do { members = try MemberStore(directory: store.directory) } catch {
+                store.close()
+                throw StartError(.store, "the family members' store in '\(store.directory)': \(error)")
+            }
+        }
+        self.members = members
+        hosted = HostedFeeds(registry: registry, members: members)
         let http = self.http
         let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: options, serverMetrics: { http.metrics }, metrics: metrics)
         self.api = api
@@ -202,9 +214,9 @@ public final class Server: Service, Sendable {
     /// `load` on its first use (after the request is authorized), dropped when idle, within `limits`;
     /// see ``HostedFeeds/host(family:_:limits:load:)``. Its members' sources stop at shutdown.
     @discardableResult
-    public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(),
+    public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(), truth: FamilyTruth = .program,
                                              load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) async throws(HostingError) -> ViewModelFamily<Model> {
-        try await hosted.host(family: prefix, model, limits: limits, load: load)
+        try await hosted.host(family: prefix, model, limits: limits, truth: truth, load: load)
     }
 
     /// Cancels `task` when the server shuts down, first, before the store closes: give it the tasks
@@ -305,7 +317,7 @@ public final class Server: Service, Sendable {
             let started = state.port != nil
             let sources = state.sources
             let push = state.metricsPush
-            let task = Task { [http, store, shared, following, logger, api, hosted] in
+            let task = Task { [http, store, members, shared, following, logger, api, hosted] in
                 for source in sources { source.cancel() }
                 await hosted.stopFamilies()
                 push?.cancel()
@@ -317,6 +329,7 @@ public final class Server: Service, Sendable {
                         }
                     }
                 }
+                members?.close()
                 store?.close()  // writes in flight are finished; the lock is released
                 await following.stop()
                 shared?.close()

@@ -54,8 +54,9 @@ public actor Feed {
     /// A feed that does not exist yet; the first ``publish(_:viewState:)`` creates it.
     /// - Parameter keeper: for a copy of a shared store's feed, what keeps it in step (nil: this
     ///   feed is the authority, committing through `store`'s log).
+    /// - Parameter log: the log to commit through instead of `store`'s (a family member's store).
     package init(name: String, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil,
-         keeper: sending (any FeedCopyKeeper)? = nil) {
+         keeper: sending (any FeedCopyKeeper)? = nil, log: (any FeedLog)? = nil) {
         self.name = name
         self.keeper = keeper
         self.account = account
@@ -65,14 +66,14 @@ public actor Feed {
         self.replayLimit = max(0, replayLimit)
         self.transport = transport
         self.metrics = metrics
-        self.log = feedLog(for: store)
-        self.durable = store != nil
+        self.log = log ?? feedLog(for: store)
+        self.durable = store != nil || log != nil
     }
 
     /// A feed as it was stored: same history, version, snapshot and replay window.
     /// It is charged to `account` as it is, even past a limit (writes are then refused until there is room).
     package init(restoring stored: StoredFeed, snapshot: WireSnapshot, replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, account: StorageAccount? = nil,
-         keeper: sending (any FeedCopyKeeper)? = nil) {
+         keeper: sending (any FeedCopyKeeper)? = nil, log: (any FeedLog)? = nil) {
         self.name = stored.name
         self.keeper = keeper
         self.account = account
@@ -90,8 +91,8 @@ public actor Feed {
         self.viewState = stored.viewState
         self.transport = transport
         self.metrics = metrics
-        self.log = feedLog(for: store)
-        self.durable = store != nil
+        self.log = log ?? feedLog(for: store)
+        self.durable = store != nil || log != nil
     }
 
     /// True once created and until deleted.

@@ -185,6 +185,27 @@ public actor FeedRegistry {
         return try await feed.delete()
     }
 
+    /// The feed `name`, committing through `log` (a family member kept in its own store), made from
+    /// `stored` (its history, version, snapshot and window) when it is not held; the one held otherwise.
+    /// Not with a shared store.
+    /// - Parameter replayLimit: its replay window (a family's is smaller than the registry's).
+    /// - Throws: ``StoreError/damaged(path:reason:)`` when the stored snapshot does not decode.
+    package func adopt(_ name: String, restoring stored: StoredFeed?, log: any FeedLog, replayLimit: Int) throws(StoreError) -> Feed {
+        if let feed = feeds[name] { return feed }
+        let feed: Feed
+        if let stored {
+            let snapshot: WireSnapshot
+            do { snapshot = try WireCodec.decodeSnapshot(stored.snapshot) } catch {
+                throw .damaged(path: name, reason: "its stored snapshot does not decode: \(error)")
+            }
+            feed = Feed(restoring: stored, snapshot: snapshot, replayLimit: replayLimit, transport: transport, metrics: metrics, store: nil, account: storage, log: log)
+        } else {
+            feed = Feed(name: name, replayLimit: replayLimit, transport: transport, metrics: metrics, store: nil, account: storage, log: log)
+        }
+        feeds[name] = feed
+        return feed
+    }
+
     /// Forgets the feed `name` held in memory, without deleting it (a family member dropped as idle):
     /// its bytes leave the storage account; the next write makes it again. Nothing with a shared store
     /// (its copies are dropped when idle by ``FeedCopies``).

@@ -1,5 +1,6 @@
 import FeedCore
 import DiffStreamJSON
+import FeedStorage
 import Foundation
 import Timekeeping
 
@@ -21,9 +22,14 @@ public final class HostedFeeds: @unchecked Sendable {
     private var reserved: Set<String> = []
     private var families: [String: any HostedFamily] = [:]
     public let registry: FeedRegistry
+    /// Where families keep their members while dropped and across restarts (nil: in memory only).
+    public let members: MemberStore?
 
-    public init(registry: FeedRegistry) {
+    /// - Parameter members: where families keep their members (`--data`: `members.sqlite3` beside the
+    ///   log); nil keeps them in memory only, so a member made again starts a new history.
+    public init(registry: FeedRegistry, members: MemberStore? = nil) {
         self.registry = registry
+        self.members = members
     }
 
     /// Hosts `model` as the feed `name`. It starts from `state` if given; else from the state a
@@ -81,11 +87,14 @@ public final class HostedFeeds: @unchecked Sendable {
     /// - Throws: when the prefix is not a valid feed id of at most 29 characters, a family of that prefix
     ///   is hosted already, or `limits` are not usable.
     @discardableResult
-    public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(),
+    /// - Parameter truth: with a store for members, whether the loader's render (``FamilyTruth/program``,
+    ///   the default) or the state kept (``FamilyTruth/kept``) makes a member again.
+    public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(), truth: FamilyTruth = .program,
                                              load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) async throws(HostingError) -> ViewModelFamily<Model> {
         if let problem = FamilyMemberName.prefixProblem(prefix) { throw HostingError(description: problem) }
         if let problem = limits.problem { throw HostingError(description: "family '\(prefix)': \(problem)") }
-        let family = ViewModelFamily(prefix: prefix, model: model, limits: limits, registry: registry, clock: MonotonicClock.now, load: load)
+        if members != nil, registry.shared != nil { throw HostingError(description: "family '\(prefix)': a store for members and a shared store together") }
+        let family = ViewModelFamily(prefix: prefix, model: model, limits: limits, truth: truth, registry: registry, kept: members, clock: MonotonicClock.now, load: load)
         let taken = lock.withLock { () -> Bool in
             if families[prefix] != nil { return true }
             families[prefix] = family

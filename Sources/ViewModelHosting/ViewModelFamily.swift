@@ -1,7 +1,21 @@
 import CoreMetrics
 import DiffStreamJSON
 import FeedCore
+import FeedStorage
+import Foundation
 import Synchronization
+
+/// Where a family member's state comes from when it is made again after a drop or a restart, with a
+/// store for members (`--data`: ``MemberStore``). Either way its history goes on: a client that comes
+/// back with its last event id gets the batches it missed, not a snapshot.
+public enum FamilyTruth: Sendable, Equatable {
+    /// The program's data is the truth (a home feed computed from the app's database): the loader runs
+    /// on every make, and its render is diffed against the member's last published snapshot.
+    case program
+    /// DiffStream keeps the state (a user's to-do list): the state kept is restored, and the loader
+    /// runs only for a key with nothing kept.
+    case kept
+}
 
 /// What a family's loader throws for a key that names nothing: the request gets `404` ("no such
 /// key"), and the key is answered so without the loader for ``FamilyLimits/notFoundMemory`` seconds.
@@ -54,7 +68,11 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     public nonisolated let prefix: String
     public nonisolated let model: Model
     public nonisolated let limits: FamilyLimits
+    /// Where a member's state comes from when it is made again.
+    public nonisolated let truth: FamilyTruth
     let registry: FeedRegistry
+    /// Where members are kept while dropped and across restarts (nil: in memory only).
+    let kept: MemberStore?
     let load: @Sendable (FamilyMember<Model>) async throws -> Model.State
     let clock: @Sendable () -> Double
     var roster: FamilyRoster
@@ -64,12 +82,14 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     let live: Gauge, made: Counter, dropped: Counter, loaderErrors: Counter, refusedFull: Counter
     let loaderTime: CoreMetrics.Timer
 
-    package init(prefix: String, model: Model, limits: FamilyLimits, registry: FeedRegistry, clock: @escaping @Sendable () -> Double,
-         load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) {
+    package init(prefix: String, model: Model, limits: FamilyLimits, truth: FamilyTruth = .program, registry: FeedRegistry, kept: MemberStore? = nil,
+                 clock: @escaping @Sendable () -> Double, load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) {
         self.prefix = prefix
         self.model = model
         self.limits = limits
+        self.truth = truth
         self.registry = registry
+        self.kept = kept
         self.clock = clock
         self.load = load
         self.roster = FamilyRoster(limits: limits)
@@ -161,6 +181,21 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     private func make(_ key: String) async -> Result<(host: ViewModelHost<Model>, sources: [Task<Void, any Error>]), ViewModelError> {
         let name = feed(key)
         let member = FamilyMember<Model>(key: key, feed: name)
+        // With a store for members: what it kept (the feed goes on from there), and with `.kept`, the
+        // state itself.
+        var stored: StoredFeed?
+        if let kept {
+            do {
+                stored = try kept.read(name)
+                _ = try await registry.adopt(name, restoring: stored, log: kept, replayLimit: kept.maxBatches)
+            } catch {
+                return .failure(.notPublished(.store(error)))
+            }
+        }
+        if truth == .kept, let bytes = stored?.viewState, let state = try? JSONDecoder().decode(Model.State.self, from: Data(bytes)) {
+            let host = ViewModelHost(name: name, model: model, state: state, registry: registry)
+            return .success((host, member.start(on: host)))
+        }
         let started = clock()
         let loaded = await Self.withDeadline(seconds: limits.loaderTimeout) { [load] in try await load(member) }
         loaderTime.recordSeconds(clock() - started)
@@ -244,11 +279,22 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     @discardableResult
     public func delete(_ key: String) async throws(ViewModelError) -> Bool {
         _ = roster.remove(key)
+        var live = false
         if let member = members.removeValue(forKey: key) {
             for source in member.sources { source.cancel() }
-            live.record(members.count)
+            self.live.record(members.count)
+            live = true
         }
-        do { return try await registry.delete(feed(key)) } catch { throw .notPublished(error) }
+        if live {
+            do { return try await registry.delete(feed(key)) } catch { throw .notPublished(error) }
+        }
+        // Not live: what is kept of it goes (and a feed of it still held, if any).
+        var existed = false
+        if let kept {
+            do { existed = try await kept.delete(feed(key)) } catch { throw .notPublished(.store(error)) }
+        }
+        do { existed = try await registry.delete(feed(key)) || existed } catch { throw .notPublished(error) }
+        return existed
     }
 }
 
