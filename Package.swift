@@ -108,7 +108,7 @@ let package = Package(
         // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.
         .target(name: "DiffStreamExamples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
         // `ViewModelHarness`: drives a hosted view model in a unit test, with no server and no store.
-        .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
+        .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStorage"], swiftSettings: strict),
         // The library a program hosts its view models with: the store, the registry, the API and the
         // server wired together, with a graceful shutdown (a swift-service-lifecycle `Service`).
         .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedReplication", "FeedStorage", "EpollRuntime",
