@@ -11,6 +11,9 @@ package struct FIFOTurn {
     /// Whether someone holds the turn (and maybe others wait for it).
     package var isTaken: Bool { taken }
 
+    /// How many wait behind the holder.
+    package var waitingCount: Int { waiting.count }
+
     /// Takes the turn now if it is free; otherwise the caller must wait with ``enqueue(_:)``.
     package mutating func tryTake() -> Bool {
         guard !taken else { return false }

@@ -41,6 +41,13 @@ public actor Feed {
     public package(set) var viewState: [UInt8]?
     /// One write at a time: the holder diffs against the durable state, commits, then publishes.
     var writeTurn = FIFOTurn()
+    /// The most writes that wait for one feed's turn (each holds its request's body): one more is
+    /// refused with ``FeedWriteError/busy(limit:)`` (`429` with `Retry-After: 1`), so writers that
+    /// outrun a feed get an answer instead of growing the server's memory. Refreshes of a shared
+    /// store's copy and a view model's source elements are not refused.
+    public static let maxQueuedWrites = 256
+    /// How many writes wait for the turn now.
+    package var queuedWrites: Int { writeTurn.waitingCount }
     /// The current snapshot as an event, encoded once per version (of one history: a recreated feed
     /// starts again at 1) and shared by every subscriber that needs it: new ones, and lagging ones
     /// being caught up.
@@ -153,6 +160,7 @@ public actor Feed {
     /// to date, sends subscribers what they missed, and computes again (bounded). A write id already
     /// committed gets its first answer back (``FeedWriteResult/replayed``) and writes nothing.
     public func write(_ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions) async throws(FeedWriteError) -> FeedWriteResult {
+        guard writeTurn.waitingCount < Self.maxQueuedWrites else { throw .busy(limit: Self.maxQueuedWrites) }
         await acquireWrite()
         defer { releaseWrite() }
         if let keeper { return try await keeper.write(new, viewState: viewState, options: options, to: self) }
@@ -404,6 +412,7 @@ public actor Feed {
     /// - Throws: ``FeedWriteError/store(_:)``, or ``FeedWriteError/idempotencyKeyReused`` when a shared
     ///   store kept `writeID` for another request.
     package func delete(writeID: String? = nil) async throws(FeedWriteError) -> Bool {
+        guard writeTurn.waitingCount < Self.maxQueuedWrites else { throw .busy(limit: Self.maxQueuedWrites) }
         await acquireWrite()
         defer { releaseWrite() }
         if let keeper { return try await keeper.delete(writeID: writeID, of: self) }

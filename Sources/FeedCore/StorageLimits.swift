@@ -125,4 +125,7 @@ public enum FeedWriteError: Error, Sendable, Equatable {
     /// The write's `Idempotency-Key` was kept for another request (``FeedWriteOptions/request``):
     /// nothing was written (`422`).
     case idempotencyKeyReused
+    /// `limit` writes already wait for this feed's turn (its writers outrun it): nothing was written;
+    /// try again shortly (`429` with `Retry-After`).
+    case busy(limit: Int)
 }

@@ -74,6 +74,10 @@ public struct APIError: Error, Sendable, Equatable {
         case .idempotencyKeyReused:
             self.init(.unprocessableContent, "idempotency key reused",
                       "this Idempotency-Key was sent with another request to this feed (another method, action or body); nothing was written: use a new key for a new request")
+        case .busy(let limit):
+            self.init(HTTPStatus(429, "Too Many Requests"), "too many writes",
+                      "\(limit) writes already wait for this feed; nothing was written: retry after the Retry-After seconds")
+            self.retryAfter = 1
         }
     }
 

@@ -61,6 +61,8 @@ public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible 
             "another instance runs this view model's source; the change was not stored"
         case .notPublished(.idempotencyKeyReused):
             "this Idempotency-Key was sent with another request; the change was not run"
+        case .notPublished(.busy(let limit)):
+            "\(limit) changes already wait for this feed; the change was not run"
         case .noSuchMember(let feed, let family, let key):
             "no feed named '\(feed)': the family '\(family)' has no such key '\(key)'"
         case .loaderFailed(let feed, let reason):

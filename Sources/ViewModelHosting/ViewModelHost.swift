@@ -181,6 +181,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// first answer (``FeedWriteResult/replayed``) and changes nothing; the same key sent with another
     /// action or body is refused (``FeedWriteError/idempotencyKeyReused``).
     public func perform(_ actionName: String, body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult {
+        guard turn.waitingCount < Feed.maxQueuedWrites else { throw .notPublished(.busy(limit: Feed.maxQueuedWrites)) }
         guard let action = model.actions.first(where: { $0.name == actionName }) else {
             throw .unknownAction(feed: name, action: actionName)
         }
@@ -196,6 +197,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
 
     /// ``patch(body:)`` with a client's `Idempotency-Key` (as ``perform(_:body:writeID:)``).
     public func patch(body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult {
+        guard turn.waitingCount < Feed.maxQueuedWrites else { throw .notPublished(.busy(limit: Feed.maxQueuedWrites)) }
         guard model.acceptsPatch else { throw .patchNotAccepted(feed: name) }
         let patch: JSONValue
         do { patch = try JSONParser.parse(body) } catch { throw .malformedJSON(error.description) }

@@ -13,6 +13,11 @@ struct APIErrorTests {
         (.unknownAction(feed: "todo", action: "fly"), 404, #"{"error":"not found","detail":"no action 'fly' on feed 'todo'"}"#),
         (.patchNotAccepted(feed: "todo"), 405, #"{"error":"method not allowed","detail":"PATCH is not allowed here; allowed: GET, HEAD"}"#),
         (.notPublished(.store(.full(path: "/data"))), 503, #"{"error":"storage full","detail":"no space left on the device holding '/data'; the write was not stored, retry once space is freed"}"#),
+        (.notPublished(.busy(limit: 256)), 429, #"{"error":"too many writes","detail":"256 writes already wait for this feed; nothing was written: retry after the Retry-After seconds"}"#),
+        (.noSuchMember(feed: "home.zed", family: "home", key: "zed"), 404, #"{"error":"not found","detail":"no feed named 'home.zed': the family 'home' has no such key 'zed'"}"#),
+        (.loaderFailed(feed: "home.a", reason: "db down"), 500, #"{"error":"loader failed","detail":"the loader of 'home.a' failed, so nothing was made (the next request tries again): db down"}"#),
+        (.loaderTimedOut(feed: "home.a", seconds: 10), 504, #"{"error":"loader timed out","detail":"the loader of 'home.a' took longer than 10.0 s, so nothing was made (the next request tries again)"}"#),
+        (.familyFull(feed: "home.a", family: "home", maxLive: 2, retryAfter: 60), 503, #"{"error":"family full","detail":"'home.a' cannot be made now: the family 'home' has its most live members (2) and none is idle"}"#),
     ])
     func aViewModelErrorBecomesItsStatusAndBody(error: ViewModelError, status: Int, body: String) {
         let mapped = APIError(error)
@@ -20,6 +25,12 @@ struct APIErrorTests {
         let response = HTTPResponse.error(mapped.status, mapped.error, detail: mapped.detail)
         guard case .bytes(let bytes) = response.body else { return #expect(Bool(false)) }
         #expect(String(decoding: bytes, as: UTF8.self) == body + "\n")
+    }
+
+    /// Refusals that say when to come back carry `Retry-After` (RFC 9110 §10.2.3).
+    @Test(arguments: [(ViewModelError.notPublished(.busy(limit: 256)), "1"), (.familyFull(feed: "home.a", family: "home", maxLive: 2, retryAfter: 60), "60")])
+    func aRefusalToComeBackLaterSaysWhen(error: ViewModelError, retryAfter: String) {
+        #expect(APIError(error).response.headers["Retry-After"] == retryAfter)
     }
 
     @Test func aViewModelPastAStorageLimitIs507NamingIt() {
