@@ -21,6 +21,8 @@ public final class HostedFeeds: @unchecked Sendable {
     private var hosts: [String: any HostedFeed] = [:]
     private var reserved: Set<String> = []
     private var families: [String: any HostedFamily] = [:]
+    /// The families' prefixes, kept beside them: every route check asks (``isHosted(_:)``).
+    private var familyPrefixes: Set<String> = []
     public let registry: FeedRegistry
     /// Where families keep their members while dropped and across restarts (nil: in memory only).
     public let members: MemberStore?
@@ -98,6 +100,7 @@ public final class HostedFeeds: @unchecked Sendable {
         let taken = lock.withLock { () -> Bool in
             if families[prefix] != nil { return true }
             families[prefix] = family
+            familyPrefixes.insert(prefix)
             return false
         }
         guard !taken else { throw HostingError(description: "a family is already hosted as '\(prefix)'") }
@@ -106,9 +109,12 @@ public final class HostedFeeds: @unchecked Sendable {
     }
 
     /// The family `name` is a member of, with its key (nil: not a family member).
+    /// - Complexity: O(1) for a name without a dot (most writes: every route check asks), else a set
+    ///   lookup per dot of the name.
     package func family(of name: String) -> (family: any HostedFamily, key: String)? {
-        lock.withLock {
-            guard !families.isEmpty, let member = FamilyMemberName(parsing: name, prefixes: Set(families.keys)), let family = families[member.prefix] else { return nil }
+        guard name.utf8.contains(UInt8(ascii: ".")) else { return nil }
+        return lock.withLock {
+            guard !families.isEmpty, let member = FamilyMemberName(parsing: name, prefixes: familyPrefixes), let family = families[member.prefix] else { return nil }
             return (family, member.key)
         }
     }
