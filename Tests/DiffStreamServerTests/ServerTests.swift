@@ -57,8 +57,10 @@ struct ServerTests {
         let server = try await Server(configuration: Self.configuration())
         let group = ServiceGroup(configuration: .init(services: [server], logger: Logger(label: "test") { SwiftLogNoOpLogHandler($0) }))
         let running = Task { try await group.run() }
-        try #require(await eventually { server.port != 0 }, "the server starts")
-        #expect(try await get("/feeds", port: server.port).status == 200)
+        // `start()` is idempotent: whichever of it and `run()` comes first listens, and both get that port
+        // (awaited, not polled against a clock).
+        let port = try await server.start()
+        #expect(try await get("/feeds", port: port).status == 200)
         await group.triggerGracefulShutdown()
         try await running.value
         await #expect(throws: (any Error).self) { try await get("/feeds", port: server.port) }  // no longer listening
@@ -67,7 +69,7 @@ struct ServerTests {
     @Test func runEndsWhenItsTaskIsCancelled() async throws {
         let server = try await Server(configuration: Self.configuration())
         let running = Task { try await server.run() }
-        try #require(await eventually { server.port != 0 }, "the server starts")
+        _ = try await server.start()  // listening (by this call or by run's, the same port)
         running.cancel()
         try await running.value
     }
