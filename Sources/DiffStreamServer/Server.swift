@@ -153,9 +153,15 @@ public final class Server: Service, Sendable {
         // (docs/member-store.md): opened only when a durable directory is.
         var members: MemberStore?
         if let (store, _) = opened {
-            do { members = try MemberStore(directory: store.directory) } catch {
+            // In a directory of its own, `members/`: the log's files (and their size on disk,
+            // `diffstream_store_size_bytes`) are the data directory's regular files.
+            let directory = store.directory + "/members"
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                members = try MemberStore(directory: directory)
+            } catch {
                 store.close()
-                throw StartError(.store, "the family members' store in '\(store.directory)': \(error)")
+                throw StartError(.store, "the family members' store in '\(directory)': \(error)")
             }
         }
         self.members = members

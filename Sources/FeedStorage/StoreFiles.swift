@@ -45,7 +45,7 @@ protocol StoreFiles: Sendable {
     func rename(_ from: String, to: String) throws(FileError)
     /// Removes a file; a file already gone is not an error.
     func remove(_ path: String) throws(FileError)
-    /// The file's size, or nil when it does not exist.
+    /// The size of a regular file, or nil when there is none (or it is a directory).
     func size(_ path: String) -> Int?
     /// The whole file.
     func read(_ path: String) throws(FileError) -> [UInt8]
@@ -151,7 +151,8 @@ struct SystemStoreFiles: StoreFiles {
 
     func size(_ path: String) -> Int? {
         var info = stat()
-        return stat(path, &info) == 0 ? Int(info.st_size) : nil
+        // A regular file's only: a directory beside the log (the family members' store) is not the log's.
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int(info.st_size) : nil
     }
 
     func read(_ path: String) throws(FileError) -> [UInt8] {
