@@ -311,18 +311,21 @@ enum PublicFiles {
             IGZlZWRzIGp1c3Qgbm93IChHRVQgL2ZlZWRzIGZhaWxlZCk7IHRoZSBwYW5lbHMgc3RheSBhcyB0
             aGV5IGFyZS4nCiAgICAgICAgICA6ICdDb3VsZCBub3QgbGlzdCB0aGUgZmVlZHMgKEdFVCAvZmVl
             ZHMgZmFpbGVkKTsgdHJ5aW5nIGFnYWluLic7CiAgICAgICAgcmV0dXJuOwogICAgICB9CiAgICAg
-            IGNvbnN0IGZlZWRzID0gbGlzdC5tYXAoKGVudHJ5KSA9PiBlbnRyeS5mZWVkKTsKICAgICAgZm9y
-            IChjb25zdCBmZWVkIG9mIGZlZWRzKSBpZiAoIXBhbmVscy5oYXMoZmVlZCkpIGFkZFBhbmVsKGZl
-            ZWQpOwogICAgICBmb3IgKGNvbnN0IFtmZWVkLCBwYW5lbF0gb2YgcGFuZWxzKSB7CiAgICAgICAg
-            aWYgKGZlZWRzLmluY2x1ZGVzKGZlZWQpKSBjb250aW51ZTsKICAgICAgICBwYW5lbC5yZWdpb24u
-            Y2xvc2UoKTsKICAgICAgICBwYW5lbC5lbGVtZW50LnJlbW92ZSgpOwogICAgICAgIHBhbmVscy5k
-            ZWxldGUoZmVlZCk7CiAgICAgIH0KICAgICAgZG9jdW1lbnQuZ2V0RWxlbWVudEJ5SWQoJ2NvdW50
-            JykudGV4dENvbnRlbnQgPSBgJHtwYW5lbHMuc2l6ZX0gZmVlZCR7cGFuZWxzLnNpemUgPT09IDEg
-            PyAnJyA6ICdzJ31gOwogICAgICBub3RpY2UuaGlkZGVuID0gcGFuZWxzLnNpemUgPiAwOwogICAg
-            ICBub3RpY2UudGV4dENvbnRlbnQgPSBwYW5lbHMuc2l6ZSA/ICcnIDogJ1RoZSBzZXJ2ZXIgbGlz
-            dHMgbm8gZmVlZHMgeWV0IChvciB0aGUgdG9rZW4gZG9lcyBub3QgYWxsb3cgbGlzdGluZyB0aGVt
-            KS4nOwogICAgfQogICAgYXdhaXQgcmVmcmVzaCgpOwogICAgc2V0SW50ZXJ2YWwocmVmcmVzaCwg
-            MTAwMDApOwogIDwvc2NyaXB0Pgo8L2JvZHk+CjwvaHRtbD4K
+            IC8vIEEgZmFtaWx5IChgImtpbmQiOiJmYW1pbHkiYCwgZXZlcnkgdXNlcidzIGBob21lLktFWWAp
+            IGlzIG5vdCBhIGZlZWQgdG8gc2hvdzogaXRzIG1lbWJlcnMgYXJlLgogICAgICBjb25zdCBmZWVk
+            cyA9IGxpc3QuZmlsdGVyKChlbnRyeSkgPT4gZW50cnkua2luZCAhPT0gJ2ZhbWlseScpLm1hcCgo
+            ZW50cnkpID0+IGVudHJ5LmZlZWQpOwogICAgICBmb3IgKGNvbnN0IGZlZWQgb2YgZmVlZHMpIGlm
+            ICghcGFuZWxzLmhhcyhmZWVkKSkgYWRkUGFuZWwoZmVlZCk7CiAgICAgIGZvciAoY29uc3QgW2Zl
+            ZWQsIHBhbmVsXSBvZiBwYW5lbHMpIHsKICAgICAgICBpZiAoZmVlZHMuaW5jbHVkZXMoZmVlZCkp
+            IGNvbnRpbnVlOwogICAgICAgIHBhbmVsLnJlZ2lvbi5jbG9zZSgpOwogICAgICAgIHBhbmVsLmVs
+            ZW1lbnQucmVtb3ZlKCk7CiAgICAgICAgcGFuZWxzLmRlbGV0ZShmZWVkKTsKICAgICAgfQogICAg
+            ICBkb2N1bWVudC5nZXRFbGVtZW50QnlJZCgnY291bnQnKS50ZXh0Q29udGVudCA9IGAke3BhbmVs
+            cy5zaXplfSBmZWVkJHtwYW5lbHMuc2l6ZSA9PT0gMSA/ICcnIDogJ3MnfWA7CiAgICAgIG5vdGlj
+            ZS5oaWRkZW4gPSBwYW5lbHMuc2l6ZSA+IDA7CiAgICAgIG5vdGljZS50ZXh0Q29udGVudCA9IHBh
+            bmVscy5zaXplID8gJycgOiAnVGhlIHNlcnZlciBsaXN0cyBubyBmZWVkcyB5ZXQgKG9yIHRoZSB0
+            b2tlbiBkb2VzIG5vdCBhbGxvdyBsaXN0aW5nIHRoZW0pLic7CiAgICB9CiAgICBhd2FpdCByZWZy
+            ZXNoKCk7CiAgICBzZXRJbnRlcnZhbChyZWZyZXNoLCAxMDAwMCk7CiAgPC9zY3JpcHQ+CjwvYm9k
+            eT4KPC9odG1sPgo=
             """,
         "demo-looks.js": """
             Ly8gVGhlIGRlbW8ncyBsb29rcyBiZXlvbmQgaXRzIHRlbXBsYXRlcyAoaW5kZXguaHRtbCk6IHRo
