@@ -112,7 +112,8 @@ public final class HostedFeeds: @unchecked Sendable {
     /// - Complexity: O(1) for a name without a dot (most writes: every route check asks), else a set
     ///   lookup per dot of the name.
     package func family(of name: String) -> (family: any HostedFamily, key: String)? {
-        guard name.utf8.contains(UInt8(ascii: ".")) else { return nil }
+        let dot = UInt8(ascii: ".")  // asked on every PUT: over the contiguous bytes, not the view's iterator
+        guard name.utf8.withContiguousStorageIfAvailable({ $0.contains(dot) }) ?? name.utf8.contains(dot) else { return nil }
         return lock.withLock {
             guard !families.isEmpty, let member = FamilyMemberName(parsing: name, prefixes: familyPrefixes), let family = families[member.prefix] else { return nil }
             return (family, member.key)
