@@ -91,12 +91,16 @@ public final class HostedFeeds: @unchecked Sendable {
     @discardableResult
     /// - Parameter truth: with a store for members, whether the loader's render (``FamilyTruth/program``,
     ///   the default) or the state kept (``FamilyTruth/kept``) makes a member again.
+    /// - Parameter shards: with a store several instances share, the lease shards of the keys: a key's
+    ///   sources run on the instance holding its shard's lease (decision 0008).
     public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(), truth: FamilyTruth = .program,
+                                             shards: FamilyShards = FamilyShards(),
                                              load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) async throws(HostingError) -> ViewModelFamily<Model> {
         if let problem = FamilyMemberName.prefixProblem(prefix) { throw HostingError(description: problem) }
         if let problem = limits.problem { throw HostingError(description: "family '\(prefix)': \(problem)") }
         if members != nil, registry.shared != nil { throw HostingError(description: "family '\(prefix)': a store for members and a shared store together") }
-        let family = ViewModelFamily(prefix: prefix, model: model, limits: limits, truth: truth, registry: registry, kept: members, clock: MonotonicClock.now, load: load)
+        let family = ViewModelFamily(prefix: prefix, model: model, limits: limits, truth: truth, registry: registry, kept: members, shards: shards,
+                                     clock: MonotonicClock.now, load: load)
         let taken = lock.withLock { () -> Bool in
             if families[prefix] != nil { return true }
             families[prefix] = family
