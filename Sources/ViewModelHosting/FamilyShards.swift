@@ -37,8 +37,23 @@ public struct FamilyShards: Sendable, Equatable {
         "\(prefix):\(shard)"
     }
 
+    /// An entry of a shard's set of live keys: `<key> <instance>` (a key, part of a feed name, never
+    /// holds a space), so that each instance tells the keys live elsewhere from its own.
+    public static func interestEntry(key: String, instance: String) -> String {
+        key + " " + instance
+    }
+
+    /// The keys of `entries` (``interestEntry(key:instance:)``) recorded by an instance other than
+    /// `instance`, sorted, each once.
+    public static func keysLiveElsewhere(_ entries: [String], instance: String) -> [String] {
+        Set(entries.compactMap { entry -> String? in
+            guard let space = entry.firstIndex(of: " "), entry[entry.index(after: space)...] != instance else { return nil }
+            return String(entry[..<space])
+        }).sorted()
+    }
+
     /// What an instance does on each renewal, given its live keys, the shards whose lease it holds, and
-    /// the keys recorded live (on any instance) in each shard it holds:
+    /// the keys recorded live on other instances in each shard it holds:
     /// - `make`: the keys of its held shards live elsewhere and not here, sorted: made live here, so
     ///   that their sources run here;
     /// - `keep`: the shards whose lease it keeps (or tries to take): those with a key live here, and

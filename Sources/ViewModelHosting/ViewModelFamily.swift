@@ -90,6 +90,8 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     /// The shared store's record of which keys are live where (nil: no shared store, or one without it,
     /// where each member's sources run under a lease of their own).
     let interest: (any FamilyInterest)?
+    /// This instance in the records of interest (random per family and process).
+    let instanceTag = RandomID.token()
     /// The shards whose lease this instance keeps, or tries to take, each renewed by its task.
     var shardLeases: [Int: (lease: SharedLease, keeper: Task<Void, Never>)] = [:]
     var shardTicker: Task<Void, Never>?
@@ -178,15 +180,21 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     package func tendShards() async {
         guard let interest else { return }
         let live = shards.group(members.keys)
-        let sets = Dictionary(uniqueKeysWithValues: live.map { (FamilyShards.interestSet(family: prefix, shard: $0.key), $0.value) })
+        let sets = Dictionary(uniqueKeysWithValues: live.map { shard, keys in
+            (FamilyShards.interestSet(family: prefix, shard: shard), keys.map { FamilyShards.interestEntry(key: $0, instance: instanceTag) })
+        })
         do { try await interest.recordInterest(sets, milliseconds: SharedLease.milliseconds) } catch {
-            registry.sharingLogger.warning("family \(prefix): the live members could not be recorded: \(error)")
+            // The store's outage is announced by the feeds' copies (SharedFeeds); the next renewal tries again.
+            registry.sharingLogger.debug("family \(prefix): the live members could not be recorded: \(error)")
         }
         let held = Set(shardLeases.filter { $0.value.lease.token != nil }.keys)
         var found: [Int: [String]] = [:]
         var unread: Set<Int> = []
         for shard in held {
-            do { found[shard] = try await interest.interest(in: FamilyShards.interestSet(family: prefix, shard: shard)) } catch {
+            do {
+                let entries = try await interest.interest(in: FamilyShards.interestSet(family: prefix, shard: shard))
+                found[shard] = FamilyShards.keysLiveElsewhere(entries, instance: instanceTag)
+            } catch {
                 unread.insert(shard)  // kept as it is until it can be read
             }
         }
@@ -291,13 +299,13 @@ public actor ViewModelFamily<Model: HostedViewModel> {
             let host = ViewModelHost(name: name, model: model, state: state, registry: registry)
             return .success((host, member.start(on: host, shard: shardLease(of: key))))
         }
-        // Live on another instance (its key recorded in its shard's interest): the member's state is the
+        // Live on another instance (its key recorded there in its shard's interest): the member's state is the
         // one it is serving, changed since its loader ran perhaps; this instance takes it as it is. The
         // loader still runs, for the sources it attaches, and its render is not published.
         var adopted: Model.State?
         if let interest, let bytes = keptState, let state = try? JSONDecoder().decode(Model.State.self, from: Data(bytes)) {
             let set = FamilyShards.interestSet(family: prefix, shard: shards.shard(of: key))
-            if (try? await interest.interest(in: set))?.contains(key) == true { adopted = state }
+            if let entries = try? await interest.interest(in: set), FamilyShards.keysLiveElsewhere(entries, instance: instanceTag).contains(key) { adopted = state }
         }
         let started = clock()
         let loaded = await Self.withDeadline(seconds: limits.loaderTimeout) { [load] in try await load(member) }

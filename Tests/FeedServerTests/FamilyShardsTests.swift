@@ -20,6 +20,22 @@ struct FamilyShardsTests {
         #expect(!FeedID.isValid(FamilyShards.leaseName(family: "home", shard: 7)))
     }
 
+    /// Each instance's entries name it, so that an instance tells the keys live elsewhere from its own.
+    @Test(arguments: [
+        ([], "me", []),
+        (["alice me", "bob me"], "me", []),
+        (["alice me", "alice you", "bob them", "carol you"], "me", ["alice", "bob", "carol"]),
+        (["alice you", "alice them"], "me", ["alice"]),
+        (["malformed", "dan me-too"], "me", ["dan"]),
+    ] as [([String], String, [String])])
+    func keysLiveElsewhereAreThoseOtherInstancesRecorded(entries: [String], instance: String, keys: [String]) {
+        #expect(FamilyShards.keysLiveElsewhere(entries, instance: instance) == keys)
+    }
+
+    @Test func anEntryIsTheKeyThenTheInstance() {
+        #expect(FamilyShards.interestEntry(key: "alice", instance: "0f3a") == "alice 0f3a")
+    }
+
     @Test func keysAreGroupedByShard() {
         let shards = FamilyShards(count: 10)
         #expect(shards.group(["alice", "a", "bob", "carol", "u09999"]) == [3: ["alice"], 6: ["a"], 2: ["bob", "carol"], 4: ["u09999"]])
@@ -30,7 +46,7 @@ struct FamilyShardsTests {
     @Test(arguments: [
         // Nothing held: keep (try to take) the shards of the keys live here; make nothing.
         (["alice", "bob"], [], [:], [], [2, 3]),
-        // Held, with keys live elsewhere: make those, keep the shard even with nothing live here.
+        // Held, with keys live elsewhere (interest: another instance's): make those, keep the shard even with nothing live here.
         ([], [2], [2: ["bob", "carol"]], ["bob", "carol"], [2]),
         // Held, its keys all live here: nothing to make.
         (["bob"], [2], [2: ["bob"]], [], [2]),
