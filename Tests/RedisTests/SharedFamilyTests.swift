@@ -2,6 +2,7 @@ import Foundation
 @testable import FeedServer
 import FeedReplication
 import FeedStorage
+import Redis
 import Synchronization
 import Testing
 import TestSupport
@@ -172,6 +173,45 @@ struct SharedFamilyTests {
             #expect(await eventually { (try? await Self.names(in: a.store, "shelf.erin")) == ["v"] })
             await onA.stop(); await onB.stop()
             await a.close(); await b.close()
+        }
+    }
+
+    /// The holder of a shard keeps live the keys live on other instances, not its own: those idle out
+    /// as without Redis.
+    @Test func aHoldersOwnMembersIdleOut() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server)
+            let time = Cell(0.0)
+            let onA = Self.family(on: a, truth: .program, time: time)
+            _ = try await onA.member("fay")
+            #expect(await eventually { await onA.tendShards(); return await onA.shardsHeldNow == 1 })
+            time.value = 11
+            await onA.tendShards()
+            await onA.expire()
+            #expect(await onA.liveCount == 0)
+            await onA.tendShards()
+            #expect(await onA.shardsHeldNow == 0, "a shard with no key live anywhere is given up")
+            await onA.stop()
+            await a.close()
+        }
+    }
+
+    /// A shard lease's token fences the commits of every feed against that lease: a holder that lost it
+    /// (it expired, another took it) cannot commit with its old token.
+    @Test func aShardLeasesTokenFencesItsMembersCommits() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server)
+            let lease = FamilyShards.leaseName(family: "shelf", shard: 3)
+            let first = try #require(try await a.store.acquireLease(lease, milliseconds: 5_000))
+            _ = try await a.registry.write("shelf.gil", snapshot: SharedFeedRegistryTests.snapshot([1]), options: FeedWriteOptions(fence: first))
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            _ = try admin.command(["DEL", RedisKeys(prefix: "diffstream").lease(lease)])
+            let second = try #require(try await a.store.acquireLease(lease, milliseconds: 5_000))
+            await #expect(throws: FeedWriteError.fenced) {
+                try await a.registry.write("shelf.gil", snapshot: SharedFeedRegistryTests.snapshot([1, 2]), options: FeedWriteOptions(fence: first))
+            }
+            #expect(try await a.registry.write("shelf.gil", snapshot: SharedFeedRegistryTests.snapshot([1, 2]), options: FeedWriteOptions(fence: second)).version == 2)
+            await a.close()
         }
     }
 
