@@ -295,17 +295,23 @@ public actor ViewModelFamily<Model: HostedViewModel> {
                 return .failure(.notPublished(.store(error)))
             }
         }
-        if truth == .kept, let bytes = keptState, let state = try? JSONDecoder().decode(Model.State.self, from: Data(bytes)) {
-            let host = ViewModelHost(name: name, model: model, state: state, registry: registry)
-            return .success((host, member.start(on: host, shard: shardLease(of: key))))
-        }
-        // Live on another instance (its key recorded there in its shard's interest): the member's state is the
-        // one it is serving, changed since its loader ran perhaps; this instance takes it as it is. The
-        // loader still runs, for the sources it attaches, and its render is not published.
+        let restored = keptState.flatMap { try? JSONDecoder().decode(Model.State.self, from: Data($0)) }
+        // The state made from, when it is not the loader's: with `.kept`, the state kept. Under lease
+        // shards (decision 0008), also with `.program` when the member is live on another instance (its
+        // key recorded there in its shard's interest): its state is the one being served, changed by
+        // actions since its loader ran perhaps, and this instance takes it as it is.
         var adopted: Model.State?
-        if let interest, let bytes = keptState, let state = try? JSONDecoder().decode(Model.State.self, from: Data(bytes)) {
+        if truth == .kept, let restored {
+            // Without shards, the loader does not run; with them it runs for the sources it attaches
+            // (this instance may hold the key's shard: they must run here), and its render is not used.
+            guard interest != nil else {
+                let host = ViewModelHost(name: name, model: model, state: restored, registry: registry)
+                return .success((host, member.start(on: host, shard: nil)))
+            }
+            adopted = restored
+        } else if let interest, let restored {
             let set = FamilyShards.interestSet(family: prefix, shard: shards.shard(of: key))
-            if let entries = try? await interest.interest(in: set), FamilyShards.keysLiveElsewhere(entries, instance: instanceTag).contains(key) { adopted = state }
+            if let entries = try? await interest.interest(in: set), FamilyShards.keysLiveElsewhere(entries, instance: instanceTag).contains(key) { adopted = restored }
         }
         let started = clock()
         let loaded = await Self.withDeadline(seconds: limits.loaderTimeout) { [load] in try await load(member) }

@@ -79,9 +79,9 @@ struct SharedFamilyTests {
         }
     }
 
-    /// With `.kept`, a member made on another instance starts from the state Redis holds, without the
-    /// loader, at the same version and history; with `.program`, the loader runs and its render is one
-    /// batch of the same history.
+    /// With `.kept`, a member made on another instance starts from the state Redis holds, at the same
+    /// version and history (the loader runs, for its sources, and its render is not used); with
+    /// `.program`, its render is one batch of the same history.
     @Test(arguments: [FamilyTruth.kept, .program])
     func aMemberMadeOnAnotherInstanceGoesOnFromRedis(truth: FamilyTruth) async throws {
         try await RedisTestServer.with { server in
@@ -98,7 +98,7 @@ struct SharedFamilyTests {
             #expect(after.history == before.history)
             switch truth {
             case .kept:
-                #expect(loads.value == 1, "B restored Redis's state")
+                #expect(loads.value == 2, "B ran the loader, for its sources, and restored Redis's state")
                 #expect(await member.state.names == ["first", "x"])
                 #expect(after.version == 2)
             case .program:
@@ -133,13 +133,15 @@ struct SharedFamilyTests {
 
     /// A key's source runs on the instance holding its shard's lease (one shard here, so every key
     /// shares it): an element its source yields on both instances is applied once, by the holder; a
-    /// key live only on the other instance is made live on the holder, where its source then runs.
-    @Test func aKeysSourceRunsOnTheHolderOfItsShard() async throws {
+    /// key live only on the other instance is made live on the holder, where its source then runs
+    /// (with `.kept` too: the loader that attaches it runs on every make).
+    @Test(arguments: [FamilyTruth.program, .kept])
+    func aKeysSourceRunsOnTheHolderOfItsShard(truth: FamilyTruth) async throws {
         try await RedisTestServer.with { server in
             let a = try await Instance(server), b = try await Instance(server)
             let streams = Mutex<[String: AsyncStream<String>.Continuation]>([:])
             func family(_ instance: Instance, _ label: String) -> ViewModelFamily<Shelf> {
-                ViewModelFamily(prefix: "shelf", model: Shelf(), limits: FamilyLimits(idle: 600), truth: .program, registry: instance.registry,
+                ViewModelFamily(prefix: "shelf", model: Shelf(), limits: FamilyLimits(idle: 600), truth: truth, registry: instance.registry,
                                 shards: FamilyShards(count: 1), clock: { 0 }) { member in
                     let (stream, continuation) = AsyncStream.makeStream(of: String.self)
                     streams.withLock { $0[label + member.key] = continuation }
