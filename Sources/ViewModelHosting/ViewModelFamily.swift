@@ -7,8 +7,10 @@ import Foundation
 import Synchronization
 
 /// Where a family member's state comes from when it is made again after a drop or a restart, with a
-/// store for members (`--data`: ``MemberStore``). Either way its history goes on: a client that comes
-/// back with its last event id gets the batches it missed, not a snapshot.
+/// store for members (`--data`: ``MemberStore``) or a store several instances share (`--redis`, where
+/// any instance makes it). Either way its history goes on: a client that comes back with its last
+/// event id gets the batches it missed, not a snapshot. Under `--redis`, a member live on another
+/// instance is taken as the store holds it, whatever the truth (decision 0008).
 public enum FamilyTruth: Sendable, Equatable {
     /// The program's data is the truth (a home feed computed from the app's database): the loader runs
     /// on every make, and its render is diffed against the member's last published snapshot.
@@ -69,6 +71,9 @@ public final class FamilyMember<Model: HostedViewModel>: Sendable {
 /// - A member with subscribers, or used within ``FamilyLimits/idle`` seconds, stays; otherwise it is
 ///   dropped: its sources stop and its feed leaves the registry. Without a durable store for members,
 ///   the next use starts a new history (a client resuming gets a snapshot).
+/// - With a store several instances share (`--redis`), a member's feed is a shared feed: any instance
+///   makes it, actions run once whichever instance takes them, a drop leaves its state in the store, and
+///   its sources run on the holder of its shard's lease (``FamilyShards``, decision 0008).
 public actor ViewModelFamily<Model: HostedViewModel> {
     /// Members are named `prefix.KEY`.
     public nonisolated let prefix: String
