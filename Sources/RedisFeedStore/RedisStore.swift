@@ -432,7 +432,7 @@ public final class RedisStore: SharedFeedStore {
 
 extension RedisStore: FamilyInterest {
     /// Adds each set's keys with the time their interest ends (now, on Redis's clock, plus ARGV 1
-    /// milliseconds), drops those past it, and keeps the set twice that long (a family no instance
+    /// milliseconds; one `ZADD` per 500 keys), drops those past it, and keeps the set at least twice that long (a family no instance
     /// serves any more leaves nothing behind). KEYS: the sets. ARGV: 1 milliseconds, then per set the
     /// number of its keys and the keys.
     static let recordInterestScript = """
@@ -443,12 +443,18 @@ extension RedisStore: FamilyInterest {
         for _, set in ipairs(KEYS) do
           local count = tonumber(ARGV[at])
           at = at + 1
+          local pairs = {}
           for i = 1, count do
-            redis.call('ZADD', set, ends, ARGV[at])
+            pairs[#pairs + 1] = ends
+            pairs[#pairs + 1] = ARGV[at]
             at = at + 1
+            if #pairs == 1000 or i == count then
+              redis.call('ZADD', set, unpack(pairs))
+              pairs = {}
+            end
           end
           redis.call('ZREMRANGEBYSCORE', set, '-inf', now)
-          redis.call('PEXPIRE', set, 2 * tonumber(ARGV[1]))
+          if redis.call('PTTL', set) < 2 * tonumber(ARGV[1]) then redis.call('PEXPIRE', set, 2 * tonumber(ARGV[1])) end
         end
         return 1
         """

@@ -214,7 +214,12 @@ public actor ViewModelFamily<Model: HostedViewModel> {
         }
         shardsHeld.record(shardsHeldNow)
         for key in duty.make {
-            Task { [weak self] in _ = try? await self?.member(key) }
+            // Only a member whose feed exists: one deleted (`delete(_:)` on another instance) while live
+            // elsewhere is not made again by its shard's holder.
+            Task { [weak self, registry, name = feed(key)] in
+                guard (try? await registry.read(name)) != nil else { return }
+                _ = try? await self?.member(key)
+            }
         }
     }
 

@@ -217,6 +217,23 @@ struct SharedFamilyTests {
         }
     }
 
+    /// Interest recorded in one call for several sets is read back per set, sorted, until its time (on
+    /// Redis's clock) ends unless recorded again; a set of more keys than one `ZADD` takes is whole.
+    @Test func interestLastsItsTimeUnlessRecordedAgain() async throws {
+        try await RedisTestServer.with { server in
+            let a = try await Instance(server)
+            let many = (0..<2_500).map { "u\($0) me" }
+            try await a.store.recordInterest(["home:1": ["bob me", "alice you"], "home:2": ["carol me"], "home:3": many, "home:4": []], milliseconds: 60_000)
+            #expect(try await a.store.interest(in: "home:1") == ["alice you", "bob me"])
+            #expect(try await a.store.interest(in: "home:2") == ["carol me"])
+            #expect(try await a.store.interest(in: "home:3").count == 2_500)
+            #expect(try await a.store.interest(in: "home:4") == [])
+            try await a.store.recordInterest(["home:2": ["dan me"]], milliseconds: 1)
+            #expect(await eventually { (try? await a.store.interest(in: "home:2")) == ["carol me"] }, "dan's 1 ms ran out; carol's 60 s did not")
+            await a.close()
+        }
+    }
+
     /// A member dropped as idle on one instance leaves its state in Redis: made again there (or served
     /// by another instance meanwhile) it goes on from it.
     @Test func droppingAMemberKeepsItsStateInRedis() async throws {
