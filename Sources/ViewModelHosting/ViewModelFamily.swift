@@ -16,7 +16,8 @@ public enum FamilyTruth: Sendable, Equatable {
     /// on every make, and its render is diffed against the member's last published snapshot.
     case program
     /// DiffStream keeps the state (a user's to-do list): the state kept is restored, and the loader
-    /// runs only for a key with nothing kept.
+    /// runs only for a key with nothing kept (under `--redis` it runs on every make, for the sources it
+    /// attaches, and its render is used only for a key with nothing kept).
     case kept
 }
 
@@ -100,6 +101,8 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     /// The shards whose lease this instance keeps, or tries to take, each renewed by its task.
     var shardLeases: [Int: (lease: SharedLease, keeper: Task<Void, Never>)] = [:]
     var shardTicker: Task<Void, Never>?
+    /// ``stop()`` was called: no shard's lease is kept any more.
+    var stopped = false
     let live: Gauge, made: Counter, dropped: Counter, loaderErrors: Counter, refusedFull: Counter, shardsHeld: Gauge
     let loaderTime: CoreMetrics.Timer
 
@@ -152,6 +155,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     /// Stops the timers, every member's sources and the shards' leases (given up: the server is
     /// shutting down).
     public func stop() {
+        stopped = true
         ticker?.cancel()
         ticker = nil
         shardTicker?.cancel()
@@ -168,6 +172,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
         let shard = shards.shard(of: key)
         if let kept = shardLeases[shard] { return kept.lease }
         let lease = SharedLease(name: FamilyShards.leaseName(family: prefix, shard: shard), store: shared, logger: registry.sharingLogger)
+        guard !stopped else { return lease }  // made during shutdown: never held, its elements dropped
         shardLeases[shard] = (lease, Task { await lease.keep() })
         return lease
     }
@@ -335,6 +340,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
         }
         if let adopted {
             let host = ViewModelHost(name: name, model: model, state: adopted, registry: registry)
+            await recordLive(key)
             return .success((host, member.start(on: host, shard: shardLease(of: key))))
         }
         do throws(ViewModelError) {
@@ -347,7 +353,16 @@ public actor ViewModelFamily<Model: HostedViewModel> {
             return .failure(.loaderFailed(feed: name, reason: error.description))
         }
         let host = ViewModelHost(name: name, model: model, state: state, registry: registry)
+        await recordLive(key)
         return .success((host, member.start(on: host, shard: shardLease(of: key))))
+    }
+
+    /// Records `key` live here now rather than at the next renewal, so that another instance making it
+    /// meanwhile takes the state this one serves (``make(_:)``). Best effort: the renewal records it too.
+    private func recordLive(_ key: String) async {
+        guard let interest else { return }
+        let set = FamilyShards.interestSet(family: prefix, shard: shards.shard(of: key))
+        try? await interest.recordInterest([set: [FamilyShards.interestEntry(key: key, instance: instanceTag)]], milliseconds: SharedLease.milliseconds)
     }
 
     /// `body()`'s result, or nil once `seconds` have passed first (the body's task is then cancelled

@@ -79,9 +79,9 @@ struct SharedFamilyTests {
         }
     }
 
-    /// With `.kept`, a member made on another instance starts from the state Redis holds, at the same
-    /// version and history (the loader runs, for its sources, and its render is not used); with
-    /// `.program`, its render is one batch of the same history.
+    /// A member made on another instance when it is live nowhere: with `.kept`, it starts from the state
+    /// Redis holds, at the same version and history (the loader runs, for its sources, and its render
+    /// is not used); with `.program`, its render is one batch of the same history.
     @Test(arguments: [FamilyTruth.kept, .program])
     func aMemberMadeOnAnotherInstanceGoesOnFromRedis(truth: FamilyTruth) async throws {
         try await RedisTestServer.with { server in
@@ -92,6 +92,9 @@ struct SharedFamilyTests {
             _ = try await onA.member("bob").perform("add", body: Self.add("x"), writeID: nil)
             let before = try #require(try await a.store.read("shelf.bob"))
             #expect(before.version == 2)
+            // As if A had dropped bob more than 5 s ago: its record of bob live there has run out.
+            let set = FamilyShards.interestSet(family: "shelf", shard: FamilyShards().shard(of: "bob"))
+            _ = try RedisConnection(url: server.url, timeout: 2).command(["DEL", RedisKeys(prefix: "diffstream").interest(set)])
 
             let member = try await onB.member("bob")
             let after = try #require(try await b.store.read("shelf.bob"))
@@ -119,8 +122,7 @@ struct SharedFamilyTests {
             let loads = Cell(0)
             let onA = Self.family(on: a, truth: .program, loads: loads, initial: ["first"])
             let onB = Self.family(on: b, truth: .program, loads: loads, initial: ["first"])
-            _ = try await onA.member("dora").perform("add", body: Self.add("x"), writeID: nil)
-            await onA.tendShards()  // records dora live on A
+            _ = try await onA.member("dora").perform("add", body: Self.add("x"), writeID: nil)  // A records dora live there as it makes her
 
             let member = try await onB.member("dora")
             #expect(loads.value == 2)
