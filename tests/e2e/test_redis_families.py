@@ -25,6 +25,10 @@ def patch(instance, user, body, key=None):
     return instance.http("PATCH", f"/feeds/home.{user}", json_body=body, headers=headers)
 
 
+def shards_held(instance):
+    return instance.metrics().get('diffstream_family_shards_held{family="home"}', 0)
+
+
 def test_a_change_on_one_instance_runs_once_and_reaches_both_instances_once(cluster):
     a, b = cluster.launch(2, *HOME)
     with SSEClient(a.port, "/feeds/home.alice/events") as on_a, SSEClient(b.port, "/feeds/home.alice/events") as on_b:
@@ -50,6 +54,8 @@ def test_a_change_on_one_instance_runs_once_and_reaches_both_instances_once(clus
         for client in (on_a, on_b):
             versions = [client.expect_event("batch")[1]["version"] for _ in range(2)]
             assert versions == [3, 4], versions
+        # alice is live on both: her shard's lease (where her sources run) is held by one of them.
+        wait_until(lambda: (shards_held(a), shards_held(b)) in ((1, 0), (0, 1)), timeout=30, message="one instance holds alice's shard")
         for instance in (a, b):
             document = instance.get("/feeds/home.alice")
             header = next(section for section in document["sections"] if section["id"] == "recommended")["model"]["title"]
@@ -70,10 +76,6 @@ def test_a_member_made_on_one_instance_resumes_on_the_other_with_a_batch(cluster
         fields, batch = client.expect_event("batch")
         assert (batch["history"], batch["from"], batch["version"]) == (first["history"], 2, 3), batch
         assert fields["id"] == f"ds1.{first['history']}.3"
-
-
-def shards_held(instance):
-    return instance.metrics().get('diffstream_family_shards_held{family="home"}', 0)
 
 
 def test_an_idle_member_dropped_on_one_instance_keeps_its_state(cluster):
