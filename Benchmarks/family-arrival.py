@@ -42,7 +42,7 @@ Env/flags: --binary (DIFFSTREAM; default .build/release/diffstream, built with `
 --static-swift-stdlib --product diffstream`), --users (10000), --rate (500 per second), --rounds (3),
 --idle (seconds: diffstream's --family-idle, nchan's message timeout beyond the arrival; 5), --sides
 (diffstream,nchan), --publishers (8 keep-alive connections for nchan's loader), --nginx-workers (auto:
-one per core), --keep-logs. Diagnostics of memory not given back: --waves N (N waves of the same users
+one per core), --diffstream-args ("--compression off", say), --keep-logs. Diagnostics of memory not given back: --waves N (N waves of the same users
 on one server: the second's growth is what the server did not reuse of what the first left) and
 --malloc-trim (at the end, glibc's malloc_trim(0) in each server process through gdb, then the memory
 again: what was free in the allocator but kept). Opens one connection per user from 127.0.0.1, so the open-file limit is
@@ -138,11 +138,11 @@ def await_condition(describe, check, timeout, interval=0.2):
 class DiffStream:
     name = "diffstream"
 
-    def __init__(self, binary, users, idle, work):
+    def __init__(self, binary, users, idle, work, extra=()):
         self.log = open(os.path.join(work, "diffstream.log"), "a")
         args = [binary, "--host", "127.0.0.1", "--port", "0", "--data", "none", "--examples", "home",
                 "--public", os.path.join(work, "public"), "--max-connections", str(users + 1000),
-                "--max-connections-per-ip", "0", "--family-idle", str(idle), "--log-level", "warning"]
+                "--max-connections-per-ip", "0", "--family-idle", str(idle), "--log-level", "warning", *extra]
         os.makedirs(os.path.join(work, "public"), exist_ok=True)
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True)
@@ -518,7 +518,7 @@ def run_side(side, args, document, work):
     growth then is what the server did not reuse); with --malloc-trim, the allocator's free memory given
     back at the end."""
     message_timeout = math.ceil(args.users / args.rate) + args.idle + 5
-    server = DiffStream(args.binary, args.users, args.idle, work) if side == "diffstream" else Nchan(args.nginx_workers, message_timeout, work)
+    server = DiffStream(args.binary, args.users, args.idle, work, args.diffstream_args.split()) if side == "diffstream" else Nchan(args.nginx_workers, message_timeout, work)
     server.message_timeout = message_timeout if side == "nchan" else 0
     try:
         documents = None
@@ -625,6 +625,7 @@ def main():
     parser.add_argument("--sides", default="diffstream,nchan")
     parser.add_argument("--publishers", type=int, default=8)
     parser.add_argument("--nginx-workers", default="auto")
+    parser.add_argument("--diffstream-args", default="", help="more flags for diffstream, e.g. '--compression off'")
     parser.add_argument("--waves", type=int, default=1)
     parser.add_argument("--malloc-trim", action="store_true")
     parser.add_argument("--keep-logs", action="store_true")
@@ -646,7 +647,7 @@ def main():
           f"{' '.join(open('/proc/loadavg').read().split()[:3])}, repo {commit}, nchan {nchan_version or '?'}")
     document = size_document(args.binary, work)
     print(f"# users={args.users} rate={args.rate:g}/s rounds={args.rounds} idle={args.idle}s sides={','.join(sides)} "
-          f"binary={args.binary}; home.{TEMPLATE_USER} snapshot data: {len(document)} bytes (nchan's document)", flush=True)
+          f"binary={args.binary} {args.diffstream_args}; home.{TEMPLATE_USER} snapshot data: {len(document)} bytes (nchan's document)", flush=True)
 
     results = {}
     try:
