@@ -39,15 +39,17 @@ DiffStream ÷ nchan.
     DIFFSTREAM=/work/bench-bin/diffstream python3 Benchmarks/family-arrival.py --rounds 3 --idle 5
 
 Env/flags: --binary (DIFFSTREAM; default .build/release/diffstream, built with `swift build -c release
---static-swift-stdlib --product diffstream`), --users (10000), --rate (500 per second), --rounds (3),
---idle (seconds: diffstream's --family-idle, nchan's message timeout beyond the arrival; 5), --sides
+--static-swift-stdlib --product diffstream`), --users (10000), --rate (500 per second), --rounds (ROUNDS;
+3), --idle (seconds: diffstream's --family-idle, nchan's message timeout beyond the arrival; 5), --sides
 (diffstream,nchan), --publishers (8 keep-alive connections for nchan's loader), --nginx-workers (auto:
-one per core), --diffstream-args ("--compression off", say), --keep-logs. Diagnostics of memory not given back: --waves N (N waves of the same users
-on one server: the second's growth is what the server did not reuse of what the first left) and
---malloc-trim (at the end, glibc's malloc_trim(0) in each server process through gdb, then the memory
-again: what was free in the allocator but kept). Opens one connection per user from 127.0.0.1, so the open-file limit is
-raised to 20,000 (the most a process gets here), which the servers inherit. Needs nginx with
-libnginx-mod-nchan; standard library only.
+one per core), --diffstream-args ("--compression off", say), --keep-logs.
+Diagnostics of memory not given back: --waves N (N waves of the same users on one server: the second's
+growth is what the server did not reuse of what the first left) and --malloc-trim (at the end, glibc's
+malloc_trim(0) in each server process through gdb, then the memory again: what was free in the allocator
+but kept).
+Opens one connection per user from 127.0.0.1, so the open-file limit is raised to 20,000 (`ulimit -n
+20000`: the most a process gets here), which the servers inherit. Needs nginx with libnginx-mod-nchan
+(and gdb for --malloc-trim); standard library only.
 """
 import argparse
 import errno
