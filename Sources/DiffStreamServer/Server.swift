@@ -165,7 +165,8 @@ public final class Server: Service, Sendable {
             }
         }
         self.members = members
-        hosted = HostedFeeds(registry: registry, members: members)
+        // glibc keeps the pages of freed memory: after a family let many members go, hand them back.
+        hosted = HostedFeeds(registry: registry, members: members, releaseMemory: { HeapTrim.release() })
         let http = self.http
         let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: options, serverMetrics: { http.metrics }, metrics: metrics)
         self.api = api

@@ -200,10 +200,12 @@ final class Connection: EventHandler, @unchecked Sendable {
         var path: String
         /// The handler's metadata for the stream's log lines.
         var logMetadata: Logger.Metadata
+        /// The stream's events are gzipped.
+        var gzip: Bool
     }
 
     private func openStream(_ opening: StreamOpening) {
-        let stream = EventStream(id: id, path: opening.path, loop: loop)
+        let stream = EventStream(id: id, path: opening.path, loop: loop, gzip: opening.gzip)
         self.stream = stream
         streamLogMetadata = StreamLogMetadata(opening.logMetadata)
         if isClosed {
@@ -216,7 +218,7 @@ final class Connection: EventHandler, @unchecked Sendable {
     func respond(_ response: PreparedResponse, request: HTTPRequest) {
         // An idle subscriber keeps only what the disconnect line needs: the handler's metadata as it
         // is (shared, not copied) and the path, whose storage the request's strings share.
-        let opening = response.stream.map { start in StreamOpening(start: start, path: request.rawPath, logMetadata: response.logMetadata) }
+        let opening = response.stream.map { start in StreamOpening(start: start, path: request.rawPath, logMetadata: response.logMetadata, gzip: response.gzipStream) }
         perform(machine.respond(response, now: EventLoop.now(), date: loop.dateHeader()), opening: opening)
     }
 

@@ -15,6 +15,9 @@ public final class EventStream: EventSink {
     public let path: String
     /// The loop that owns the stream's connection.
     let loop: LoopCore
+    /// The stream's events are gzipped: an event is deflated only for such a stream (a payload that no
+    /// subscriber takes gzipped keeps no deflated copy: about 1 KiB per feed snapshot).
+    let gzip: Bool
     private let callbacks = Mutex<Callbacks>(Callbacks())
     /// Calls of ``send(_:)`` so far: each event carries its number to the loop, which names the first
     /// one an overflow dropped (``onOverflow(_:)``).
@@ -27,15 +30,16 @@ public final class EventStream: EventSink {
         var onOverflow: (@Sendable (Int) -> Void)?
     }
 
-    init(id: Int, path: String, loop: LoopCore) {
+    init(id: Int, path: String, loop: LoopCore, gzip: Bool) {
         self.id = id
         self.path = path
         self.loop = loop
+        self.gzip = gzip
     }
 
-    /// Queues an event (deflated here, off the loop, when compression is on).
+    /// Queues an event (deflated here, off the loop, for a gzipped stream).
     public func send(_ payload: EventPayload) {
-        if loop.server.configuration.compression { payload.prepareDeflated() }
+        if gzip { payload.prepareDeflated() }
         let number = sends.add(1, ordering: .relaxed).newValue
         loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.enqueueEvent(payload, number: number) } }
     }
@@ -47,7 +51,7 @@ public final class EventStream: EventSink {
 
     /// Ends the stream with `final` as its last event, written even while the stream is paused.
     public func end(with final: EventPayload) {
-        if loop.server.configuration.compression { final.prepareDeflated() }
+        if gzip { final.prepareDeflated() }
         loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.endStream(with: final) } }
     }
 
@@ -59,7 +63,7 @@ public final class EventStream: EventSink {
 
     /// Clears an overflow and queues `payload` (a fresh state) as the next event.
     public func resume(with payload: EventPayload) {
-        if loop.server.configuration.compression { payload.prepareDeflated() }
+        if gzip { payload.prepareDeflated() }
         loop.loop.execute { [loop, id] in loop.streamOperation(id) { $0.resumeStream(with: payload) } }
     }
 

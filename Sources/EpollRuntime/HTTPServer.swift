@@ -91,7 +91,7 @@ public final class HTTPServer: EventBroadcaster {
     /// The server's counters and gauges (requests, connections, streams, per-loop counts).
     public var metrics: ServerMetrics { core.metrics }
 
-    /// Queues one event to many streams: the payload is deflated (if compression is on) here, once,
+    /// Queues one event to many streams: the payload is deflated (if a stream is gzipped) here, once,
     /// off the loops; then each loop that owns some of the streams gets one hop with their ids and
     /// writes the same shared bytes to each.
     ///
@@ -101,15 +101,17 @@ public final class HTTPServer: EventBroadcaster {
     /// Sinks that are not this server's streams are sent the event one by one.
     public func broadcast(_ payload: EventPayload, to streams: [any EventSink], written: (@Sendable () -> Void)?) {
         guard !streams.isEmpty else { return }
-        if core.configuration.compression { payload.prepareDeflated() }
         var byLoop: [[Int]] = Array(repeating: [], count: core.loops.count)
+        var deflate = false
         for sink in streams {
             if let stream = sink as? EventStream, stream.loop.server === core {
                 byLoop[stream.loop.index].append(stream.id)
+                deflate = deflate || stream.gzip
             } else {
                 sink.send(payload)
             }
         }
+        if deflate { payload.prepareDeflated() }  // once, here, before any loop writes it
         let loops = byLoop.count { !$0.isEmpty }
         if loops == 0 {
             written?()

@@ -37,6 +37,9 @@ package struct PreparedResponse: Sendable {
     package var stream: (@Sendable (any EventSink) -> Void)?
     /// The handler's metadata for this request's log lines.
     package var logMetadata: Logger.Metadata = [:]
+    /// An event stream's events are gzipped (the client accepts it and compression is on): only then is
+    /// an event deflated for it.
+    package var gzipStream = false
 
     /// Prepares `response` for the request described by `info`. Pure; may gzip, so it runs before the
     /// bytes reach a loop.
@@ -69,7 +72,7 @@ package struct PreparedResponse: Sendable {
             if info.gzip && !info.head { headers.set("Content-Encoding", "gzip") }
             headers.add("Vary", "Accept-Encoding")
             return PreparedResponse(status: response.status, headers: headers, body: [], bodyLength: 0, close: true,
-                                    stream: info.head ? nil : start, logMetadata: response.logMetadata)
+                                    stream: info.head ? nil : start, logMetadata: response.logMetadata, gzipStream: info.gzip && !info.head)
         }
     }
 

@@ -26,12 +26,18 @@ public final class HostedFeeds: @unchecked Sendable {
     public let registry: FeedRegistry
     /// Where families keep their members while dropped and across restarts (nil: in memory only).
     public let members: MemberStore?
+    /// Called after a family's idle sweep dropped many members, or its last (the server returns the
+    /// freed heap to the system here: the allocator keeps freed pages otherwise).
+    let releaseMemory: (@Sendable () -> Void)?
 
-    /// - Parameter members: where families keep their members (`--data`: `members.sqlite3` beside the
-    ///   log); nil keeps them in memory only, so a member made again starts a new history.
-    public init(registry: FeedRegistry, members: MemberStore? = nil) {
+    /// - Parameters:
+    ///   - members: where families keep their members (`--data`: `members.sqlite3` beside the log); nil
+    ///     keeps them in memory only, so a member made again starts a new history.
+    ///   - releaseMemory: called after a family's idle sweep dropped many members, or its last.
+    public init(registry: FeedRegistry, members: MemberStore? = nil, releaseMemory: (@Sendable () -> Void)? = nil) {
         self.registry = registry
         self.members = members
+        self.releaseMemory = releaseMemory
     }
 
     /// Hosts `model` as the feed `name`. It starts from `state` if given; else from the state a
@@ -100,7 +106,7 @@ public final class HostedFeeds: @unchecked Sendable {
         if let problem = limits.problem { throw HostingError(description: "family '\(prefix)': \(problem)") }
         if members != nil, registry.shared != nil { throw HostingError(description: "family '\(prefix)': a store for members and a shared store together") }
         let family = ViewModelFamily(prefix: prefix, model: model, limits: limits, truth: truth, registry: registry, kept: members, shards: shards,
-                                     clock: MonotonicClock.now, load: load)
+                                     clock: MonotonicClock.now, releaseMemory: releaseMemory, load: load)
         let taken = lock.withLock { () -> Bool in
             if families[prefix] != nil { return true }
             families[prefix] = family

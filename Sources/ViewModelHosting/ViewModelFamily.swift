@@ -96,6 +96,8 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     /// The shared store's record of which keys are live where (nil: no shared store, or one without it,
     /// where each member's sources run under a lease of their own).
     let interest: (any FamilyInterest)?
+    /// Called after a sweep that dropped many members, or the last (``HostedFeeds``).
+    let releaseMemory: (@Sendable () -> Void)?
     /// This instance in the records of interest (random per family and process).
     let instanceTag = RandomID.token()
     /// The shards whose lease this instance keeps, or tries to take, each renewed by its task.
@@ -107,7 +109,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     let loaderTime: CoreMetrics.Timer
 
     package init(prefix: String, model: Model, limits: FamilyLimits, truth: FamilyTruth = .program, registry: FeedRegistry, kept: MemberStore? = nil,
-                 shards: FamilyShards = FamilyShards(), clock: @escaping @Sendable () -> Double, load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) {
+                 shards: FamilyShards = FamilyShards(), clock: @escaping @Sendable () -> Double, releaseMemory: (@Sendable () -> Void)? = nil, load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) {
         self.prefix = prefix
         self.model = model
         self.limits = limits
@@ -115,6 +117,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
         self.registry = registry
         self.kept = kept
         self.shards = shards
+        self.releaseMemory = releaseMemory
         self.interest = registry.shared as? any FamilyInterest
         self.clock = clock
         self.load = load
@@ -375,13 +378,15 @@ public actor ViewModelFamily<Model: HostedViewModel> {
                 do { result = .success(try await body()) } catch { result = .failure(error) }
                 if gate.pass() { continuation.resume(returning: result) }
             }
-            Task {
+            // The timer goes with the answer (`pass` cancels it): left sleeping, it kept the work's task,
+            // and what the loader made, for the whole timeout: about 2 KiB per member made in that time.
+            gate.cancelOnPass(Task {
                 try? await Task.sleep(for: .seconds(seconds))
                 if gate.pass() {
                     work.cancel()
                     continuation.resume(returning: nil)
                 }
-            }
+            })
         }
     }
 
@@ -398,8 +403,15 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     /// Drops the members idle now.
     package func expire() async {
         let expiry = roster.expire(now: clock())
+        guard !expiry.dropped.isEmpty else { return }
         for key in expiry.dropped { await drop(key) }
+        if members.isEmpty { members = [:] }  // the table grew with the members: it goes with the last
+        if expiry.dropped.count >= Self.dropsWorthReleasing || members.isEmpty { releaseMemory?() }
     }
+
+    /// Drops in one sweep after which the freed memory is worth handing back (``HostedFeeds``'s
+    /// `releaseMemory`), as it is after the last member's.
+    static var dropsWorthReleasing: Int { 256 }
 
     /// Drops the live member `key` (the roster has let it go): its sources stop, its feed leaves the
     /// registry.
@@ -446,14 +458,25 @@ public actor ViewModelFamily<Model: HostedViewModel> {
 
 /// Lets exactly one of several racers through (the first to call ``pass()``).
 final class OnceGate: Sendable {
-    private let passed = Mutex(false)
+    private let state = Mutex<(passed: Bool, timer: Task<Void, Never>?)>((false, nil))
 
-    /// True for the first caller only.
+    /// True for the first caller only, which also cancels the task given to ``cancelOnPass(_:)``.
     func pass() -> Bool {
-        passed.withLock { done in
-            defer { done = true }
-            return !done
+        let (first, timer) = state.withLock { state in
+            defer { state = (true, nil) }
+            return (!state.passed, state.timer)
         }
+        timer?.cancel()
+        return first
+    }
+
+    /// Cancels `timer` at the first ``pass()``, or at once if it has come.
+    func cancelOnPass(_ timer: Task<Void, Never>) {
+        let passed = state.withLock { state in
+            if !state.passed { state.timer = timer }
+            return state.passed
+        }
+        if passed { timer.cancel() }
     }
 }
 
