@@ -85,14 +85,14 @@ step "end-to-end tests again with --loops 1 and every server on a fresh --data d
 # Not again: test_redis.py (its servers use Redis, not --data), and the files whose subject is neither the
 # loops nor the store (flags, static files, TLS, the Swift and Node clients).
 E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_families.py \
-    --ignore tests/e2e/test_cli.py --ignore tests/e2e/test_static.py --ignore tests/e2e/test_tls.py --ignore tests/e2e/test_watch_tls.py \
+    --ignore tests/e2e/test_family_clients.py --ignore tests/e2e/test_cli.py --ignore tests/e2e/test_static.py --ignore tests/e2e/test_tls.py --ignore tests/e2e/test_watch_tls.py \
     --ignore tests/e2e/test_swift_client.py --ignore tests/e2e/test_eventsource_node.py
 
 step "end-to-end tests again with every server on --redis (one redis-server for the run; issue 26: the existing suite on --redis)"
 # Not again: test_redis.py (on Redis already, above), test_store.py (its servers choose --data: the log store) and
-# test_families.py (its servers choose memory or a --data of their own; families under --redis are not built yet).
+# test_families.py and test_family_clients.py (their servers choose memory or a --data of their own; families under --redis are not built yet).
 DIFFSTREAM_E2E_REDIS=1 python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_store.py \
-    --ignore tests/e2e/test_embedding.py --ignore tests/e2e/test_families.py
+    --ignore tests/e2e/test_embedding.py --ignore tests/e2e/test_families.py --ignore tests/e2e/test_family_clients.py
 
 step "browser tests"
 python3 -m pytest tests/browser -q -p no:cacheprovider --deselect tests/browser/test_stream_hub.py  # the node tests ran above
