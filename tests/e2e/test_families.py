@@ -31,6 +31,10 @@ def bearer(token):
     return {"Authorization": f"Bearer {token}"}
 
 
+def section_title(document, section_id):
+    return next(section["model"]["title"] for section in document["sections"] if section["id"] == section_id)
+
+
 def banner_title(document):
     banner = next(section for section in document["sections"] if section["id"] == "banner")
     return banner["items"][0]["model"]["title"]
@@ -170,6 +174,50 @@ def test_a_restart_brings_back_kept_members(start, tmp_path):
     after = again.get("/feeds/home.fay")
     assert (after["history"], after["version"]) == (before["history"], before["version"])
     assert again.metrics()['diffstream_family_made_total{family="home"}'] == 1
+
+
+def files_under(directory):
+    """The bytes of every regular file under `directory`: the log's, and the members' store in members/."""
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file())
+
+
+def test_kept_members_count_against_max_store_bytes_live_or_not(start, tmp_path):
+    """Issue 38: kept members' bytes count against --max-store-bytes, also when no member is live (after a
+    restart), and the members' files on disk are in diffstream_store_size_bytes. Past the limit, a new
+    member gets the store's 507 naming the limit, and nothing is made."""
+    data = tmp_path / "data"
+    server = start("--data", data, "--examples", "home")
+    base = server.metrics()["diffstream_store_bytes"]
+    server.get("/feeds/home.m0")
+    member = server.metrics()["diffstream_store_bytes"] - base  # one member's row: snapshot, window, state
+    assert member > 500, member
+    server.stop()
+
+    limit = int(base + 3.25 * member)  # three members fit, a fourth does not
+    server = start("--data", data, "--examples", "home", "--max-store-bytes", limit, "--family-idle", "0.2")
+    assert server.metrics()["diffstream_store_bytes"] == base + member  # home.m0, kept, not live
+    for key in ("m1", "m2"):
+        assert server.http("GET", f"/feeds/home.{key}").status == 200
+    reply = server.http("GET", "/feeds/home.m3")
+    assert reply.status == 507, reply
+    assert reply.json()["limit"] == "max-store-bytes" and reply.json()["value"] == limit
+    assert server.metrics()['diffstream_storage_refusals_total{limit="max-store-bytes"}'] == 1
+    # The members dropped as idle stay counted: they are kept on disk.
+    wait_until(lambda: server.metrics()['diffstream_family_live{family="home"}'] == 0, message="the members dropped")
+    metrics = server.metrics()
+    assert base + 3 * member - 100 <= metrics["diffstream_store_bytes"] <= base + 3 * member + 100, (metrics["diffstream_store_bytes"], base, member)
+    assert server.http("GET", "/feeds/home.m3").status == 507
+    # The size on disk is every file of the data directory, the members' store (with its WAL) included.
+    wait_until(lambda: server.metrics()["diffstream_store_size_bytes"] == files_under(data),
+               message="diffstream_store_size_bytes to match the files under the data directory")
+    assert (data / "members" / "members.sqlite3-wal").exists()
+    server.stop()
+
+    server = start("--data", data, "--examples", "home", "--max-store-bytes", limit)
+    assert server.metrics()["diffstream_store_bytes"] == metrics["diffstream_store_bytes"]  # counted at start, none live
+    assert server.http("GET", "/feeds/home.m3").status == 507
+    assert server.get("/feeds/home.m1")["feed"] == "home.m1"  # a kept member is made again: it adds nothing
+    assert server.metrics()['diffstream_family_made_total{family="home"}'] == 1
 
 
 def started_in(start, data):
