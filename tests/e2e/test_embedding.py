@@ -259,4 +259,5 @@ def test_the_second_program_hosts_a_family_of_its_own(shelves):
     assert books(shelves.get("/feeds/shelf.bob")) == ["3 letters", "Books for bob"]
     assert shelves.get("/feeds/shelf.alice")["sections"][0]["model"] == {"owner": "Alice"}
     assert shelves.http("POST", "/feeds/shelf.alice/actions/add", json_body={"title": "..."}).status == 422
+    assert shelves.http("POST", "/feeds/shelf.alice/actions/add", json_body={"title": "x" * 101}).status == 422
     assert shelves.http("POST", "/feeds/shelf.alice/actions/add", json_body={"title": "DUNE"}).status == 422  # already on it

@@ -26,7 +26,7 @@ struct Shelf: HostedViewModel {
     var actions: [HostedAction<State>] {
         [HostedAction("add", input: Add.self, fields: [.string("title")]) { state, add in
             let book = Book(title: add.title)
-            guard !book.id.isEmpty else { throw InvalidInput(field: "title", "no letters or digits") }
+            guard !book.id.isEmpty, add.title.count <= 100 else { throw InvalidInput(field: "title", "expected 1 to 100 characters with a letter or digit") }
             guard !state.books.contains(where: { Book(title: $0).id == book.id }) else { throw InvalidInput(field: "title", "already on the shelf") }
             state.books.append(add.title)
         }]
