@@ -12,7 +12,7 @@
 #  4. end-to-end tests against the built binary over real sockets (tests/e2e), twice: with the default
 #     number of event loops and feeds in memory, then with --loops 1 and a durable --data directory (the
 #     files about the loops, streams and the store; not flags, static files, TLS or the clients)
-#     (tests/e2e/test_redis.py starts three instances on a redis-server of its own); then the API, stream,
+#     (tests/e2e/test_redis.py and test_redis_families.py start instances on a redis-server of their own); then the API, stream,
 #     limit and view-model tests again with every server on --redis (DIFFSTREAM_E2E_REDIS=1)
 #  5. browser tests in headless Chromium (tests/browser)
 #  6. the example packages Examples/Scoreboard and Examples/Shelves (a family), built and driven over HTTP (tests/e2e/test_embedding.py)
@@ -82,17 +82,20 @@ step "end-to-end tests (default: one event loop per core, feeds in memory unless
 python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_embedding.py  # step 6, once its build had time
 
 step "end-to-end tests again with --loops 1 and every server on a fresh --data directory"
-# Not again: test_redis.py (its servers use Redis, not --data), and the files whose subject is neither the
-# loops nor the store (flags, static files, TLS, the Swift and Node clients).
-E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_families.py \
-    --ignore tests/e2e/test_family_clients.py --ignore tests/e2e/test_cli.py --ignore tests/e2e/test_static.py --ignore tests/e2e/test_tls.py --ignore tests/e2e/test_watch_tls.py \
+# Not again: test_redis.py and test_redis_families.py (their servers use Redis, not --data), and the files whose
+# subject is neither the loops nor the store (flags, static files, TLS, the Swift and Node clients).
+E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_redis_families.py \
+    --ignore tests/e2e/test_families.py --ignore tests/e2e/test_family_clients.py \
+    --ignore tests/e2e/test_cli.py --ignore tests/e2e/test_static.py --ignore tests/e2e/test_tls.py --ignore tests/e2e/test_watch_tls.py \
     --ignore tests/e2e/test_swift_client.py --ignore tests/e2e/test_eventsource_node.py
 
 step "end-to-end tests again with every server on --redis (one redis-server for the run; issue 26: the existing suite on --redis)"
-# Not again: test_redis.py (on Redis already, above), test_store.py (its servers choose --data: the log store) and
-# test_families.py and test_family_clients.py (their servers choose memory or a --data of their own; families under --redis are not built yet).
+# Not again: test_redis.py and test_redis_families.py (on Redis already, above), test_store.py (its servers choose
+# --data: the log store), test_families.py (its servers choose memory or a --data of their own; families under
+# --redis are test_redis_families.py's) and test_family_clients.py (the clients follow a member as any feed).
 DIFFSTREAM_E2E_REDIS=1 python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_store.py \
-    --ignore tests/e2e/test_embedding.py --ignore tests/e2e/test_families.py --ignore tests/e2e/test_family_clients.py
+    --ignore tests/e2e/test_embedding.py --ignore tests/e2e/test_families.py --ignore tests/e2e/test_redis_families.py \
+    --ignore tests/e2e/test_family_clients.py
 
 step "browser tests"
 python3 -m pytest tests/browser -q -p no:cacheprovider --deselect tests/browser/test_stream_hub.py  # the node tests ran above

@@ -434,7 +434,8 @@ public actor Feed {
     }
 
     /// Commits `write` through the log of a feed that is its own authority (memory, the local log):
-    /// anything but `committed` is the log's error.
+    /// anything but `committed` is the log's error. Inlined: it is on every durable write's path.
+    @inline(__always)
     func commitOwned(_ write: FeedWrite, base: Int) async throws(FeedWriteError) {
         switch await log.commit(FeedCommit(write, base: base, writeID: "", counted: !isHosted)) {
         case .committed: return

@@ -18,6 +18,8 @@ public enum MetricName {
     public static let familyLoaderErrors = "diffstream_family_loader_errors_total"
     public static let familyRefusedFull = "diffstream_family_refused_full_total"
     public static let familyLoaderDuration = "diffstream_family_loader_seconds"
+    /// The lease shards of each family this instance holds, with a store several instances share.
+    public static let familyShardsHeld = "diffstream_family_shards_held"
 
     /// `# HELP` texts by name. The names and texts that existed before swift-metrics are unchanged.
     package static let help: [String: String] = [
@@ -60,6 +62,7 @@ public enum MetricName {
         familyLoaderErrors: "Family loads that failed or timed out.",
         familyRefusedFull: "Requests refused with 503 because the family had its most live members.",
         familyLoaderDuration: "Time a family's loader took to make a member.",
+        familyShardsHeld: "Lease shards of each family this instance holds: their members' sources run here (with a shared store).",
     ]
 
     /// Labelled families `/metrics` declares (`# HELP`, `# TYPE`) even before their first series.

@@ -9,8 +9,9 @@
 ///   commits at most once (a second commit with it gets the first one's answer, `first: false`).
 /// - A log's error never escapes as a throw: it is ``FeedCommitOutcome/unavailable(_:)``.
 public protocol FeedLog: Sendable {
-    /// Commits `commit` and says what became of it.
-    func commit(_ commit: FeedCommit) async -> FeedCommitOutcome
+    /// Commits `commit` and says what became of it. `consuming`: the write's bytes move into the log
+    /// without a copy (a witness may still borrow it).
+    func commit(_ commit: consuming FeedCommit) async -> FeedCommitOutcome
 }
 
 /// One write on its way to a ``FeedLog``, with everything a shared log checks it against.
@@ -116,8 +117,12 @@ public struct OwnedStoreLog: FeedLog {
 }
 
 extension LogFeedStore: FeedLog {
-    public func commit(_ commit: FeedCommit) async -> FeedCommitOutcome {
-        await commitOwned(commit)
+    /// ``FeedStore/commitOwned(_:)`` with the write moved straight into the store's commit: this is
+    /// every durable write's path (`--data`).
+    public func commit(_ commit: consuming FeedCommit) async -> FeedCommitOutcome {
+        let version = commit.version, answer = commit.answer
+        do { try await self.commit(commit.write) } catch { return .unavailable(error) }
+        return .committed(version: version, answer: answer, first: true)
     }
 }
 

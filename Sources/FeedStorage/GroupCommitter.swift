@@ -15,7 +15,10 @@ final class GroupCommitter: @unchecked Sendable {
     // `@unchecked Sendable`: every stored property but `path` and `stopped` is guarded by `condition`;
     // `commitGroup` is set once by `start` before the thread starts and used only by that thread;
     // `commitTimer` is used only by that thread.
-    typealias Reply = CheckedContinuation<Result<Void, StoreError>, Never>
+    // Unsafe, not checked, continuations (a checked one allocates a canary per write): each is resumed
+    // exactly once, by `submit` when the store is not open (then never queued), else by `run`, which
+    // answers every write it takes from the queue and stops only once the queue is empty.
+    typealias Reply = UnsafeContinuation<Result<Void, StoreError>, Never>
 
     /// Named in the error a write gets when the store is not open.
     let path: String
@@ -49,7 +52,7 @@ final class GroupCommitter: @unchecked Sendable {
 
     /// Queues a write and waits for its commit.
     func submit(_ write: FeedWrite) async throws(StoreError) {
-        let result = await withCheckedContinuation { (reply: Reply) in
+        let result = await withUnsafeContinuation { (reply: Reply) in
             condition.lock()
             guard isRunning && !closed else {
                 condition.unlock()

@@ -76,6 +76,18 @@ public protocol FeedLeases: Sendable {
     func releaseLease(_ name: String, token: String) async throws(StoreError)
 }
 
+/// Which keys of a family are live on some instance, by lease shard (docs/decisions/0008-family-shards.md):
+/// each instance records its live members of a family, every shard in one round trip per renewal, and
+/// the holder of a shard's lease reads who is live in it and keeps those members live itself, so that
+/// their sources run there. A shared store without it runs each member's sources under a lease of its own.
+public protocol FamilyInterest: Sendable {
+    /// Records that each key of `keys` (by set: a family's shard) is live on this instance for
+    /// `milliseconds` from now (the store's clock), and forgets the keys whose time ran out.
+    func recordInterest(_ keys: [String: [String]], milliseconds: Int) async throws(StoreError)
+    /// The keys of `set` recorded live on some instance whose time has not run out, sorted.
+    func interest(in set: String) async throws(StoreError) -> [String]
+}
+
 /// The answers kept for clients' `Idempotency-Key`s in a shared store.
 public protocol IdempotencyLedger: Sendable {
     /// The answer kept for `writeID` on `name` when that write was committed (its version and answer),

@@ -61,7 +61,9 @@ public enum PercentDecoding {
     /// Text with no `%` is returned as it is (the same storage: a request's `path` and `rawPath` then
     /// share one allocation, which an idle subscriber keeps).
     public static func decode(_ text: String) -> String? {
-        guard text.utf8.contains(UInt8(ascii: "%")) else { return text }
+        // Over the contiguous bytes (every native string's): a third of the cost of iterating the view.
+        let percent = UInt8(ascii: "%")
+        guard text.utf8.withContiguousStorageIfAvailable({ $0.contains(percent) }) ?? text.utf8.contains(percent) else { return text }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
         var iterator = text.utf8.makeIterator()

@@ -121,7 +121,7 @@ public struct RedisFeedCommitter: Sendable {
     public func delete(feed: String, epoch: String, writeID: String, clientKey: Bool = true, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
         let attempt = RandomID.perWrite()
         do {
-            let keys = scriptKeys(feed, writeID: writeID, attempt: attempt)
+            let keys = scriptKeys(feed, writeID: writeID, attempt: attempt, fence: nil)
             let arguments = [Array(epoch.utf8), Array(String(clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8), Array(self.keys.channel(feed).utf8), answer]
             let outcome = try Self.outcome(try await evaluate(RedisScripts.delete, name: "delete", keys: keys, arguments: arguments), first: true)
             if case .committed(let existed, _, true) = outcome { return .committed(version: existed, answer: answer, first: true) }
@@ -139,7 +139,7 @@ public struct RedisFeedCommitter: Sendable {
                              expectedState: [UInt8]? = nil, fence: String? = nil, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
         let attempt = RandomID.perWrite()
         do {
-            let keys = scriptKeys(feed, writeID: writeID, attempt: attempt)
+            let keys = scriptKeys(feed, writeID: writeID, attempt: attempt, fence: fence)
             let arguments = [Array(epoch.utf8), Array(String(version).utf8), state, Array(String(clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8),
                              Array((expectedState == nil ? "0" : "1").utf8), expectedState ?? [], Array(self.keys.channel(feed).utf8), answer, Array(origin.utf8),
                              Array((history ?? "").utf8), Array((fence ?? "").utf8)]
@@ -161,7 +161,7 @@ public struct RedisFeedCommitter: Sendable {
 
     /// Runs the commit script for `attempt` and decodes its answer (no settling).
     public func run(_ write: RedisFeedWrite, attempt: String) async throws(RedisError) -> RedisCommitOutcome {
-        let keys = scriptKeys(write.feed, writeID: write.writeID, attempt: attempt)
+        let keys = scriptKeys(write.feed, writeID: write.writeID, attempt: attempt, fence: write.fence)
         let arguments: [[UInt8]] = [
             Array(write.epoch.utf8), Array(String(write.baseVersion).utf8), Array(write.history.utf8), write.snapshot,
             Array((write.viewState == nil ? "0" : "1").utf8), write.viewState ?? [], write.batch, Array(String(max(0, write.window)).utf8),
@@ -176,9 +176,10 @@ public struct RedisFeedCommitter: Sendable {
         return outcome
     }
 
-    /// The scripts' keys, in the order ``RedisScripts/commit`` names them.
-    private func scriptKeys(_ feed: String, writeID: String, attempt: String) -> [[UInt8]] {
-        [keys.feed(feed), keys.batches(feed), keys.write(feed, id: writeID), keys.epoch, keys.lease(feed),
+    /// The scripts' keys, in the order ``RedisScripts/commit`` names them; the lease is the one `fence`
+    /// is a token of (``RedisLease/leaseName(ofToken:)``: a family's shard), else the feed's own.
+    private func scriptKeys(_ feed: String, writeID: String, attempt: String, fence: String?) -> [[UInt8]] {
+        [keys.feed(feed), keys.batches(feed), keys.write(feed, id: writeID), keys.epoch, keys.lease(fence.flatMap(RedisLease.leaseName(ofToken:)) ?? feed),
          keys.attempt(feed, nonce: attempt), keys.usage].map { Array($0.utf8) }
     }
 

@@ -13,6 +13,7 @@
 /// | `write:<name>:<id>` | string, with a TTL | `done <version> <answer>`: a committed write's answer |
 /// | `attempt:<name>:<nonce>` | string, with a TTL | an attempt given up after a lost answer |
 /// | `lease:<name>` | string, with a TTL | the fencing token of the instance that runs the feed's source |
+/// | `interest:<family>:<shard>` | sorted set, with a TTL | the keys of a family's shard live on some instance, scored by when that ends (ms, Redis's clock) |
 /// | `usage` | hash | `feeds`, `bytes`: what `--max-feeds` and `--max-store-bytes` count, over every instance |
 /// | `settings` | hash | `replay`, `max-feeds`, `max-feed-bytes`, `max-store-bytes`: the running instances' |
 /// | `instances` | sorted set | the running instances' ids, scored by when each one's presence ends (ms) |
@@ -47,6 +48,8 @@ public struct RedisKeys: Sendable, Equatable {
     public func attempt(_ name: String, nonce: String) -> String { base + "attempt:" + name + ":" + nonce }
     public func lease(_ name: String) -> String { base + "lease:" + name }
     public func channel(_ name: String) -> String { base + "publish:" + name }
+    /// A family's shard's live keys (``FamilyInterest``): `set` is `<family>:<shard>`.
+    public func interest(_ set: String) -> String { base + "interest:" + set }
     /// The feeds counted against `--max-feeds` and the bytes of every feed, kept by the scripts.
     public var usage: String { base + "usage" }
     /// The settings every running instance must agree on (`--replay`, the limits): ``RedisScripts/agree``.

@@ -32,10 +32,19 @@ public struct RedisLease: Sendable {
         return 0
         """
 
+    /// The lease a fencing token is of, when it is not the written feed's own: a token of a lease whose
+    /// name is not a feed name (a family's shard, `family:home:7`) carries that name after `@`, so that
+    /// the commit script checks that lease (``RedisFeedCommitter``); nil for a feed's own lease.
+    public static func leaseName(ofToken token: String) -> String? {
+        guard let at = token.firstIndex(of: "@") else { return nil }
+        return String(token[token.index(after: at)...])
+    }
+
     /// Takes the lease for `milliseconds` if no one holds it (`SET NX PX`).
     /// - Returns: the fencing token to commit with, or nil when another instance holds it.
     public func acquire(_ feed: String, milliseconds: Int) async throws(RedisError) -> String? {
-        let token = RandomID.token()
+        // A feed's name never holds `:`; any other lease's token names it (``leaseName(ofToken:)``).
+        let token = feed.contains(":") ? RandomID.token() + "@" + feed : RandomID.token()
         let reply = try await client.command("SET", keys.lease(feed), token, "NX", "PX", String(milliseconds))
         switch reply {
         case .status("OK"): return token

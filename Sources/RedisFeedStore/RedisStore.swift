@@ -429,3 +429,63 @@ public final class RedisStore: SharedFeedStore {
         do throws(RedisError) { try await lease.release(name, token: token) } catch { throw storeError(error) }
     }
 }
+
+extension RedisStore: FamilyInterest {
+    /// Adds each set's keys with the time their interest ends (now, on Redis's clock, plus ARGV 1
+    /// milliseconds; one `ZADD` per 500 keys), drops those past it, and keeps the set at least twice that long (a family no instance
+    /// serves any more leaves nothing behind). KEYS: the sets. ARGV: 1 milliseconds, then per set the
+    /// number of its keys and the keys.
+    static let recordInterestScript = """
+        local time = redis.call('TIME')
+        local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        local ends = now + tonumber(ARGV[1])
+        local at = 2
+        for _, set in ipairs(KEYS) do
+          local count = tonumber(ARGV[at])
+          at = at + 1
+          local pairs = {}
+          for i = 1, count do
+            pairs[#pairs + 1] = ends
+            pairs[#pairs + 1] = ARGV[at]
+            at = at + 1
+            if #pairs == 1000 or i == count then
+              redis.call('ZADD', set, unpack(pairs))
+              pairs = {}
+            end
+          end
+          redis.call('ZREMRANGEBYSCORE', set, '-inf', now)
+          if redis.call('PTTL', set) < 2 * tonumber(ARGV[1]) then redis.call('PEXPIRE', set, 2 * tonumber(ARGV[1])) end
+        end
+        return 1
+        """
+
+    /// The keys of KEYS 1 whose interest has not ended (Redis's clock).
+    static let interestScript = """
+        local time = redis.call('TIME')
+        local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
+        """
+
+    public func recordInterest(_ keys: [String: [String]], milliseconds: Int) async throws(StoreError) {
+        let sets = keys.filter { !$0.value.isEmpty }.sorted { $0.key < $1.key }
+        guard !sets.isEmpty else { return }
+        var command = ["EVAL", Self.recordInterestScript, String(sets.count)] + sets.map { self.keys.interest($0.key) } + [String(milliseconds)]
+        for (_, members) in sets { command += [String(members.count)] + members }
+        do throws(RedisError) {
+            let reply = try await client.command(command.map { Array($0.utf8) })
+            if case .error(let message) = reply { throw .server(command: "EVAL (record interest)", message: message) }
+        } catch {
+            throw storeError(error)
+        }
+    }
+
+    public func interest(in set: String) async throws(StoreError) -> [String] {
+        do throws(RedisError) {
+            let reply = try await client.command("EVAL", Self.interestScript, "1", keys.interest(set))
+            guard let members = reply.array?.compactMap(\.string) else { throw .unexpectedReply(command: "EVAL (interest)", reply: reply.description) }
+            return members.sorted()
+        } catch {
+            throw storeError(error)
+        }
+    }
+}

@@ -91,12 +91,16 @@ public final class HostedFeeds: @unchecked Sendable {
     @discardableResult
     /// - Parameter truth: with a store for members, whether the loader's render (``FamilyTruth/program``,
     ///   the default) or the state kept (``FamilyTruth/kept``) makes a member again.
+    /// - Parameter shards: with a store several instances share, the lease shards of the keys: a key's
+    ///   sources run on the instance holding its shard's lease (decision 0008).
     public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(), truth: FamilyTruth = .program,
+                                             shards: FamilyShards = FamilyShards(),
                                              load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) async throws(HostingError) -> ViewModelFamily<Model> {
         if let problem = FamilyMemberName.prefixProblem(prefix) { throw HostingError(description: problem) }
         if let problem = limits.problem { throw HostingError(description: "family '\(prefix)': \(problem)") }
         if members != nil, registry.shared != nil { throw HostingError(description: "family '\(prefix)': a store for members and a shared store together") }
-        let family = ViewModelFamily(prefix: prefix, model: model, limits: limits, truth: truth, registry: registry, kept: members, clock: MonotonicClock.now, load: load)
+        let family = ViewModelFamily(prefix: prefix, model: model, limits: limits, truth: truth, registry: registry, kept: members, shards: shards,
+                                     clock: MonotonicClock.now, load: load)
         let taken = lock.withLock { () -> Bool in
             if families[prefix] != nil { return true }
             families[prefix] = family
@@ -112,7 +116,8 @@ public final class HostedFeeds: @unchecked Sendable {
     /// - Complexity: O(1) for a name without a dot (most writes: every route check asks), else a set
     ///   lookup per dot of the name.
     package func family(of name: String) -> (family: any HostedFamily, key: String)? {
-        guard name.utf8.contains(UInt8(ascii: ".")) else { return nil }
+        let dot = UInt8(ascii: ".")  // asked on every PUT: over the contiguous bytes, not the view's iterator
+        guard name.utf8.withContiguousStorageIfAvailable({ $0.contains(dot) }) ?? name.utf8.contains(dot) else { return nil }
         return lock.withLock {
             guard !families.isEmpty, let member = FamilyMemberName(parsing: name, prefixes: familyPrefixes), let family = families[member.prefix] else { return nil }
             return (family, member.key)

@@ -1,19 +1,23 @@
 import CoreMetrics
 import DiffStreamJSON
 import FeedCore
+import FeedReplication
 import FeedStorage
 import Foundation
 import Synchronization
 
 /// Where a family member's state comes from when it is made again after a drop or a restart, with a
-/// store for members (`--data`: ``MemberStore``). Either way its history goes on: a client that comes
-/// back with its last event id gets the batches it missed, not a snapshot.
+/// store for members (`--data`: ``MemberStore``) or a store several instances share (`--redis`, where
+/// any instance makes it). Either way its history goes on: a client that comes back with its last
+/// event id gets the batches it missed, not a snapshot. Under `--redis`, a member live on another
+/// instance is taken as the store holds it, whatever the truth (decision 0008).
 public enum FamilyTruth: Sendable, Equatable {
     /// The program's data is the truth (a home feed computed from the app's database): the loader runs
     /// on every make, and its render is diffed against the member's last published snapshot.
     case program
     /// DiffStream keeps the state (a user's to-do list): the state kept is restored, and the loader
-    /// runs only for a key with nothing kept.
+    /// runs only for a key with nothing kept (under `--redis` it runs on every make, for the sources it
+    /// attaches, and its render is used only for a key with nothing kept).
     case kept
 }
 
@@ -30,7 +34,7 @@ public final class FamilyMember<Model: HostedViewModel>: Sendable {
     public let key: String
     /// The member's feed: `home.alice`.
     public let feed: String
-    private let sources = Mutex<[@Sendable (ViewModelHost<Model>) -> Task<Void, any Error>]>([])
+    private let sources = Mutex<[@Sendable (ViewModelHost<Model>, SharedLease?) -> Task<Void, any Error>]>([])
 
     init(key: String, feed: String) {
         self.key = key
@@ -43,12 +47,17 @@ public final class FamilyMember<Model: HostedViewModel>: Sendable {
     public func follow<Source: AsyncSequence & Sendable>(
         _ source: Source, update: @escaping @Sendable (inout Model.State, Source.Element) throws -> Void
     ) where Source.Element: Sendable {
-        sources.withLock { $0.append { host in host.follow(source, update: update) } }
+        sources.withLock {
+            $0.append { host, shard in
+                if let shard { host.follow(source, under: shard, update: update) } else { host.follow(source, update: update) }
+            }
+        }
     }
 
-    /// Starts the sources the loader attached, on the made member.
-    func start(on host: ViewModelHost<Model>) -> [Task<Void, any Error>] {
-        sources.withLock { $0 }.map { $0(host) }
+    /// Starts the sources the loader attached, on the made member: under its shard's lease with a store
+    /// several instances share (decision 0008), else as ``ViewModelHost/follow(_:update:)`` does.
+    func start(on host: ViewModelHost<Model>, shard: SharedLease?) -> [Task<Void, any Error>] {
+        sources.withLock { $0 }.map { $0(host, shard) }
     }
 }
 
@@ -63,6 +72,9 @@ public final class FamilyMember<Model: HostedViewModel>: Sendable {
 /// - A member with subscribers, or used within ``FamilyLimits/idle`` seconds, stays; otherwise it is
 ///   dropped: its sources stop and its feed leaves the registry. Without a durable store for members,
 ///   the next use starts a new history (a client resuming gets a snapshot).
+/// - With a store several instances share (`--redis`), a member's feed is a shared feed: any instance
+///   makes it, actions run once whichever instance takes them, a drop leaves its state in the store, and
+///   its sources run on the holder of its shard's lease (``FamilyShards``, decision 0008).
 public actor ViewModelFamily<Model: HostedViewModel> {
     /// Members are named `prefix.KEY`.
     public nonisolated let prefix: String
@@ -79,17 +91,31 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     var members: [String: (host: ViewModelHost<Model>, sources: [Task<Void, any Error>])] = [:]
     var waiting: [FamilyRoster.LoadTicket: [CheckedContinuation<Result<ViewModelHost<Model>, ViewModelError>, Never>]] = [:]
     var ticker: Task<Void, Never>?
-    let live: Gauge, made: Counter, dropped: Counter, loaderErrors: Counter, refusedFull: Counter
+    /// The lease shards of the keys (decision 0008), with a store several instances share.
+    public nonisolated let shards: FamilyShards
+    /// The shared store's record of which keys are live where (nil: no shared store, or one without it,
+    /// where each member's sources run under a lease of their own).
+    let interest: (any FamilyInterest)?
+    /// This instance in the records of interest (random per family and process).
+    let instanceTag = RandomID.token()
+    /// The shards whose lease this instance keeps, or tries to take, each renewed by its task.
+    var shardLeases: [Int: (lease: SharedLease, keeper: Task<Void, Never>)] = [:]
+    var shardTicker: Task<Void, Never>?
+    /// ``stop()`` was called: no shard's lease is kept any more.
+    var stopped = false
+    let live: Gauge, made: Counter, dropped: Counter, loaderErrors: Counter, refusedFull: Counter, shardsHeld: Gauge
     let loaderTime: CoreMetrics.Timer
 
     package init(prefix: String, model: Model, limits: FamilyLimits, truth: FamilyTruth = .program, registry: FeedRegistry, kept: MemberStore? = nil,
-                 clock: @escaping @Sendable () -> Double, load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) {
+                 shards: FamilyShards = FamilyShards(), clock: @escaping @Sendable () -> Double, load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) {
         self.prefix = prefix
         self.model = model
         self.limits = limits
         self.truth = truth
         self.registry = registry
         self.kept = kept
+        self.shards = shards
+        self.interest = registry.shared as? any FamilyInterest
         self.clock = clock
         self.load = load
         self.roster = FamilyRoster(limits: limits)
@@ -100,6 +126,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
         loaderErrors = Counter(label: MetricName.familyLoaderErrors, dimensions: family)
         refusedFull = Counter(label: MetricName.familyRefusedFull, dimensions: family)
         loaderTime = CoreMetrics.Timer(label: MetricName.familyLoaderDuration, dimensions: family)
+        shardsHeld = Gauge(label: MetricName.familyShardsHeld, dimensions: family)
         live.record(0)
     }
 
@@ -114,13 +141,91 @@ public actor ViewModelFamily<Model: HostedViewModel> {
                 await self?.expire()
             }
         }
+        if interest != nil {
+            shardsHeld.record(0)
+            shardTicker = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: SharedLease.interval)
+                    await self?.tendShards()
+                }
+            }
+        }
     }
 
-    /// Stops the timer and every member's sources (the server is shutting down).
+    /// Stops the timers, every member's sources and the shards' leases (given up: the server is
+    /// shutting down).
     public func stop() {
+        stopped = true
         ticker?.cancel()
         ticker = nil
+        shardTicker?.cancel()
+        shardTicker = nil
         for member in members.values { for source in member.sources { source.cancel() } }
+        for shard in shardLeases.values { shard.keeper.cancel() }
+        shardLeases = [:]
+    }
+
+    /// The lease of `key`'s shard, kept from now on (its task takes it whenever no one holds it, and
+    /// renews it while held), or nil without a record of interest (``interest``).
+    func shardLease(of key: String) -> SharedLease? {
+        guard interest != nil, let shared = registry.shared else { return nil }
+        let shard = shards.shard(of: key)
+        if let kept = shardLeases[shard] { return kept.lease }
+        let lease = SharedLease(name: FamilyShards.leaseName(family: prefix, shard: shard), store: shared, logger: registry.sharingLogger)
+        guard !stopped else { return lease }  // made during shutdown: never held, its elements dropped
+        shardLeases[shard] = (lease, Task { await lease.keep() })
+        return lease
+    }
+
+    /// How many shards' leases this instance holds now (`diffstream_family_shards_held`).
+    package var shardsHeldNow: Int {
+        shardLeases.values.count { $0.lease.token != nil }
+    }
+
+    /// One renewal's work with a store several instances share (every ``SharedLease/interval``):
+    /// records this instance's live keys, every shard in one round trip; for each shard whose lease it
+    /// holds, reads the keys live on any instance and makes those not live here live (their sources
+    /// run here), counting the others as used; gives up the leases of shards it no longer needs
+    /// (``FamilyShards/duty(live:held:interest:)``).
+    package func tendShards() async {
+        guard let interest else { return }
+        let live = shards.group(members.keys)
+        let sets = Dictionary(uniqueKeysWithValues: live.map { shard, keys in
+            (FamilyShards.interestSet(family: prefix, shard: shard), keys.map { FamilyShards.interestEntry(key: $0, instance: instanceTag) })
+        })
+        do { try await interest.recordInterest(sets, milliseconds: SharedLease.milliseconds) } catch {
+            // The store's outage is announced by the feeds' copies (SharedFeeds); the next renewal tries again.
+            registry.sharingLogger.debug("family \(prefix): the live members could not be recorded: \(error)")
+        }
+        let held = Set(shardLeases.filter { $0.value.lease.token != nil }.keys)
+        var found: [Int: [String]] = [:]
+        var unread: Set<Int> = []
+        for shard in held {
+            do {
+                let entries = try await interest.interest(in: FamilyShards.interestSet(family: prefix, shard: shard))
+                found[shard] = FamilyShards.keysLiveElsewhere(entries, instance: instanceTag)
+            } catch {
+                unread.insert(shard)  // kept as it is until it can be read
+            }
+        }
+        var duty = shards.duty(live: Set(members.keys), held: held, interest: found)
+        duty.keep.formUnion(unread)
+        let now = clock()
+        for keys in found.values {
+            for key in keys where members[key] != nil { _ = roster.use(key, at: now) }  // live elsewhere too: stays here, where its sources run
+        }
+        for shard in Set(shardLeases.keys).subtracting(duty.keep) {
+            shardLeases.removeValue(forKey: shard)?.keeper.cancel()
+        }
+        shardsHeld.record(shardsHeldNow)
+        for key in duty.make {
+            // Only a member whose feed exists: one deleted (`delete(_:)` on another instance) while live
+            // elsewhere is not made again by its shard's holder.
+            Task { [weak self, registry, name = feed(key)] in
+                guard (try? await registry.read(name)) != nil else { return }
+                _ = try? await self?.member(key)
+            }
+        }
     }
 
     /// The feed name of `key`.
@@ -183,18 +288,45 @@ public actor ViewModelFamily<Model: HostedViewModel> {
         let member = FamilyMember<Model>(key: key, feed: name)
         // With a store for members: what it kept (the feed goes on from there), and with `.kept`, the
         // state itself.
-        var stored: StoredFeed?
+        var keptState: [UInt8]?
         if let kept {
             do {
-                stored = try kept.read(name)
+                let stored = try kept.read(name)
+                keptState = stored?.viewState
                 _ = try await registry.adopt(name, restoring: stored, log: kept, replayLimit: kept.maxBatches)
             } catch {
                 return .failure(.notPublished(.store(error)))
             }
+        } else if registry.shared != nil {
+            // With a store several instances share, the member's feed is a shared feed like any hosted
+            // view model's: its state, version and history are the store's, whichever instance made or
+            // changed it. The read loads this instance's copy (followed before it is read, so no commit
+            // falls between), or brings the copy held up to the store (one kept since the member was
+            // dropped here); the loader's render below is diffed against it.
+            do {
+                _ = try await registry.read(name)
+                keptState = try await registry.basis(name).state
+            } catch {
+                return .failure(.notPublished(.store(error)))
+            }
         }
-        if truth == .kept, let bytes = stored?.viewState, let state = try? JSONDecoder().decode(Model.State.self, from: Data(bytes)) {
-            let host = ViewModelHost(name: name, model: model, state: state, registry: registry)
-            return .success((host, member.start(on: host)))
+        let restored = keptState.flatMap { try? JSONDecoder().decode(Model.State.self, from: Data($0)) }
+        // The state made from, when it is not the loader's: with `.kept`, the state kept. Under lease
+        // shards (decision 0008), also with `.program` when the member is live on another instance (its
+        // key recorded there in its shard's interest): its state is the one being served, changed by
+        // actions since its loader ran perhaps, and this instance takes it as it is.
+        var adopted: Model.State?
+        if truth == .kept, let restored {
+            // Without shards, the loader does not run; with them it runs for the sources it attaches
+            // (this instance may hold the key's shard: they must run here), and its render is not used.
+            guard interest != nil else {
+                let host = ViewModelHost(name: name, model: model, state: restored, registry: registry)
+                return .success((host, member.start(on: host, shard: nil)))
+            }
+            adopted = restored
+        } else if let interest, let restored {
+            let set = FamilyShards.interestSet(family: prefix, shard: shards.shard(of: key))
+            if let entries = try? await interest.interest(in: set), FamilyShards.keysLiveElsewhere(entries, instance: instanceTag).contains(key) { adopted = restored }
         }
         let started = clock()
         let loaded = await Self.withDeadline(seconds: limits.loaderTimeout) { [load] in try await load(member) }
@@ -206,6 +338,11 @@ public actor ViewModelFamily<Model: HostedViewModel> {
         case .failure(let error)?: return .failure(.loaderFailed(feed: name, reason: "\(error)"))
         case .success(let value)?: state = value
         }
+        if let adopted {
+            let host = ViewModelHost(name: name, model: model, state: adopted, registry: registry)
+            await recordLive(key)
+            return .success((host, member.start(on: host, shard: shardLease(of: key))))
+        }
         do throws(ViewModelError) {
             let snapshot = try ViewModelHost<Model>.wire(model, state)
             let bytes = try ViewModelHost<Model>.storedBytes(state)
@@ -216,7 +353,16 @@ public actor ViewModelFamily<Model: HostedViewModel> {
             return .failure(.loaderFailed(feed: name, reason: error.description))
         }
         let host = ViewModelHost(name: name, model: model, state: state, registry: registry)
-        return .success((host, member.start(on: host)))
+        await recordLive(key)
+        return .success((host, member.start(on: host, shard: shardLease(of: key))))
+    }
+
+    /// Records `key` live here now rather than at the next renewal, so that another instance making it
+    /// meanwhile takes the state this one serves (``make(_:)``). Best effort: the renewal records it too.
+    private func recordLive(_ key: String) async {
+        guard let interest else { return }
+        let set = FamilyShards.interestSet(family: prefix, shard: shards.shard(of: key))
+        try? await interest.recordInterest([set: [FamilyShards.interestEntry(key: key, instance: instanceTag)]], milliseconds: SharedLease.milliseconds)
     }
 
     /// `body()`'s result, or nil once `seconds` have passed first (the body's task is then cancelled

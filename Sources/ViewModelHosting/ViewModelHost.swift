@@ -257,13 +257,28 @@ public actor ViewModelHost<Model: HostedViewModel> {
             let keeper = Task { await lease.keep() }
             defer { keeper.cancel() }
             try await withTaskCancellationHandler {
-                for try await element in source {
-                    guard let token = lease.token else { continue }  // another instance applies it
-                    if await !self.apply(element, fence: token, update) { lease.lost(token) }
-                }
+                try await self.apply(source, under: lease, update)
             } onCancel: {
                 keeper.cancel()
             }
+        }
+    }
+
+    /// ``follow(_:update:)`` under a lease kept by someone else (a family's shard, decision 0008): the
+    /// elements are applied, with its fencing token, only while `lease` is held; the others are read
+    /// and dropped.
+    package nonisolated func follow<Source: AsyncSequence & Sendable>(
+        _ source: Source, under lease: SharedLease, update: @escaping @Sendable (inout Model.State, Source.Element) throws -> Void
+    ) -> Task<Void, any Error> where Source.Element: Sendable {
+        Task { try await self.apply(source, under: lease, update) }
+    }
+
+    private nonisolated func apply<Source: AsyncSequence & Sendable>(
+        _ source: Source, under lease: SharedLease, _ update: @escaping @Sendable (inout Model.State, Source.Element) throws -> Void
+    ) async throws where Source.Element: Sendable {
+        for try await element in source {
+            guard let token = lease.token else { continue }  // another instance applies it
+            if await !self.apply(element, fence: token, update) { lease.lost(token) }
         }
     }
 }

@@ -8,6 +8,20 @@ struct RedisKeysTests {
         #expect(RedisKeys(prefix: prefix).feed("news") == "\(prefix):v\(RedisKeys.schemaVersion):feed:news")
     }
 
+    /// A family's shard's lease token names its lease (the commit script checks that one); a feed's own
+    /// lease token does not (the feed's lease is checked).
+    @Test(arguments: [
+        ("0123456789abcdef0123456789abcdef", nil), ("0123456789abcdef0123456789abcdef@family:home:7", "family:home:7"),
+        ("x@family:a.b:0", "family:a.b:0"), ("", nil),
+    ] as [(String, String?)])
+    func aTokenNamesItsLeaseUnlessItIsAFeeds(token: String, lease: String?) {
+        #expect(RedisLease.leaseName(ofToken: token) == lease)
+    }
+
+    @Test func interestSetsHaveKeysOfTheirOwn() {
+        #expect(RedisKeys(prefix: "p").interest("home:7") == "p:v\(RedisKeys.schemaVersion):interest:home:7")
+    }
+
     @Test(arguments: ["", "my app", "tab\there", "é", "feeds*", "a?b", "[x]", "back\\slash", String(repeating: "p", count: 129)])
     func prefixesThatCannot(prefix: String) {
         #expect(RedisKeys.problem(withPrefix: prefix) != nil)

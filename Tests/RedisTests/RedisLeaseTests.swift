@@ -31,6 +31,25 @@ struct RedisLeaseTests {
         }
     }
 
+    /// A family's shard lease (`family:home:7`, not a feed's) fences the commits of every feed under it:
+    /// its token names it, and the script checks that lease, not the feed's own.
+    @Test func aShardLeaseFencesEveryFeedItCovers() async throws {
+        try await RedisTestServer.with { server in
+            let fixture = try await Fixture(server: server)
+            defer { fixture.client.stop() }
+            let lease = RedisLease(client: fixture.client, keys: fixture.committer.keys)
+            let a = try #require(try await lease.acquire("family:home:7", milliseconds: 60_000))
+            #expect(RedisLease.leaseName(ofToken: a) == "family:home:7")
+            for feed in ["home.alice", "home.bob"] {
+                #expect(try await fixture.committer.commit(fixture.write(feed, base: 0, fence: a)) == .committed(version: 1, answer: [], first: true))
+            }
+            _ = try await fixture.client.command("DEL", fixture.committer.keys.lease("family:home:7"))  // A's lease expired
+            let b = try #require(try await lease.acquire("family:home:7", milliseconds: 60_000))
+            #expect(try await fixture.committer.commit(fixture.write("home.alice", base: 1, fence: a)) == .fenced(holder: b))
+            #expect(try await fixture.committer.commit(fixture.write("home.bob", base: 1, fence: b)) == .committed(version: 2, answer: [], first: true))
+        }
+    }
+
     @Test func aLeaseIsTakenWithItsTimeToLive() async throws {
         try await RedisTestServer.with { server in
             let fixture = try await Fixture(server: server)
