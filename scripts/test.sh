@@ -2,8 +2,8 @@
 # Runs every test of DiffStream; fails on the first failure.
 #  1. installs what is missing (scripts/setup.sh --test)
 #  2. builds debug with warnings as errors; then starts, in the background at the lowest priority, the
-#     builds the later steps need (the release binaries diffstream and diffstream-watch in .build-release, then the example package
-#     Examples/Scoreboard in release in the same directory), so they use the CPU the tests leave idle (the end-to-end tests mostly wait on
+#     builds the later steps need (the release binaries diffstream and diffstream-watch in .build-release, then the example packages
+#     Examples/Scoreboard and Examples/Shelves in release in the same directory), so they use the CPU the tests leave idle (the end-to-end tests mostly wait on
 #     sockets). Each later step runs its build again in the foreground:
 #     a no-op when the background one finished, a wait on SwiftPM's lock when it is under way, and the
 #     build's own errors when it failed (the background log is test-artifacts/background-builds.log)
@@ -15,7 +15,7 @@
 #     (tests/e2e/test_redis.py and test_redis_families.py start instances on a redis-server of their own); then the API, stream,
 #     limit and view-model tests again with every server on --redis (DIFFSTREAM_E2E_REDIS=1)
 #  5. browser tests in headless Chromium (tests/browser)
-#  6. the example package Examples/Scoreboard, built and driven over HTTP (tests/e2e/test_embedding.py)
+#  6. the example packages Examples/Scoreboard and Examples/Shelves (a family), built and driven over HTTP (tests/e2e/test_embedding.py)
 #  7. the Dockerfile: hadolint, and the release binary (static Swift runtime, warnings as errors) in a
 #     minimal Debian root (scripts/check-docker-runtime.sh; the root is made in the background from the start);
 #     then the release binary's memory per idle subscriber against its budget (Benchmarks/idle-memory.py)
@@ -51,12 +51,13 @@ swift build -Xswiftc -warnings-as-errors
 release_build=(swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product diffstream --scratch-path .build-release)
 watch_build=(swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product diffstream-watch --scratch-path .build-release)
 scoreboard_build=(swift build --package-path Examples/Scoreboard -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product Scoreboard --scratch-path .build-release)
-step "starting the release build and the example's in the background (nice 19; log: test-artifacts/background-builds.log)"
+shelves_build=(swift build --package-path Examples/Shelves -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product Shelves --scratch-path .build-release)
+step "starting the release build and the examples' in the background (nice 19; log: test-artifacts/background-builds.log)"
 # setsid: its own process group, so that a failing step stops the whole chain (the EXIT trap). A new
 # session is also a new scheduler autogroup where the kernel has them (sched_autogroup_enabled), and
 # `nice` only ranks processes inside their autogroup: the group itself gets nice 19 too, else the
 # builds would take half the CPU from the tests.
-setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 bash -c '${release_build[*]} && ${watch_build[*]} && ${scoreboard_build[*]}'" \
+setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 bash -c '${release_build[*]} && ${watch_build[*]} && ${scoreboard_build[*]} && ${shelves_build[*]}'" \
     >test-artifacts/background-builds.log 2>&1 </dev/null &
 background_groups+=("$!")
 
@@ -84,23 +85,26 @@ step "end-to-end tests again with --loops 1 and every server on a fresh --data d
 # Not again: test_redis.py and test_redis_families.py (their servers use Redis, not --data), and the files whose
 # subject is neither the loops nor the store (flags, static files, TLS, the Swift and Node clients).
 E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_redis_families.py \
-    --ignore tests/e2e/test_families.py \
+    --ignore tests/e2e/test_families.py --ignore tests/e2e/test_family_clients.py \
     --ignore tests/e2e/test_cli.py --ignore tests/e2e/test_static.py --ignore tests/e2e/test_tls.py --ignore tests/e2e/test_watch_tls.py \
     --ignore tests/e2e/test_swift_client.py --ignore tests/e2e/test_eventsource_node.py
 
 step "end-to-end tests again with every server on --redis (one redis-server for the run; issue 26: the existing suite on --redis)"
 # Not again: test_redis.py and test_redis_families.py (on Redis already, above), test_store.py (its servers choose
-# --data: the log store) and test_families.py (its servers choose memory or a --data of their own; families under
-# --redis are test_redis_families.py's).
+# --data: the log store), test_families.py (its servers choose memory or a --data of their own; families under
+# --redis are test_redis_families.py's) and test_family_clients.py (the clients follow a member as any feed).
 DIFFSTREAM_E2E_REDIS=1 python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_store.py \
-    --ignore tests/e2e/test_embedding.py --ignore tests/e2e/test_families.py --ignore tests/e2e/test_redis_families.py
+    --ignore tests/e2e/test_embedding.py --ignore tests/e2e/test_families.py --ignore tests/e2e/test_redis_families.py \
+    --ignore tests/e2e/test_family_clients.py
 
 step "browser tests"
 python3 -m pytest tests/browser -q -p no:cacheprovider --deselect tests/browser/test_stream_hub.py  # the node tests ran above
 
-step "the example package Examples/Scoreboard (tests/e2e/test_embedding.py)"
+step "the example packages Examples/Scoreboard and Examples/Shelves (tests/e2e/test_embedding.py)"
 "${scoreboard_build[@]}"
-DIFFSTREAM_EXAMPLE_BINARY="$PWD/.build-release/release/Scoreboard" python3 -m pytest tests/e2e/test_embedding.py -q -p no:cacheprovider
+"${shelves_build[@]}"
+DIFFSTREAM_EXAMPLE_BINARY="$PWD/.build-release/release/Scoreboard" DIFFSTREAM_SHELVES_BINARY="$PWD/.build-release/release/Shelves" \
+    python3 -m pytest tests/e2e/test_embedding.py -q -p no:cacheprovider
 
 step "build (release, static Swift runtime, warnings as errors) and the Dockerfile checks"
 "${release_build[@]}"

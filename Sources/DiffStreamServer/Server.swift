@@ -165,6 +165,12 @@ public final class Server: Service, Sendable {
             }
         }
         self.members = members
+        if let members {
+            // Kept members' bytes count against --max-store-bytes, live or not (their feeds are not
+            // charged a second time), and their files on disk in diffstream_store_size_bytes.
+            registry.storage.count(kept: members)
+            registry.metrics.countFiles { members.sizeOnDisk() }
+        }
         // glibc keeps the pages of freed memory: after a family let many members go, hand them back.
         hosted = HostedFeeds(registry: registry, members: members, releaseMemory: { HeapTrim.release() })
         let http = self.http

@@ -26,6 +26,10 @@ public actor Feed {
     /// What this feed is charged in the shared ``StorageAccount`` (0 while it does not exist).
     package var storedBytes: Int { snapshotBytes + replayBytes }
     package let account: StorageAccount?
+    /// Whether `account` counts this feed's bytes where its log keeps them (a family member kept on disk:
+    /// ``StorageAccount/count(kept:)``): the feed is then charged only for a write's growth, until the
+    /// log has committed it.
+    package let bytesKeptByLog: Bool
     var subscribers: [Int: any EventSink] = [:]
     /// The members each ``SubscriberGroup`` among `subscribers` was last counted with, by its id, and
     /// how many more subscribers than groups they make together (what ``subscriberCount`` adds).
@@ -67,6 +71,7 @@ public actor Feed {
         self.name = name
         self.keeper = keeper
         self.account = account
+        self.bytesKeptByLog = log.map { account?.counts($0) ?? false } ?? false
         self.history = RandomID.history()
         self.snapshot = WireSnapshot()
         self.version = 0
@@ -84,6 +89,8 @@ public actor Feed {
         self.name = stored.name
         self.keeper = keeper
         self.account = account
+        let bytesKeptByLog = log.map { account?.counts($0) ?? false } ?? false
+        self.bytesKeptByLog = bytesKeptByLog
         self.history = stored.history
         self.snapshot = snapshot
         self.version = stored.version
@@ -94,7 +101,7 @@ public actor Feed {
         }
         self.snapshotBytes = stored.snapshot.count
         self.replayBytes = replay.reduce(0) { $0 + $1.payload.bytes.count }
-        if keeper == nil { account?.restoreFeed(bytes: snapshotBytes + replayBytes) }
+        if keeper == nil && !bytesKeptByLog { account?.restoreFeed(bytes: snapshotBytes + replayBytes) }
         self.viewState = stored.viewState
         self.transport = transport
         self.metrics = metrics
@@ -133,7 +140,7 @@ public actor Feed {
     package func markHosted() {
         guard !isHosted else { return }
         isHosted = true
-        if version > 0 { account?.exemptFeed() }
+        if version > 0 && !bytesKeptByLog { account?.exemptFeed() }
     }
 
     /// Creates the feed, or replaces its snapshot. The order is: diff, make durable (the store's
@@ -180,6 +187,8 @@ public actor Feed {
                     account?.releaseFeed(bytes: encoded.count, counted: !isHosted)
                     throw error
                 }
+                // Counted by the log now: the reservation ends.
+                if bytesKeptByLog { account?.releaseFeed(bytes: encoded.count, counted: !isHosted) }
             }
             history = fresh
             snapshot = new
@@ -231,6 +240,7 @@ public actor Feed {
                 account?.refund(from: charge, to: charged)
                 throw error
             }
+            if bytesKeptByLog { account?.refund(from: charge, to: charged) }  // counted by the log now
         }
         snapshot = new
         snapshotBytes = encoded.count
@@ -418,7 +428,7 @@ public actor Feed {
         if let keeper { return try await keeper.delete(writeID: writeID, of: self) }
         guard version > 0 else { return false }
         if durable { try await commitOwned(.delete(name: name), base: version) }
-        account?.releaseFeed(bytes: storedBytes, counted: !isHosted)
+        if !bytesKeptByLog { account?.releaseFeed(bytes: storedBytes, counted: !isHosted) }
         endEverySubscription()
         return true
     }

@@ -13,6 +13,7 @@ public final class FeedMetrics: Sendable {
 
     private let state = Mutex(State())
     private let storeSlot = Mutex<(any FeedStore)?>(nil)
+    private let keptFiles = Mutex<[@Sendable () -> Int]>([])
 
     public init() {}
 
@@ -20,6 +21,12 @@ public final class FeedMetrics: Sendable {
     package var store: (any FeedStore)? {
         get { storeSlot.withLock { $0 } }
         set { storeSlot.withLock { $0 = newValue } }
+    }
+
+    /// Adds `size`, the bytes of files kept beside the store's (a family's members:
+    /// ``MemberStore/sizeOnDisk()``), to `diffstream_store_size_bytes`.
+    package func countFiles(_ size: @escaping @Sendable () -> Int) {
+        keptFiles.withLock { $0.append(size) }
     }
 
     package func setSubscribers(_ feed: String, _ count: Int) { state.withLock { $0.subscribers[feed] = count } }
@@ -38,13 +45,14 @@ public final class FeedMetrics: Sendable {
         samples += copy.batches.map { MetricSample(name: "diffstream_feed_batches_total", labels: [("feed", $0.key)], value: Double($0.value), kind: .counter) }
         samples.append(MetricSample(name: "diffstream_resyncs_total", value: Double(copy.resyncs), kind: .counter))
         if let store = store?.metrics() {
+            let kept = keptFiles.withLock { $0 }.reduce(0) { $0 + $1() }
             samples += [
                 MetricSample(name: "diffstream_store_commits_total", value: Double(store.commits), kind: .counter),
                 MetricSample(name: "diffstream_store_writes_total", value: Double(store.writes), kind: .counter),
                 MetricSample(name: "diffstream_store_writes_per_commit", value: store.commits > 0 ? Double(store.writes) / Double(store.commits) : 0, kind: .gauge),
                 MetricSample(name: "diffstream_store_writes_per_commit_max", value: Double(store.maxWritesPerCommit), kind: .gauge),
                 MetricSample(name: "diffstream_store_failed_commits_total", value: Double(store.failedCommits), kind: .counter),
-                MetricSample(name: "diffstream_store_size_bytes", value: Double(store.sizeBytes), kind: .gauge),
+                MetricSample(name: "diffstream_store_size_bytes", value: Double(store.sizeBytes + kept), kind: .gauge),
                 MetricSample(name: "diffstream_store_compactions_total", value: Double(store.compactions), kind: .counter),
                 MetricSample(name: "diffstream_store_failed_compactions_total", value: Double(store.failedCompactions), kind: .counter),
             ]

@@ -207,12 +207,14 @@ public actor FeedRegistry {
     }
 
     /// Forgets the feed `name` held in memory, without deleting it (a family member dropped as idle):
-    /// its bytes leave the storage account; the next write makes it again. Nothing with a shared store
+    /// its bytes leave the storage account (unless a store the account counts keeps them: a member
+    /// kept on disk); the next write makes it again. Nothing with a shared store
     /// (its copies are dropped when idle by ``FeedCopies``).
     package func drop(_ name: String) async {
         guard copies == nil, let feed = feeds.removeValue(forKey: name) else { return }
         let bytes = await feed.storedBytes
-        if await feed.exists { storage.releaseFeed(bytes: bytes, counted: !(await feed.isHosted)) }
+        // A member whose log counts its bytes (kept on disk) stays counted there.
+        if await feed.exists, !feed.bytesKeptByLog { storage.releaseFeed(bytes: bytes, counted: !(await feed.isHosted)) }
         metrics.removeFeed(name)
     }
 

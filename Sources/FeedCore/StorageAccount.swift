@@ -1,13 +1,29 @@
+import FeedStorage
 import Synchronization
+
+/// A store that keeps feeds' bytes outside the account's feeds and counts them itself: a family's
+/// members kept on disk (``MemberStore``), whose bytes count against ``StorageLimits/maxStoreBytes``
+/// whether the member is live or not (``StorageAccount/count(kept:)``).
+public protocol KeptBytes: AnyObject, Sendable {
+    /// The encoded bytes it keeps now (every snapshot, replay window and state).
+    func bytes() -> Int
+}
+
+extension MemberStore: KeptBytes {}
 
 /// Counts the feeds and the encoded bytes they hold, and refuses what would pass the ``StorageLimits``.
 ///
 /// One account is shared by the registry and its feeds; every check-and-charge happens under one lock,
 /// so concurrent writes to different feeds can never together pass a limit. A durable store can charge
 /// the same account for what it writes.
+///
+/// A store that counts its bytes itself (``KeptBytes``, a family's members on disk) adds them to every
+/// check and to the bytes published: ``count(kept:)``. A feed committing through such a store is not
+/// charged for what it holds; its write reserves its growth here until the store has counted it.
 public final class StorageAccount: Sendable {
     public let limits: StorageLimits
     private let state = Mutex(State())
+    private let keptStores = Mutex<[any KeptBytes]>([])
 
     private struct State {
         var feeds = 0
@@ -19,10 +35,36 @@ public final class StorageAccount: Sendable {
         self.limits = limits
     }
 
-    /// The feeds and bytes held now.
-    public var usage: (feeds: Int, bytes: Int) { state.withLock { ($0.feeds, $0.bytes) } }
+    /// The feeds and bytes held now (the bytes of ``count(kept:)``'s stores included).
+    public var usage: (feeds: Int, bytes: Int) {
+        let kept = keptBytes()
+        return state.withLock { ($0.feeds, $0.bytes + kept) }
+    }
 
-    /// Checks a snapshot's size against ``StorageLimits/maxFeedBytes``; changes nothing.
+    /// Counts what `store` keeps against ``StorageLimits/maxStoreBytes`` from now on: its bytes are
+    /// added to every check and to `diffstream_store_bytes`, and a feed committing through it is not
+    /// charged for them a second time (``counts(_:)``). Once per store.
+    public func count(kept store: any KeptBytes) {
+        keptStores.withLock { stores in
+            guard !stores.contains(where: { $0 === store }) else { return }
+            stores.append(store)
+        }
+    }
+
+    /// Whether `log` is a store whose bytes this account counts by ``count(kept:)``: a feed committing
+    /// through it only reserves its growth while a write is under way.
+    package func counts(_ log: any FeedLog) -> Bool {
+        guard let kept = log as? any KeptBytes else { return false }
+        return keptStores.withLock { $0.contains { $0 === kept } }
+    }
+
+    /// The bytes the ``count(kept:)`` stores keep now. Read before `state`'s lock is taken: the stores
+    /// have locks of their own.
+    private func keptBytes() -> Int {
+        let stores = keptStores.withLock { $0 }
+        return stores.reduce(0) { $0 + $1.bytes() }
+    }
+
     /// Sets the counts to what a shared store counted over every instance (its `usage`).
     public func setUsage(feeds: Int, bytes: Int) {
         state.withLock {
@@ -31,6 +73,7 @@ public final class StorageAccount: Sendable {
         }
     }
 
+    /// Checks a snapshot's size against ``StorageLimits/maxFeedBytes``; changes nothing.
     public func checkSnapshot(bytes: Int) throws(StorageLimitExceeded) {
         guard bytes > limits.maxFeedBytes else { return }
         throw refuse(StorageLimitExceeded(limit: .maxFeedBytes, value: limits.maxFeedBytes, needed: bytes))
@@ -41,14 +84,15 @@ public final class StorageAccount: Sendable {
     ///   server hosts itself (a view model) does not: `--max-feeds` bounds the feeds clients create.
     ///   Its bytes count against ``StorageLimits/maxStoreBytes`` either way.
     public func admitFeed(bytes: Int, counted: Bool = true) throws(StorageLimitExceeded) {
+        let kept = keptBytes()
         try state.withLock { (state) throws(StorageLimitExceeded) in
             guard !counted || state.feeds < limits.maxFeeds else {
                 state.refusals[.maxFeeds, default: 0] += 1
                 throw StorageLimitExceeded(limit: .maxFeeds, value: limits.maxFeeds, needed: state.feeds + 1)
             }
-            guard state.bytes + bytes <= limits.maxStoreBytes else {
+            guard kept + state.bytes + bytes <= limits.maxStoreBytes else {
                 state.refusals[.maxStoreBytes, default: 0] += 1
-                throw StorageLimitExceeded(limit: .maxStoreBytes, value: limits.maxStoreBytes, needed: state.bytes + bytes)
+                throw StorageLimitExceeded(limit: .maxStoreBytes, value: limits.maxStoreBytes, needed: kept + state.bytes + bytes)
             }
             if counted { state.feeds += 1 }
             state.bytes += bytes
@@ -64,11 +108,12 @@ public final class StorageAccount: Sendable {
     /// Changes what one feed holds from `old` to `new` bytes, or throws and changes nothing. Shrinking
     /// always succeeds.
     public func charge(from old: Int, to new: Int) throws(StorageLimitExceeded) {
+        let kept = new > old ? keptBytes() : 0
         try state.withLock { (state) throws(StorageLimitExceeded) in
             let total = state.bytes - old + new
-            guard new <= old || total <= limits.maxStoreBytes else {
+            guard new <= old || kept + total <= limits.maxStoreBytes else {
                 state.refusals[.maxStoreBytes, default: 0] += 1
-                throw StorageLimitExceeded(limit: .maxStoreBytes, value: limits.maxStoreBytes, needed: total)
+                throw StorageLimitExceeded(limit: .maxStoreBytes, value: limits.maxStoreBytes, needed: kept + total)
             }
             state.bytes = total
         }
@@ -106,10 +151,11 @@ public final class StorageAccount: Sendable {
 
     /// The values `/metrics` publishes: usage, limits, refusals.
     package func samples() -> [MetricSample] {
+        let kept = keptBytes()
         let copy = state.withLock { $0 }
         return [
             MetricSample(name: "diffstream_feeds", value: Double(copy.feeds), kind: .gauge),
-            MetricSample(name: "diffstream_store_bytes", value: Double(copy.bytes), kind: .gauge),
+            MetricSample(name: "diffstream_store_bytes", value: Double(kept + copy.bytes), kind: .gauge),
             MetricSample(name: "diffstream_max_feeds", value: Double(limits.maxFeeds), kind: .gauge),
             MetricSample(name: "diffstream_max_feed_bytes", value: Double(limits.maxFeedBytes), kind: .gauge),
             MetricSample(name: "diffstream_max_store_bytes", value: Double(limits.maxStoreBytes), kind: .gauge),

@@ -14,7 +14,8 @@ public struct StorageLimits: Sendable, Equatable {
     public var maxFeeds: Int
     /// The largest snapshot one feed may hold, encoded.
     public var maxFeedBytes: Int
-    /// All feeds' snapshots and replay windows together, encoded.
+    /// All feeds' snapshots and replay windows together, encoded; a family's members kept on disk
+    /// count with their state (``StorageAccount/count(kept:)``).
     public var maxStoreBytes: Int
 
     public init(maxFeeds: Int = 10_000, maxFeedBytes: Int = 8 << 20, maxStoreBytes: Int = StorageLimits.defaultMaxStoreBytes()) {

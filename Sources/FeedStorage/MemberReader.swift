@@ -11,26 +11,15 @@ final class MemberReader {
     /// - Complexity: O(1) in the number of members.
     init(path: String) throws(StoreError) {
         self.path = path
-        do {
-            database = try SQLiteDatabase(path: path)
-        } catch {
-            throw .directory(path: path, reason: error.description)
-        }
-        do {
+        let (database, statements) = try SQLiteDatabase.openStore(path: path, writable: false) { database in
             try database.execute("PRAGMA busy_timeout=5000")
             try MemberWriter.checkFormat(database, path: path, allowNew: false)
-            row = try database.prepare("SELECT history, version, snapshot, batches, view_state FROM members WHERE name = ?1")
-            names = try database.prepare("SELECT name FROM members WHERE name >= ?1 AND name < ?2 ORDER BY name LIMIT ?3")
-        } catch let error as SQLiteError {
-            database.close()
-            throw StoreError(error, path: path)
-        } catch let error as StoreError {
-            database.close()
-            throw error
-        } catch {
-            database.close()
-            throw .io(path: path, reason: "\(error)")
+            return (try database.prepare("SELECT history, version, snapshot, batches, view_state FROM members WHERE name = ?1"),
+                    try database.prepare("SELECT name FROM members WHERE name >= ?1 AND name < ?2 ORDER BY name LIMIT ?3"))
         }
+        self.database = database
+        row = statements.0
+        names = statements.1
     }
 
     /// Closes the connection (its statements are finalized with it).

@@ -103,6 +103,14 @@ public final class MemberStore: FeedLog, Sendable {
         state.withLock { $0.totals.bytes }
     }
 
+    /// The size of the store's files on disk: the database, its write-ahead log and its shared-memory
+    /// index (`-wal`, `-shm`), as `diffstream_store_size_bytes` counts them beside the log's.
+    /// - Complexity: three `stat` calls.
+    public func sizeOnDisk() -> Int {
+        let files = SystemStoreFiles()
+        return [path, path + "-wal", path + "-shm"].reduce(0) { $0 + (files.size($1) ?? 0) }
+    }
+
     /// Commit counters: commits (transactions), writes, the largest group; `sizeBytes` is ``bytes()``.
     public func metrics() -> StoreMetrics {
         state.withLock { state in

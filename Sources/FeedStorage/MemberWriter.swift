@@ -59,9 +59,7 @@ final class MemberWriter: @unchecked Sendable {
     init(path: String, maxBatches: Int) throws(StoreError) {
         self.path = path
         self.maxBatches = maxBatches
-        let database: SQLiteDatabase
-        do { database = try SQLiteDatabase(path: path, writable: true) } catch { throw .directory(path: path, reason: error.description) }
-        do {
+        let (database, (totals, statements)) = try SQLiteDatabase.openStore(path: path, writable: true) { database in
             try database.execute("PRAGMA busy_timeout=5000")
             // Refused before anything is written to a file of another version (even the journal mode).
             try Self.checkFormat(database, path: path, allowNew: true)
@@ -83,19 +81,12 @@ final class MemberWriter: @unchecked Sendable {
             }
             let totalsRow = try database.prepare("SELECT members, bytes FROM totals WHERE id = 0")
             guard try totalsRow.step() else { throw StoreError.damaged(path: path, reason: "its totals row is missing") }
-            totals = MemberTotals(members: totalsRow.integer(0), bytes: totalsRow.integer(1))
+            let totals = MemberTotals(members: totalsRow.integer(0), bytes: totalsRow.integer(1))
             try totalsRow.reset()
-            statements = try Statements(database)
-        } catch let error as SQLiteError {
-            database.close()
-            throw StoreError(error, path: path)
-        } catch let error as StoreError {
-            database.close()
-            throw error
-        } catch {
-            database.close()
-            throw .io(path: path, reason: "\(error)")
+            return (totals, try Statements(database))
         }
+        self.totals = totals
+        self.statements = statements
         self.database = database
     }
 

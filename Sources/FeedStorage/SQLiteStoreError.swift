@@ -13,3 +13,26 @@ extension StoreError {
         }
     }
 }
+
+extension SQLiteDatabase {
+    /// Opens the SQLite file of a store at `path` and sets the connection up with `setUp` (pragmas, the
+    /// schema check, statements), as the store's errors: a file that cannot be opened is
+    /// ``StoreError/directory(path:reason:)``, a failed SQLite call ``StoreError/init(_:path:)``'s error, a
+    /// ``StoreError`` thrown by `setUp` itself, and anything else ``StoreError/io(path:reason:)``. The
+    /// connection is closed on any failure.
+    /// - Returns: the open connection and what `setUp` made.
+    static func openStore<Prepared>(path: String, writable: Bool, _ setUp: (SQLiteDatabase) throws -> Prepared) throws(StoreError) -> (SQLiteDatabase, Prepared) {
+        let database: SQLiteDatabase
+        do { database = try SQLiteDatabase(path: path, writable: writable) } catch { throw .directory(path: path, reason: error.description) }
+        do {
+            return (database, try setUp(database))
+        } catch {
+            database.close()
+            switch error {
+            case let error as StoreError: throw error
+            case let error as SQLiteError: throw StoreError(error, path: path)
+            default: throw .io(path: path, reason: "\(error)")
+            }
+        }
+    }
+}

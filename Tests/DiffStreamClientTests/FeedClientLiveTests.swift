@@ -66,6 +66,40 @@ struct FeedClientLiveTests {
         server.stop()
     }
 
+    /// Issue 38: a family member (`home.alice`, made by the family's loader on first use) is followed
+    /// like any feed, with the app's own types: its first snapshot, then a `PATCH` as one batch.
+    @Test func aFamilyMemberIsFollowedUnchanged() async throws {
+        struct HomeSection: Identifiable, Hashable, Decodable, Sendable {
+            var id: String
+            var model: Header?
+            struct Header: Hashable, Decodable, Sendable { var title: String? }
+        }
+        struct HomeItem: Identifiable, Hashable, Decodable, Sendable {
+            var id: String
+            var kind: String
+            var model: Model
+            struct Model: Hashable, Decodable, Sendable { var title: String? }
+        }
+        let server = try LiveServer(["--examples", "home"])
+        let client = FeedClient(baseURL: server.url)
+        var events = client.snapshots(of: "home.alice", as: Snapshot<HomeSection, HomeItem>.self).makeAsyncIterator()
+        let first = try await events.next(where: isUpdate)
+        #expect(first.feed == "home.alice")
+        #expect(first.change == .full(.first))
+        #expect(first.snapshot.item(withID: "banner-welcome-alice")?.model.title == "Welcome back, Alice")
+        #expect(first.snapshot.section(withID: "recommended")?.model?.title == "Recommended for Alice")
+
+        let (status, _) = try await server.request("PATCH", "/feeds/home.alice", body: #"{"recommendedHeader":{"title":"Just for Alice"}}"#)
+        #expect(status == 200)
+        let batch = try await events.next(where: isUpdate)
+        #expect(batch.change == .batch)
+        #expect(batch.history == first.history)
+        #expect(batch.version == first.version + 1)
+        #expect(batch.snapshot.section(withID: "recommended")?.model?.title == "Just for Alice")
+        #expect(batch.snapshot.item(withID: "banner-welcome-alice")?.model.title == "Welcome back, Alice")
+        server.stop()
+    }
+
     @Test func droppedConnectionResumesWithoutASnapshot() async throws {
         let data = LiveServer.temporaryDirectory("data")
         var server = try LiveServer(["--data", data.path])

@@ -1,6 +1,7 @@
 import DiffStreamJSON
 import FeedStorage
 import EpollRuntime
+import Foundation
 import Synchronization
 import Testing
 @testable import FeedServer
@@ -139,5 +140,62 @@ struct FeedRegistryStoreTests {
         #expect(try JSONParser.parse(body(await second.handle(request("POST", "/feeds/counter/actions/increment")))) == ["feed": "counter", "version": 5, "ops": 1])
         #expect(try await registry.read("gone") == nil)
         #expect(await second.handle(request("GET", "/feeds/gone")).status == .notFound)
+    }
+
+    static func items(_ count: Int, text: String = "x") throws -> WireSnapshot {
+        let list = (0..<count).map { #"{"id":"i\#($0)","kind":"k","model":"\#(text)"}"# }.joined(separator: ",")
+        return try WireCodec.decodeSnapshot(Array(#"{"sections":[{"id":"s","model":null,"items":[\#(list)]}]}"#.utf8))
+    }
+
+    /// Issue 38: a family member committing through a member store the account counts is counted once,
+    /// where it is kept: not charged as it is made, written, dropped or made again, and a write that
+    /// would pass --max-store-bytes is refused with nothing stored.
+    @Test func aMemberKeptOnDiskIsCountedOnceWhereItIsKept() async throws {
+        let directory = NSTemporaryDirectory() + "diffstream-kept-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let members = try MemberStore(directory: directory, maxBatches: 4)
+        defer { members.close() }
+        let account = StorageAccount(limits: StorageLimits(maxFeeds: 10, maxFeedBytes: 100_000, maxStoreBytes: 3_000))
+        account.count(kept: members)
+        let registry = FeedRegistry(replayLimit: 4, storage: account)
+
+        let feed = try await registry.adopt("home.a", restoring: nil, log: members, replayLimit: 4)
+        #expect(await feed.bytesKeptByLog)
+        try await feed.publish(Self.items(3))
+        #expect(members.bytes() > 0)
+        #expect(account.usage == (0, members.bytes()))
+        try await feed.publish(Self.items(5))
+        #expect(account.usage == (0, members.bytes()))
+        await registry.drop("home.a")
+        #expect(account.usage == (0, members.bytes()))  // dropped, still kept: still counted
+
+        let again = try await registry.adopt("home.a", restoring: try members.read("home.a"), log: members, replayLimit: 4)
+        #expect(account.usage == (0, members.bytes()))  // made again: not charged a second time
+        let kept = members.bytes()
+        let big = try Self.items(120)  // alone more than the limit
+        do throws(FeedWriteError) {
+            _ = try await again.publish(big)
+            Issue.record("a write past --max-store-bytes was taken")
+        } catch .limit(let exceeded) {
+            #expect(exceeded.limit == .maxStoreBytes && exceeded.needed > 3_000)
+        } catch {
+            Issue.record("\(error)")
+        }
+        #expect(members.bytes() == kept && account.usage == (0, kept))
+        #expect(try await registry.delete("home.a"))
+        #expect(account.usage == (0, 0) && members.bytes() == 0)
+    }
+
+    /// Without a store the account counts (in memory only), a member is charged while it is live.
+    @Test func aMemberInMemoryIsChargedWhileLive() async throws {
+        let account = StorageAccount()
+        let registry = FeedRegistry(replayLimit: 4, storage: account)
+        let feed = try await registry.adopt("home.a", restoring: nil, log: MemoryFeedLog(), replayLimit: 4)
+        #expect(!(await feed.bytesKeptByLog))
+        try await feed.publish(Self.items(3))
+        #expect(account.usage.bytes == (await feed.storedBytes))
+        await registry.drop("home.a")
+        #expect(account.usage.bytes == 0)
     }
 }

@@ -1,5 +1,15 @@
 import FeedServer
+import FeedStorage
+import Foundation
+import Synchronization
 import Testing
+
+/// Bytes a store counts itself, set by the test.
+final class KeptStub: KeptBytes {
+    let kept = Mutex(0)
+    init(_ bytes: Int) { kept.withLock { $0 = bytes } }
+    func bytes() -> Int { kept.withLock { $0 } }
+}
 
 struct StorageAccountTests {
     @Test func refusesTheFeedPastMaxFeedsAndDeletingMakesRoom() throws {
@@ -46,5 +56,38 @@ struct StorageAccountTests {
         try account.charge(from: 60, to: 30)
         try account.charge(from: 40, to: 70)
         #expect(account.usage.bytes == 100)
+    }
+
+    /// Issue 38: a family's kept members count against --max-store-bytes where they are kept, live or not.
+    @Test func keptBytesCountInEveryCheckAndInTheUsage() throws {
+        let account = StorageAccount(limits: StorageLimits(maxFeeds: 10, maxFeedBytes: 1000, maxStoreBytes: 100))
+        let kept = KeptStub(70)
+        account.count(kept: kept)
+        account.count(kept: kept)  // once per store
+        #expect(account.usage == (0, 70))
+        try account.admitFeed(bytes: 30)
+        #expect(account.usage == (1, 100))
+        #expect(throws: StorageLimitExceeded(limit: .maxStoreBytes, value: 100, needed: 101)) { try account.admitFeed(bytes: 1, counted: false) }
+        #expect(throws: StorageLimitExceeded(limit: .maxStoreBytes, value: 100, needed: 101)) { try account.charge(from: 30, to: 31) }
+        try account.charge(from: 30, to: 20)  // shrinking always succeeds
+        kept.kept.withLock { $0 = 90 }  // the store grew: the next growth is refused
+        #expect(account.usage == (1, 110))
+        #expect(throws: StorageLimitExceeded(limit: .maxStoreBytes, value: 100, needed: 111)) { try account.charge(from: 20, to: 21) }
+        kept.kept.withLock { $0 = 0 }  // members deleted: room again
+        try account.admitFeed(bytes: 80)
+        #expect(account.usage == (2, 100))
+    }
+
+    @Test(arguments: [false, true])
+    func aLogIsCountedOnlyWhenItsStoreIs(_ registered: Bool) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("account-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let members = try MemberStore(directory: directory)
+        defer { members.close() }
+        let account = StorageAccount()
+        if registered { account.count(kept: members) }
+        #expect(account.counts(members) == registered)
+        #expect(!account.counts(MemoryFeedLog()))
     }
 }

@@ -130,6 +130,22 @@ struct MemberStoreTests {
         #expect(try store.names(withPrefix: "home.", limit: 10) == ["home.a", "home.b"])
     }
 
+    /// `diffstream_store_size_bytes` counts the store's files on disk: the database, its WAL and the
+    /// shared-memory index while open; the database alone once closed (the last connection checkpoints).
+    @Test func sizeOnDiskIsTheFilesOfTheStore() async throws {
+        defer { removeDirectory() }
+        let store = try open()
+        await Self.commit(store, Self.put("home.a", version: 1, snapshot: String(repeating: "x", count: 20_000)))
+        let files = ["", "-wal", "-shm"].map { store.path + $0 }
+        func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        #expect(files.allSatisfy { FileManager.default.fileExists(atPath: $0) })
+        #expect(store.sizeOnDisk() == files.map(size).reduce(0, +))
+        #expect(store.sizeOnDisk() > 20_000)
+        store.close()
+        #expect(!FileManager.default.fileExists(atPath: files[1]))
+        #expect(store.sizeOnDisk() == size(files[0]))
+    }
+
     @Test func anUnknownSchemaVersionIsRefused() throws {
         defer { removeDirectory() }
         let path = directory + "/" + MemberStore.fileName

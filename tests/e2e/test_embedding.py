@@ -1,9 +1,11 @@
 """DiffStream as a library: builds the example package `Examples/Scoreboard` (a program of one's own that
 depends on DiffStream by path and hosts its own view model through `DiffStreamServer`), runs it on port 0
 and drives it over HTTP: its action reaches a subscriber as a minimal batch, its swift-log handler gets
-the request line, and its own swift-metrics counter is on `/metrics`.
+the request line, and its own swift-metrics counter is on `/metrics`. Then `Examples/Shelves`, a second
+program that hosts a family (`shelf.<user>`, issue 38) with its own view model and loader: each key is a
+member of its own, and a change to one reaches that member's subscribers only.
 
-The first build of the example takes minutes (it is a separate package with its own `.build`); set
+The first build of an example takes minutes (it is a separate package with its own `.build`); set
 DIFFSTREAM_SKIP_EMBEDDING=1 to skip this module. It runs in the suite's first pass only: the second pass's
 settings (`E2E_LOOPS`, `DIFFSTREAM_E2E_DATA`) are the `diffstream` command's, which the example does not use.
 """
@@ -20,6 +22,7 @@ from conftest import ARTIFACTS, E2E_DATA, E2E_LOOPS, Server, finish, log_name
 from e2e_helpers import BINARY, ROOT, SSEClient, apply_ops, check_minimal, clean_environment, wait_until
 
 PACKAGE = ROOT / "Examples" / "Scoreboard"
+SHELVES = ROOT / "Examples" / "Shelves"
 
 if os.environ.get("DIFFSTREAM_SKIP_EMBEDDING"):
     pytest.skip("DIFFSTREAM_SKIP_EMBEDDING is set: the example package is not built", allow_module_level=True)
@@ -30,7 +33,7 @@ if E2E_DATA != "none" or E2E_LOOPS:
 class ExampleServer(Server):
     """The example program instead of `diffstream`: configured through its environment, read like a Server."""
 
-    def __init__(self, binary, env, log_path):
+    def __init__(self, binary, env, log_path, package=PACKAGE):
         self.host = "127.0.0.1"
         self.args = [str(binary)]
         self.lines = []
@@ -39,7 +42,7 @@ class ExampleServer(Server):
         self.expected_exit = False
         self.log_file = open(log_path, "w", buffering=1, encoding="utf-8")
         self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                        env=clean_environment(env), cwd=PACKAGE)
+                                        env=clean_environment(env), cwd=package)
         self.pid = self.process.pid
         threading.Thread(target=self._read, daemon=True).start()
         try:
@@ -50,22 +53,33 @@ class ExampleServer(Server):
             raise
 
 
-@pytest.fixture(scope="module")
-def example_binary():
-    """Builds the example package (its own scratch directory, under the package) and returns its binary;
-    or DIFFSTREAM_EXAMPLE_BINARY, a Scoreboard already built (scripts/test.sh builds it in release, in the
-    release binary's scratch directory, where it reuses every module of that build)."""
-    prebuilt = os.environ.get("DIFFSTREAM_EXAMPLE_BINARY")
+def build_example(package, product, variable):
+    """The binary of the example package's `product`: `variable`'s, one already built (scripts/test.sh builds
+    the examples in release, in the release binary's scratch directory, where they reuse every module of
+    that build); else built here (its own scratch directory, under the package)."""
+    prebuilt = os.environ.get(variable)
     if prebuilt:
-        assert os.access(prebuilt, os.X_OK), f"DIFFSTREAM_EXAMPLE_BINARY={prebuilt} is not an executable"
+        assert os.access(prebuilt, os.X_OK), f"{variable}={prebuilt} is not an executable"
         return prebuilt
-    scratch = PACKAGE / ".build"
-    build = subprocess.run(["swift", "build", "--package-path", str(PACKAGE), "--scratch-path", str(scratch), "--product", "Scoreboard"],
+    scratch = package / ".build"
+    build = subprocess.run(["swift", "build", "--package-path", str(package), "--scratch-path", str(scratch), "--product", product],
                            capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
-    assert build.returncode == 0, f"building {PACKAGE} failed:\n{build.stdout[-4000:]}\n{build.stderr[-4000:]}"
-    binary = scratch / "debug" / "Scoreboard"
+    assert build.returncode == 0, f"building {package} failed:\n{build.stdout[-4000:]}\n{build.stderr[-4000:]}"
+    binary = scratch / "debug" / product
     assert binary.exists(), f"no binary at {binary}"
     return binary
+
+
+@pytest.fixture(scope="module")
+def example_binary():
+    """Scoreboard's binary: DIFFSTREAM_EXAMPLE_BINARY, or built here."""
+    return build_example(PACKAGE, "Scoreboard", "DIFFSTREAM_EXAMPLE_BINARY")
+
+
+@pytest.fixture(scope="module")
+def shelves_binary():
+    """Shelves' binary: DIFFSTREAM_SHELVES_BINARY, or built here."""
+    return build_example(SHELVES, "Shelves", "DIFFSTREAM_SHELVES_BINARY")
 
 
 @pytest.fixture
@@ -196,3 +210,54 @@ def test_a_start_failure_is_one_line_in_the_programs_terms(example_binary, start
                        f"(bind(127.0.0.1:{server.port}) failed: Address already in use (errno 98)); set SCOREBOARD_PORT to another port (0 picks a free one)", last
     else:
         assert last.startswith(f"scoreboard: the data directory '{data}' is in use by another diffstream") and last.endswith("; set SCOREBOARD_DATA to another folder"), last
+
+
+@pytest.fixture
+def shelves(shelves_binary, tmp_path, request):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    server = ExampleServer(shelves_binary, {"SHELVES_PORT": "0", "SHELVES_DATA": str(tmp_path / "data")},
+                           ARTIFACTS / f"{log_name(request.node)}-shelves.log", package=SHELVES)
+    yield server
+    problems = finish([server])
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+def books(document):
+    return [item["model"]["title"] for section in document["sections"] for item in section["items"]]
+
+
+def test_the_second_program_hosts_a_family_of_its_own(shelves):
+    """Issue 38: a program of its own hosts a family. Two keys are two members made by its loader, each
+    with its own snapshot; an action on one and a PATCH of the other reach only that member's stream."""
+    alice, bob = shelves.get("/feeds/shelf.alice"), shelves.get("/feeds/shelf.bob")
+    assert (alice["feed"], alice["sections"][0]["model"], books(alice)) == ("shelf.alice", {"owner": "Alice"}, ["5 letters", "Books for alice"])
+    assert (bob["feed"], bob["sections"][0]["model"], books(bob)) == ("shelf.bob", {"owner": "Bob"}, ["3 letters", "Books for bob"])
+    assert alice["history"] != bob["history"]
+    assert shelves.http("GET", "/feeds/shelf.nobody").status == 404  # the loader's NoSuchMember
+
+    with SSEClient(shelves.port, "/feeds/shelf.alice/events") as alice_stream, SSEClient(shelves.port, "/feeds/shelf.bob/events") as bob_stream:
+        _, alice_document = alice_stream.expect_event("snapshot")
+        _, bob_document = bob_stream.expect_event("snapshot")
+
+        shelves.ok("POST", "/feeds/shelf.alice/actions/add", {"title": "Dune"})
+        _, batch = alice_stream.expect_event("batch")
+        assert batch["feed"] == "shelf.alice" and [(op["op"], op["item"]["id"]) for op in batch["ops"]] == [("insert", "dune")]
+        alice_document = apply_ops(alice_document, batch["ops"])
+        assert books(alice_document) == ["5 letters", "Books for alice", "Dune"]
+
+        shelves.ok("PATCH", "/feeds/shelf.bob", {"owner": "Robert"})
+        _, batch = bob_stream.expect_event("batch")
+        assert batch["feed"] == "shelf.bob"
+        bob_document = apply_ops(bob_document, batch["ops"])
+        assert bob_document["sections"][0]["model"] == {"owner": "Robert"} and books(bob_document) == ["3 letters", "Books for bob"]
+        # Each stream got its own member's change only: the next event on Alice's is the one made now.
+        shelves.ok("POST", "/feeds/shelf.alice/actions/add", {"title": "Emma"})
+        _, batch = alice_stream.expect_event("batch")
+        assert batch["feed"] == "shelf.alice" and books(apply_ops(alice_document, batch["ops"]))[-1] == "Emma"
+
+    assert books(shelves.get("/feeds/shelf.bob")) == ["3 letters", "Books for bob"]
+    assert shelves.get("/feeds/shelf.alice")["sections"][0]["model"] == {"owner": "Alice"}
+    assert shelves.http("POST", "/feeds/shelf.alice/actions/add", json_body={"title": "..."}).status == 422
+    assert shelves.http("POST", "/feeds/shelf.alice/actions/add", json_body={"title": "x" * 101}).status == 422
+    assert shelves.http("POST", "/feeds/shelf.alice/actions/add", json_body={"title": "DUNE"}).status == 422  # already on it

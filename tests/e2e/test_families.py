@@ -1,8 +1,14 @@
 """A home feed for every user (issue 38): the example family `home.<user>`, made on first use, bound to
 its users' tokens, dropped when idle, listed once, counted in /metrics."""
 import concurrent.futures
+import http.client
 import json
+import os
+import random
+import shutil
+import sqlite3
 import statistics
+import threading
 import time
 
 import pytest
@@ -29,6 +35,10 @@ def user_token(sub):
 
 def bearer(token):
     return {"Authorization": f"Bearer {token}"}
+
+
+def section_title(document, section_id):
+    return next(section["model"]["title"] for section in document["sections"] if section["id"] == section_id)
 
 
 def banner_title(document):
@@ -170,6 +180,177 @@ def test_a_restart_brings_back_kept_members(start, tmp_path):
     after = again.get("/feeds/home.fay")
     assert (after["history"], after["version"]) == (before["history"], before["version"])
     assert again.metrics()['diffstream_family_made_total{family="home"}'] == 1
+
+
+def files_under(directory):
+    """The bytes of every regular file under `directory`: the log's, and the members' store in members/."""
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file())
+
+
+def test_kept_members_count_against_max_store_bytes_live_or_not(start, tmp_path):
+    """Issue 38: kept members' bytes count against --max-store-bytes, also when no member is live (after a
+    restart), and the members' files on disk are in diffstream_store_size_bytes. Past the limit, a new
+    member gets the store's 507 naming the limit, and nothing is made."""
+    data = tmp_path / "data"
+    server = start("--data", data, "--examples", "home")
+    base = server.metrics()["diffstream_store_bytes"]
+    server.get("/feeds/home.m0")
+    member = server.metrics()["diffstream_store_bytes"] - base  # one member's row: snapshot, window, state
+    assert member > 500, member
+    server.stop()
+
+    limit = int(base + 3.25 * member)  # three members fit, a fourth does not
+    server = start("--data", data, "--examples", "home", "--max-store-bytes", limit, "--family-idle", "0.2")
+    assert server.metrics()["diffstream_store_bytes"] == base + member  # home.m0, kept, not live
+    for key in ("m1", "m2"):
+        assert server.http("GET", f"/feeds/home.{key}").status == 200
+    reply = server.http("GET", "/feeds/home.m3")
+    assert reply.status == 507, reply
+    assert reply.json()["limit"] == "max-store-bytes" and reply.json()["value"] == limit
+    assert server.metrics()['diffstream_storage_refusals_total{limit="max-store-bytes"}'] == 1
+    # The members dropped as idle stay counted: they are kept on disk.
+    wait_until(lambda: server.metrics()['diffstream_family_live{family="home"}'] == 0, message="the members dropped")
+    metrics = server.metrics()
+    assert base + 3 * member - 100 <= metrics["diffstream_store_bytes"] <= base + 3 * member + 100, (metrics["diffstream_store_bytes"], base, member)
+    assert server.http("GET", "/feeds/home.m3").status == 507
+    # The size on disk is every file of the data directory, the members' store (with its WAL) included.
+    wait_until(lambda: server.metrics()["diffstream_store_size_bytes"] == files_under(data),
+               message="diffstream_store_size_bytes to match the files under the data directory")
+    assert (data / "members" / "members.sqlite3-wal").exists()
+    server.stop()
+
+    server = start("--data", data, "--examples", "home", "--max-store-bytes", limit)
+    assert server.metrics()["diffstream_store_bytes"] == metrics["diffstream_store_bytes"]  # counted at start, none live
+    assert server.http("GET", "/feeds/home.m3").status == 507
+    assert server.get("/feeds/home.m1")["feed"] == "home.m1"  # a kept member is made again: it adds nothing
+    assert server.metrics()['diffstream_family_made_total{family="home"}'] == 1
+
+
+MEMBER_CRASH_CYCLES = int(os.environ.get("MEMBER_CRASH_CYCLES", "8"))
+MEMBER_CRASH_SEED = int(os.environ.get("MEMBER_CRASH_SEED", random.randrange(1 << 30)))
+
+
+class MemberWriter(threading.Thread):
+    """PATCHes its member's recommended header to `t<n>` on one keep-alive connection until the server
+    dies; keeps the last acknowledged (version, title) and the title of the PATCH in flight (its answer
+    lost), if any."""
+
+    def __init__(self, port, key, start_at, on_ack):
+        super().__init__(daemon=True)
+        self.port, self.key, self.counter, self.on_ack = port, key, start_at, on_ack
+        self.acked = None
+        self.inflight = None
+
+    def run(self):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            while True:
+                self.counter += 1
+                self.inflight = f"{self.key} t{self.counter}"
+                body = json.dumps({"recommendedHeader": {"title": self.inflight}})
+                connection.request("PATCH", f"/feeds/home.{self.key}", body=body, headers={"Content-Type": "application/json"})
+                response = connection.getresponse()
+                answer = response.read()
+                assert response.status == 200, (response.status, answer)
+                self.acked = (json.loads(answer)["version"], self.inflight)
+                self.inflight = None
+                self.on_ack()
+        except (OSError, http.client.HTTPException):
+            pass  # the server was killed: the PATCH in flight (if any) has no answer
+        finally:
+            connection.close()
+
+
+def kept_rows(data, scratch):
+    """The members' rows as the file holds them after the crash, read from a copy of the database and its
+    WAL (SQLite recovers the WAL in the copy; the server's files stay as the crash left them)."""
+    scratch.mkdir(exist_ok=True)
+    for name in ("members.sqlite3", "members.sqlite3-wal"):
+        source = data / "members" / name
+        target = scratch / name
+        target.unlink(missing_ok=True)
+        if source.exists():
+            shutil.copyfile(source, target)
+    database = sqlite3.connect(scratch / "members.sqlite3")
+    try:
+        assert database.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        rows = {name: (history, version, json.loads(state)) for name, history, version, state
+                in database.execute("SELECT name, history, version, view_state FROM members")}
+        totals = database.execute("SELECT members, bytes FROM totals").fetchone()
+        computed = database.execute("SELECT COUNT(*), COALESCE(SUM(length(snapshot) + length(batches) + COALESCE(length(view_state), 0)), 0) FROM members").fetchone()
+        assert totals == computed, (totals, computed)  # the running totals were committed with the rows
+        return rows
+    finally:
+        database.close()
+
+
+def test_kill_9_after_acknowledged_member_writes_loses_none_and_the_store_opens_again(start, tmp_path):
+    """The members' store through kill -9 (issue 38; docs/member-store.md, "Durability"): members written
+    by concurrent PATCHes, the server killed right after an acknowledged write, again and again. After
+    each kill the file holds every acknowledged write (its version and state; or the one in flight, one
+    version on) with the member's history, its totals agree with its rows, and it opens again: the server
+    serves each member on the same history, and a client resuming from its last acknowledged id gets
+    batches, not a snapshot."""
+    rng = random.Random(MEMBER_CRASH_SEED)
+    data = tmp_path / "data"
+    keys = ["k0", "k1", "k2", "k3"]
+    acked = {key: None for key in keys}
+    histories = {}
+    counters = {key: 0 for key in keys}
+    for cycle in range(MEMBER_CRASH_CYCLES):
+        context = f"seed {MEMBER_CRASH_SEED}, cycle {cycle}"
+        server = start("--data", data, "--examples", "home")
+        for key in keys:
+            document = server.get(f"/feeds/home.{key}")  # made again from what was kept (or first made)
+            history = histories.setdefault(key, document["history"])
+            assert document["history"] == history, f"home.{key}: a new history after kill -9 ({context})"
+            if acked[key]:
+                version = acked[key][0]
+                assert document["version"] in (version, version + 1), (key, document["version"], acked[key], context)
+                if document["version"] > version:  # the loader's render diffed against the kept one: a batch
+                    with SSEClient(server.port, f"/feeds/home.{key}/events", headers={"Last-Event-ID": f"ds1.{history}.{version}"}) as client:
+                        _, event = client.expect_event("batch")
+                        assert event["from"] == version and event["history"] == history, (key, event, context)
+            acked[key] = (document["version"], section_title(document, "recommended"))  # served: kept from now on
+        target = rng.randint(1, 30)
+        count = [0]
+        enough = threading.Condition()
+
+        def on_ack():
+            with enough:
+                count[0] += 1
+                if count[0] >= target:
+                    server.kill()  # right after an acknowledged write (others may be in flight)
+                enough.notify_all()
+
+        writers = {key: MemberWriter(server.port, key, counters[key], on_ack) for key in keys}
+        for writer in writers.values():
+            writer.start()
+        with enough:
+            assert enough.wait_for(lambda: count[0] >= target, timeout=30), f"writes stalled ({context})"
+        for writer in writers.values():
+            writer.join(15)
+            assert not writer.is_alive(), f"a writer outlived the server ({context})"
+        server.kill()  # already dead: reaps it
+        rows = kept_rows(data, tmp_path / "copy")
+        for key, writer in writers.items():
+            counters[key] = writer.counter
+            if writer.acked:
+                acked[key] = writer.acked
+            if acked[key] is None:
+                continue
+            history, version, state = rows[f"home.{key}"]
+            title = state["recommendedHeader"]["title"]
+            assert history == histories[key], f"home.{key}: the kept history changed ({context})"
+            acked_version, acked_title = acked[key]
+            if version == acked_version:
+                assert title == acked_title, (key, title, acked[key], context)
+            else:  # only the PATCH whose answer was lost may follow the acknowledged one
+                assert (version, title) == (acked_version + 1, writer.inflight), (key, version, title, acked[key], writer.inflight, context)
+                acked[key] = (version, title)
+    server = start("--data", data, "--examples", "home")
+    for key in keys:
+        assert server.get(f"/feeds/home.{key}")["history"] == histories[key]
 
 
 def started_in(start, data):
