@@ -370,7 +370,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
 
     /// `body()`'s result, or nil once `seconds` have passed first (the body's task is then cancelled
     /// and its result, whenever it comes, dropped).
-    static func withDeadline<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T) async -> Result<T, any Error>? {
+    package static func withDeadline<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T) async -> Result<T, any Error>? {
         let gate = OnceGate()
         return await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>?, Never>) in
             let work = Task {
@@ -457,11 +457,13 @@ public actor ViewModelFamily<Model: HostedViewModel> {
 }
 
 /// Lets exactly one of several racers through (the first to call ``pass()``).
-final class OnceGate: Sendable {
+package final class OnceGate: Sendable {
     private let state = Mutex<(passed: Bool, timer: Task<Void, Never>?)>((false, nil))
 
+    package init() {}
+
     /// True for the first caller only, which also cancels the task given to ``cancelOnPass(_:)``.
-    func pass() -> Bool {
+    package func pass() -> Bool {
         let (first, timer) = state.withLock { state in
             defer { state = (true, nil) }
             return (!state.passed, state.timer)
@@ -471,7 +473,7 @@ final class OnceGate: Sendable {
     }
 
     /// Cancels `timer` at the first ``pass()``, or at once if it has come.
-    func cancelOnPass(_ timer: Task<Void, Never>) {
+    package func cancelOnPass(_ timer: Task<Void, Never>) {
         let passed = state.withLock { state in
             if !state.passed { state.timer = timer }
             return state.passed

@@ -140,4 +140,40 @@ struct ViewModelFamilyTests {
         while !ended.isSet { await Task.yield() }
         #expect(try await registry.read("count.dora") == nil)
     }
+
+    @Test func theLastMemberLeavingHandsTheFreedMemoryBack() async throws {
+        let registry = FeedRegistry(), clock = ManualClock()
+        let releases = Mutex(0)
+        let family = ViewModelFamily(prefix: "count", model: Counter(), limits: FamilyLimits(idle: 60), registry: registry, clock: { clock.now },
+                                     releaseMemory: { releases.withLock { $0 += 1 } }) { _ in Counter.State() }
+        _ = try await family.update("ann") { $0.label = "a" }
+        _ = try await family.update("bob") { $0.label = "b" }
+        await family.expire()
+        #expect(releases.withLock { $0 } == 0, "nothing dropped")
+        clock.advance(by: 61)
+        await family.expire()
+        #expect(await family.liveCount == 0)
+        #expect(releases.withLock { $0 } == 1, "the sweep that let the last member go")
+        await family.expire()
+        #expect(releases.withLock { $0 } == 1, "a sweep that dropped nothing releases nothing")
+    }
+
+    @Test(.timeLimit(.minutes(1))) func theLoadersDeadlineTimerEndsWithTheAnswer() async {
+        let gate = OnceGate()
+        let timer = Task { _ = try? await Task.sleep(for: .seconds(3600)) }
+        gate.cancelOnPass(timer)
+        #expect(gate.pass())
+        await timer.value  // cancelled by the pass: within the time limit, not in an hour
+        #expect(timer.isCancelled)
+        #expect(!gate.pass())
+        let late = Task { _ = try? await Task.sleep(for: .seconds(3600)) }
+        gate.cancelOnPass(late)  // after the pass: cancelled at once
+        await late.value
+        #expect(late.isCancelled)
+    }
+
+    @Test func aLoadWithinItsDeadlineAnswersAndLeavesNoTimer() async throws {
+        let result = await ViewModelFamily<Counter>.withDeadline(seconds: 3600) { 42 }
+        #expect(try result?.get() == 42)
+    }
 }

@@ -395,6 +395,16 @@ struct ResponseHeadTests {
         #expect(small.headers["Content-Encoding"] == nil && small.body == Array("tiny".utf8))
     }
 
+    /// An event stream's events are deflated only when it is gzipped: a subscriber that did not ask
+    /// for gzip (or a HEAD) makes no deflated copy of its events.
+    @Test(arguments: [(true, false, true), (false, false, false), (true, true, false)])
+    func anEventStreamIsGzippedOnlyForAClientThatTakesIt(gzip: Bool, head: Bool, gzipped: Bool) {
+        let info = RequestInfo(method: head ? "HEAD" : "GET", path: "/feeds/a/events", start: 0, keepAlive: true, head: head, gzip: gzip)
+        let prepared = PreparedResponse.prepare(HTTPResponse(status: .ok) { _ in }, for: info, compressAbove: 1024)
+        #expect(prepared.gzipStream == gzipped)
+        #expect((prepared.headers["Content-Encoding"] == "gzip") == gzipped)
+    }
+
     // MARK: The next deadline (the loop ticks a connection only once it has come)
 
     @Test func theNextDeadlineFollowsThePhase() {
