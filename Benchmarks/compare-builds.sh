@@ -22,7 +22,8 @@
 #                     without debug info (valgrind 3.19 cannot read Swift 6's DWARF 5); CG_KEEP=DIR keeps
 #                     the profiles (callgrind_annotate DIR/callgrind.put.new.out).
 #                     CG_KINDS (default "fanout put memput") picks them, e.g. CG_KINDS="put" counts only the
-#                     durable PUTs; CG_NEW_ONLY=1 only NEW (profiling one build).
+#                     durable PUTs; CG_NEW_ONLY=1 only NEW (profiling one build); CG_GZIP=1 has the fan-out's
+#                     subscribers take gzip (each event is then deflated once, for all of them).
 #   WALL=0 ...        skips the wall-clock part.
 # Needs: wrk (apt-get install wrk), valgrind for CALLGRIND=1, and fanout-bench, built here if missing
 # (swift build -c release --package-path Benchmarks --product fanout-bench). Both servers run with the
@@ -132,8 +133,10 @@ objcopy --strip-debug "$new" "$work/new-nodebug"; objcopy --strip-debug "$old" "
 # at a time, each waited for at every subscriber; "put" does 20 warm-up PUTs, signals, then the counted PUTs ("memput" runs it too,
 # against --data none). Both signal at the end.
 cat >"$work/client.py" <<'EOF'
-import json, select, socket, sys
+import json, os, select, socket, sys, zlib
 mode, port, count, subs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+GZIP = b"Accept-Encoding: gzip\r\n" if os.environ.get("CG_GZIP") == "1" else b""
+inflaters = {}
 def request(conn, method, path, body):
     conn.sendall(f"{method} {path} HTTP/1.1\r\nHost: b\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
     data = b""
@@ -162,7 +165,7 @@ request(pub, "PUT", "/feeds/fanout", fanout_body(0))
 socks = []
 for i in range(subs):
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"GET /feeds/fanout/events HTTP/1.1\r\nHost: b\r\nAccept: text/event-stream\r\n\r\n")
+    s.sendall(b"GET /feeds/fanout/events HTTP/1.1\r\nHost: b\r\nAccept: text/event-stream\r\n" + GZIP + b"\r\n")
     socks.append(s)
 buffers = {s: b"" for s in socks}
 def wait_all(marker):
@@ -171,7 +174,16 @@ def wait_all(marker):
         ready, _, _ = select.select(list(pending), [], [], 300)
         assert ready, "timeout"
         for s in ready:
-            buffers[s] += s.recv(262144)
+            data = s.recv(262144)
+            if GZIP:  # the body after the head, inflated as it comes (a gzip stream of sync-flushed blocks)
+                if s not in inflaters:
+                    buffers.setdefault((s, "raw"), b"")
+                    buffers[(s, "raw")] += data
+                    if b"\r\n\r\n" not in buffers[(s, "raw")]: continue
+                    data = buffers.pop((s, "raw")).split(b"\r\n\r\n", 1)[1]
+                    inflaters[s] = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                data = inflaters[s].decompress(data)
+            buffers[s] += data
             if marker in buffers[s]: pending.discard(s); buffers[s] = b""
 wait_all(b'"seq-0"')
 for seq in range(1, 4):  # warm-up publishes, as "put" has: types made on first use are not counted

@@ -66,6 +66,7 @@ struct StreamWorkQueue<FanOut, Operation> {
     /// remaining streams as the budget allows; what it leaves is served first next turn. After the
     /// `nil`, ``hasWork`` tells whether to schedule another turn.
     /// - Complexity: O(1); the steps of a turn cover at most `budget` streams.
+    @inline(__always)  // once per slice of every fan-out: its step is then never built as a value
     mutating func nextStep(budget: inout Int) -> Step? {
         guard budget > 0, head < items.count else {
             inTurn = false
