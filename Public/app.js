@@ -268,7 +268,15 @@ async function showFeed(feed) {
   });
 }
 
-/// One line under the bar: what is live here and the curl command that follows the feed shown.
+/// The feeds the curl lines follow: the one shown and, for a family's member, a second user's, so
+/// that two users' own feeds are side by side (`home.alice`, `home.bob`).
+function tryFeeds(feed, entry) {
+  if (!entry || entry.kind !== 'family') return [feed];
+  const other = [`${entry.family}.alice`, `${entry.family}.bob`].find((name) => name !== feed);
+  return [feed, other];
+}
+
+/// One line under the bar: what is live here and the curl commands that follow the feed shown.
 function showTry(feed) {
   const entry = connection.entryOf(feed);
   const live = feed === 'home' || feed === 'week' ? 'changes every few seconds with --demo'
@@ -276,7 +284,8 @@ function showTry(feed) {
     : entry && entry.kind === 'viewModel' ? 'a view model: use its actions above, or POST them'
     : 'a snapshot feed: PUT a new snapshot and watch the batch arrive';
   $('try-live').textContent = `${feed}: ${live}. Try it with curl:`;
-  $('try-command').textContent = `curl -N ${new URL(`/feeds/${encodeURIComponent(feed)}/events`, location.href)}`;
+  $('try-command').textContent = tryFeeds(feed, entry)
+    .map((name) => `curl -N ${new URL(`/feeds/${encodeURIComponent(name)}/events`, location.href)}`).join('\n');
 }
 
 picker.addEventListener('change', () => showFeed(picker.value));

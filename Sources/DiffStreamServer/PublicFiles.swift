@@ -212,22 +212,30 @@ enum PublicFiles {
             bnB1dC5jbGFzc0xpc3QuYWRkKCdhY3Rpb24taW5wdXQnKTsKICBhcHAucmVnaW9uID0gcmVuZGVy
             KGZlZWRFbCwgZmVlZCwgewogICAgaG9va3M6IGhvb2tzRm9yKGZlZWQpLCBzZWN0aW9uSG9vaywg
             b25DaGFuZ2UsIGFuaW1hdGU6ICgpID0+ICQoJ2FuaW1hdGUnKS5jaGVja2VkLAogIH0pOwp9Cgov
-            Ly8gT25lIGxpbmUgdW5kZXIgdGhlIGJhcjogd2hhdCBpcyBsaXZlIGhlcmUgYW5kIHRoZSBjdXJs
-            IGNvbW1hbmQgdGhhdCBmb2xsb3dzIHRoZSBmZWVkIHNob3duLgpmdW5jdGlvbiBzaG93VHJ5KGZl
-            ZWQpIHsKICBjb25zdCBlbnRyeSA9IGNvbm5lY3Rpb24uZW50cnlPZihmZWVkKTsKICBjb25zdCBs
-            aXZlID0gZmVlZCA9PT0gJ2hvbWUnIHx8IGZlZWQgPT09ICd3ZWVrJyA/ICdjaGFuZ2VzIGV2ZXJ5
-            IGZldyBzZWNvbmRzIHdpdGggLS1kZW1vJwogICAgOiBlbnRyeSAmJiBlbnRyeS5raW5kID09PSAn
-            ZmFtaWx5JyA/IGB0aGUgaG9tZSBmZWVkIG9mIG9uZSB1c2VyLCBtYWRlIGZvciB0aGVtIG9uIGZp
-            cnN0IHVzZSAoYW5vdGhlciB1c2VyOiA/dXNlcj1OQU1FKTsgUEFUQ0ggaXRgCiAgICA6IGVudHJ5
-            ICYmIGVudHJ5LmtpbmQgPT09ICd2aWV3TW9kZWwnID8gJ2EgdmlldyBtb2RlbDogdXNlIGl0cyBh
-            Y3Rpb25zIGFib3ZlLCBvciBQT1NUIHRoZW0nCiAgICA6ICdhIHNuYXBzaG90IGZlZWQ6IFBVVCBh
-            IG5ldyBzbmFwc2hvdCBhbmQgd2F0Y2ggdGhlIGJhdGNoIGFycml2ZSc7CiAgJCgndHJ5LWxpdmUn
-            KS50ZXh0Q29udGVudCA9IGAke2ZlZWR9OiAke2xpdmV9LiBUcnkgaXQgd2l0aCBjdXJsOmA7CiAg
-            JCgndHJ5LWNvbW1hbmQnKS50ZXh0Q29udGVudCA9IGBjdXJsIC1OICR7bmV3IFVSTChgL2ZlZWRz
-            LyR7ZW5jb2RlVVJJQ29tcG9uZW50KGZlZWQpfS9ldmVudHNgLCBsb2NhdGlvbi5ocmVmKX1gOwp9
-            CgpwaWNrZXIuYWRkRXZlbnRMaXN0ZW5lcignY2hhbmdlJywgKCkgPT4gc2hvd0ZlZWQocGlja2Vy
-            LnZhbHVlKSk7CmRvY3VtZW50LmFkZEV2ZW50TGlzdGVuZXIoJ2RpZmZzdHJlYW06YWN0aW9uJywg
-            KCkgPT4gc2hvd0Vycm9yKG51bGwpKTsKCnNob3dGZWVkKGFwcC5mZWVkKTsK
+            Ly8gVGhlIGZlZWRzIHRoZSBjdXJsIGxpbmVzIGZvbGxvdzogdGhlIG9uZSBzaG93biBhbmQsIGZv
+            ciBhIGZhbWlseSdzIG1lbWJlciwgYSBzZWNvbmQgdXNlcidzLCBzbwovLy8gdGhhdCB0d28gdXNl
+            cnMnIG93biBmZWVkcyBhcmUgc2lkZSBieSBzaWRlIChgaG9tZS5hbGljZWAsIGBob21lLmJvYmAp
+            LgpmdW5jdGlvbiB0cnlGZWVkcyhmZWVkLCBlbnRyeSkgewogIGlmICghZW50cnkgfHwgZW50cnku
+            a2luZCAhPT0gJ2ZhbWlseScpIHJldHVybiBbZmVlZF07CiAgY29uc3Qgb3RoZXIgPSBbYCR7ZW50
+            cnkuZmFtaWx5fS5hbGljZWAsIGAke2VudHJ5LmZhbWlseX0uYm9iYF0uZmluZCgobmFtZSkgPT4g
+            bmFtZSAhPT0gZmVlZCk7CiAgcmV0dXJuIFtmZWVkLCBvdGhlcl07Cn0KCi8vLyBPbmUgbGluZSB1
+            bmRlciB0aGUgYmFyOiB3aGF0IGlzIGxpdmUgaGVyZSBhbmQgdGhlIGN1cmwgY29tbWFuZHMgdGhh
+            dCBmb2xsb3cgdGhlIGZlZWQgc2hvd24uCmZ1bmN0aW9uIHNob3dUcnkoZmVlZCkgewogIGNvbnN0
+            IGVudHJ5ID0gY29ubmVjdGlvbi5lbnRyeU9mKGZlZWQpOwogIGNvbnN0IGxpdmUgPSBmZWVkID09
+            PSAnaG9tZScgfHwgZmVlZCA9PT0gJ3dlZWsnID8gJ2NoYW5nZXMgZXZlcnkgZmV3IHNlY29uZHMg
+            d2l0aCAtLWRlbW8nCiAgICA6IGVudHJ5ICYmIGVudHJ5LmtpbmQgPT09ICdmYW1pbHknID8gYHRo
+            ZSBob21lIGZlZWQgb2Ygb25lIHVzZXIsIG1hZGUgZm9yIHRoZW0gb24gZmlyc3QgdXNlIChhbm90
+            aGVyIHVzZXI6ID91c2VyPU5BTUUpOyBQQVRDSCBpdGAKICAgIDogZW50cnkgJiYgZW50cnkua2lu
+            ZCA9PT0gJ3ZpZXdNb2RlbCcgPyAnYSB2aWV3IG1vZGVsOiB1c2UgaXRzIGFjdGlvbnMgYWJvdmUs
+            IG9yIFBPU1QgdGhlbScKICAgIDogJ2Egc25hcHNob3QgZmVlZDogUFVUIGEgbmV3IHNuYXBzaG90
+            IGFuZCB3YXRjaCB0aGUgYmF0Y2ggYXJyaXZlJzsKICAkKCd0cnktbGl2ZScpLnRleHRDb250ZW50
+            ID0gYCR7ZmVlZH06ICR7bGl2ZX0uIFRyeSBpdCB3aXRoIGN1cmw6YDsKICAkKCd0cnktY29tbWFu
+            ZCcpLnRleHRDb250ZW50ID0gdHJ5RmVlZHMoZmVlZCwgZW50cnkpCiAgICAubWFwKChuYW1lKSA9
+            PiBgY3VybCAtTiAke25ldyBVUkwoYC9mZWVkcy8ke2VuY29kZVVSSUNvbXBvbmVudChuYW1lKX0v
+            ZXZlbnRzYCwgbG9jYXRpb24uaHJlZil9YCkuam9pbignXG4nKTsKfQoKcGlja2VyLmFkZEV2ZW50
+            TGlzdGVuZXIoJ2NoYW5nZScsICgpID0+IHNob3dGZWVkKHBpY2tlci52YWx1ZSkpOwpkb2N1bWVu
+            dC5hZGRFdmVudExpc3RlbmVyKCdkaWZmc3RyZWFtOmFjdGlvbicsICgpID0+IHNob3dFcnJvcihu
+            dWxsKSk7CgpzaG93RmVlZChhcHAuZmVlZCk7Cg==
             """,
         "dashboard.html": """
             PCFkb2N0eXBlIGh0bWw+CjxodG1sIGxhbmc9ImVuIj4KPGhlYWQ+CiAgPG1ldGEgY2hhcnNldD0i
@@ -2893,40 +2901,41 @@ enum PublicFiles {
             bm9zcGFjZTsgd2hpdGUtc3BhY2U6IHByZS13cmFwOyB3b3JkLWJyZWFrOiBicmVhay13b3JkOwp9
             CgovKiB0aGUgcGFnZSdzIG9uZSBsaW5lIG9uIHdoYXQgaXMgbGl2ZSBhbmQgaG93IHRvIHRyeSBp
             dCAqLwoudHJ5IHsgbWFyZ2luOiAwIDAgLjc1cmVtOyBjb2xvcjogdmFyKC0tbXV0ZWQpOyBmb250
-            LXNpemU6IC45cmVtOyB9Ci50cnkgY29kZSB7IHVzZXItc2VsZWN0OiBhbGw7IH0KCi8qIHRoZSBk
-            YXNoYm9hcmQ6IGV2ZXJ5IGZlZWQsIGVhY2ggaW4gaXRzIG93biBwYW5lbCAqLwovKiBDb2x1bW5z
-            LCBub3QgYSBncmlkOiBwYW5lbHMgb2YgZGlmZmVyZW50IGhlaWdodHMgc3RhY2sgd2l0aG91dCB0
-            aGUgZ2FwcyBhIGdyaWQgcm93IHdvdWxkIGxlYXZlOyBlYWNoCiAgIHBhbmVsIGlzIGNhcHBlZCBh
-            dCA3MCUgb2YgdGhlIHdpbmRvdyBhbmQgc2Nyb2xscyBpbnNpZGUgKGl0cyBoZWFkZXIgc3RheXMp
-            LiAqLwouZGFzaGJvYXJkIHsgY29sdW1uLXdpZHRoOiAzMjBweDsgY29sdW1uLWdhcDogMXJlbTsg
-            fQoucGFuZWwgeyBkaXNwbGF5OiBmbGV4OyBmbGV4LWRpcmVjdGlvbjogY29sdW1uOyBtYXgtaGVp
-            Z2h0OiA3MHZoOyBicmVhay1pbnNpZGU6IGF2b2lkOyBtYXJnaW46IDAgMCAxcmVtOwogICAgICAg
-            ICBwYWRkaW5nOiAuNzVyZW07IGJhY2tncm91bmQ6IHZhcigtLXN1cmZhY2UpOyBib3JkZXI6IDFw
-            eCBzb2xpZCB2YXIoLS1saW5lKTsgYm9yZGVyLXJhZGl1czogdmFyKC0tcmFkaXVzKTsgYm94LXNo
-            YWRvdzogdmFyKC0tc2hhZG93KTsgfQoucGFuZWwgPiAuZmVlZC1yZWdpb24geyBvdmVyZmxvdzog
-            YXV0bzsgbWluLWhlaWdodDogMDsgfQoucGFuZWwgPiBoZWFkZXIgeyBkaXNwbGF5OiBmbGV4OyBh
-            bGlnbi1pdGVtczogY2VudGVyOyBnYXA6IC41cmVtOyBtYXJnaW4tYm90dG9tOiAuNXJlbTsgfQou
-            cGFuZWwgPiBoZWFkZXIgaDIgeyBtYXJnaW46IDA7IGZvbnQtc2l6ZTogMXJlbTsgZmxleDogMTsg
-            fQoucGFuZWwgPiBoZWFkZXIgYSB7IGNvbG9yOiBpbmhlcml0OyB9Ci5wYW5lbCBzZWN0aW9uIHsg
-            bWFyZ2luLWJvdHRvbTogLjc1cmVtOyB9Ci5wYW5lbCAuaXRlbSB7IGJveC1zaGFkb3c6IG5vbmU7
-            IH0KCi8qIGEgcmVtb3ZlZCBlbGVtZW50J3MgY29weSB3aGlsZSBpdCBmYWRlcyBvdXQgKi8KLmRz
-            LWdob3N0IHsgcG9zaXRpb246IGFic29sdXRlOyB6LWluZGV4OiA1OyBtYXJnaW46IDA7IHBvaW50
-            ZXItZXZlbnRzOiBub25lOyB9CgoudmlzdWFsbHktaGlkZGVuLCBzZWN0aW9uIGgyLnVudGl0bGVk
-            LCAuZHMtdW50aXRsZWQgewogIHBvc2l0aW9uOiBhYnNvbHV0ZSAhaW1wb3J0YW50OyB3aWR0aDog
-            MXB4OyBoZWlnaHQ6IDFweDsgbWFyZ2luOiAtMXB4OyBwYWRkaW5nOiAwOyBvdmVyZmxvdzogaGlk
-            ZGVuOwogIGNsaXAtcGF0aDogaW5zZXQoNTAlKTsgd2hpdGUtc3BhY2U6IG5vd3JhcDsgYm9yZGVy
-            OiAwOwp9CgpAbWVkaWEgKG1heC13aWR0aDogNTYwcHgpIHsKICAuYmFyIHsgZ2FwOiAuNDVyZW0g
-            LjdyZW07IHBhZGRpbmc6IC41cmVtIC43NXJlbTsgfQogIC5iYXIgaDEgeyBmb250LXNpemU6IDFy
-            ZW07IH0KICAucGFnZSB7IHBhZGRpbmc6IC43NXJlbTsgfQogIHVsOmhhcyg+IC5pcy1tZWRpYSkg
-            eyBncmlkLXRlbXBsYXRlLWNvbHVtbnM6IDFmcjsgfQogIC5pcy1tZWRpYSB7IGRpc3BsYXk6IGdy
-            aWQ7IGdyaWQtdGVtcGxhdGUtY29sdW1uczogNy41cmVtIDFmcjsgZ3JpZC10ZW1wbGF0ZS1yb3dz
-            OiBhdXRvIDFmcjsgZ2FwOiAuNHJlbSAuNzVyZW07IHBhZGRpbmc6IC42cmVtOyB9CiAgLmlzLW1l
-            ZGlhIC5wb3N0ZXIgeyBncmlkLXJvdzogMSAvIDM7IGFsaWduLXNlbGY6IHN0YXJ0OyB9CiAgLmlz
-            LW1lZGlhIC5ub3RlIHsgYWxpZ24tc2VsZjogZW5kOyB9CiAgLnBsYXkgeyB3aWR0aDogMi4ycmVt
-            OyBoZWlnaHQ6IDIuMnJlbTsgZm9udC1zaXplOiAxcmVtOyB9Cn0KQG1lZGlhIChwcmVmZXJzLXJl
-            ZHVjZWQtbW90aW9uOiByZWR1Y2UpIHsKICAqLCAqOjpiZWZvcmUsICo6OmFmdGVyIHsgYW5pbWF0
-            aW9uOiBub25lICFpbXBvcnRhbnQ7IHRyYW5zaXRpb246IG5vbmUgIWltcG9ydGFudDsgfQp9Ci5i
-            YXIgYS5saW5rIHsgZm9udC1zaXplOiAuODVyZW07IGNvbG9yOiB2YXIoLS1tdXRlZCk7IH0K
+            LXNpemU6IC45cmVtOyB9Ci50cnkgY29kZSB7IHVzZXItc2VsZWN0OiBhbGw7IHdoaXRlLXNwYWNl
+            OiBwcmUtd3JhcDsgfQoKLyogdGhlIGRhc2hib2FyZDogZXZlcnkgZmVlZCwgZWFjaCBpbiBpdHMg
+            b3duIHBhbmVsICovCi8qIENvbHVtbnMsIG5vdCBhIGdyaWQ6IHBhbmVscyBvZiBkaWZmZXJlbnQg
+            aGVpZ2h0cyBzdGFjayB3aXRob3V0IHRoZSBnYXBzIGEgZ3JpZCByb3cgd291bGQgbGVhdmU7IGVh
+            Y2gKICAgcGFuZWwgaXMgY2FwcGVkIGF0IDcwJSBvZiB0aGUgd2luZG93IGFuZCBzY3JvbGxzIGlu
+            c2lkZSAoaXRzIGhlYWRlciBzdGF5cykuICovCi5kYXNoYm9hcmQgeyBjb2x1bW4td2lkdGg6IDMy
+            MHB4OyBjb2x1bW4tZ2FwOiAxcmVtOyB9Ci5wYW5lbCB7IGRpc3BsYXk6IGZsZXg7IGZsZXgtZGly
+            ZWN0aW9uOiBjb2x1bW47IG1heC1oZWlnaHQ6IDcwdmg7IGJyZWFrLWluc2lkZTogYXZvaWQ7IG1h
+            cmdpbjogMCAwIDFyZW07CiAgICAgICAgIHBhZGRpbmc6IC43NXJlbTsgYmFja2dyb3VuZDogdmFy
+            KC0tc3VyZmFjZSk7IGJvcmRlcjogMXB4IHNvbGlkIHZhcigtLWxpbmUpOyBib3JkZXItcmFkaXVz
+            OiB2YXIoLS1yYWRpdXMpOyBib3gtc2hhZG93OiB2YXIoLS1zaGFkb3cpOyB9Ci5wYW5lbCA+IC5m
+            ZWVkLXJlZ2lvbiB7IG92ZXJmbG93OiBhdXRvOyBtaW4taGVpZ2h0OiAwOyB9Ci5wYW5lbCA+IGhl
+            YWRlciB7IGRpc3BsYXk6IGZsZXg7IGFsaWduLWl0ZW1zOiBjZW50ZXI7IGdhcDogLjVyZW07IG1h
+            cmdpbi1ib3R0b206IC41cmVtOyB9Ci5wYW5lbCA+IGhlYWRlciBoMiB7IG1hcmdpbjogMDsgZm9u
+            dC1zaXplOiAxcmVtOyBmbGV4OiAxOyB9Ci5wYW5lbCA+IGhlYWRlciBhIHsgY29sb3I6IGluaGVy
+            aXQ7IH0KLnBhbmVsIHNlY3Rpb24geyBtYXJnaW4tYm90dG9tOiAuNzVyZW07IH0KLnBhbmVsIC5p
+            dGVtIHsgYm94LXNoYWRvdzogbm9uZTsgfQoKLyogYSByZW1vdmVkIGVsZW1lbnQncyBjb3B5IHdo
+            aWxlIGl0IGZhZGVzIG91dCAqLwouZHMtZ2hvc3QgeyBwb3NpdGlvbjogYWJzb2x1dGU7IHotaW5k
+            ZXg6IDU7IG1hcmdpbjogMDsgcG9pbnRlci1ldmVudHM6IG5vbmU7IH0KCi52aXN1YWxseS1oaWRk
+            ZW4sIHNlY3Rpb24gaDIudW50aXRsZWQsIC5kcy11bnRpdGxlZCB7CiAgcG9zaXRpb246IGFic29s
+            dXRlICFpbXBvcnRhbnQ7IHdpZHRoOiAxcHg7IGhlaWdodDogMXB4OyBtYXJnaW46IC0xcHg7IHBh
+            ZGRpbmc6IDA7IG92ZXJmbG93OiBoaWRkZW47CiAgY2xpcC1wYXRoOiBpbnNldCg1MCUpOyB3aGl0
+            ZS1zcGFjZTogbm93cmFwOyBib3JkZXI6IDA7Cn0KCkBtZWRpYSAobWF4LXdpZHRoOiA1NjBweCkg
+            ewogIC5iYXIgeyBnYXA6IC40NXJlbSAuN3JlbTsgcGFkZGluZzogLjVyZW0gLjc1cmVtOyB9CiAg
+            LmJhciBoMSB7IGZvbnQtc2l6ZTogMXJlbTsgfQogIC5wYWdlIHsgcGFkZGluZzogLjc1cmVtOyB9
+            CiAgdWw6aGFzKD4gLmlzLW1lZGlhKSB7IGdyaWQtdGVtcGxhdGUtY29sdW1uczogMWZyOyB9CiAg
+            LmlzLW1lZGlhIHsgZGlzcGxheTogZ3JpZDsgZ3JpZC10ZW1wbGF0ZS1jb2x1bW5zOiA3LjVyZW0g
+            MWZyOyBncmlkLXRlbXBsYXRlLXJvd3M6IGF1dG8gMWZyOyBnYXA6IC40cmVtIC43NXJlbTsgcGFk
+            ZGluZzogLjZyZW07IH0KICAuaXMtbWVkaWEgLnBvc3RlciB7IGdyaWQtcm93OiAxIC8gMzsgYWxp
+            Z24tc2VsZjogc3RhcnQ7IH0KICAuaXMtbWVkaWEgLm5vdGUgeyBhbGlnbi1zZWxmOiBlbmQ7IH0K
+            ICAucGxheSB7IHdpZHRoOiAyLjJyZW07IGhlaWdodDogMi4ycmVtOyBmb250LXNpemU6IDFyZW07
+            IH0KfQpAbWVkaWEgKHByZWZlcnMtcmVkdWNlZC1tb3Rpb246IHJlZHVjZSkgewogICosICo6OmJl
+            Zm9yZSwgKjo6YWZ0ZXIgeyBhbmltYXRpb246IG5vbmUgIWltcG9ydGFudDsgdHJhbnNpdGlvbjog
+            bm9uZSAhaW1wb3J0YW50OyB9Cn0KLmJhciBhLmxpbmsgeyBmb250LXNpemU6IC44NXJlbTsgY29s
+            b3I6IHZhcigtLW11dGVkKTsgfQo=
             """,
     ]
 }

@@ -81,6 +81,10 @@ def test_a_chosen_users_home_feed(browser, server):
         assert browser.title.startswith(f"home.{user}")
         assert f"Welcome back, {name}" in browser.find_element("id", "feed").text
         assert f"home.{user}" in browser.find_element("id", "try-live").text
+        # "Try it with curl" shows two users' own feeds: this one's and another's.
+        other = "bob" if user == "alice" else "alice"
+        commands = browser.find_element("id", "try-command").text.splitlines()
+        assert [line.rsplit("/feeds/", 1)[1] for line in commands] == [f"home.{user}/events", f"home.{other}/events"]
     changed = server.request("PATCH", "/feeds/home.bob", {"banner": {"id": "only-bob", "title": "Only for Bob"}})
     wait_for(lambda: "Only for Bob" in browser.find_element("id", "feed").text, message="Bob's PATCH to show")
     assert changed["version"] == 2
