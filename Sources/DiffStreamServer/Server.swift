@@ -225,11 +225,13 @@ public final class Server: Service, Sendable {
 
     /// Hosts `model` as a family of feeds, `prefix.KEY` for every key (issue 38): each member made by
     /// `load` on its first use (after the request is authorized), dropped when idle, within `limits`;
-    /// see ``HostedFeeds/host(family:_:limits:load:)``. Its members' sources stop at shutdown.
+    /// see ``HostedFeeds/host(family:_:limits:truth:shards:load:)``. Its members' sources stop at
+    /// shutdown. `shards`: the lease shards of its keys under `--redis` (decision 0008).
     @discardableResult
     public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(), truth: FamilyTruth = .program,
+                                             shards: FamilyShards = FamilyShards(),
                                              load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) async throws(HostingError) -> ViewModelFamily<Model> {
-        try await hosted.host(family: prefix, model, limits: limits, truth: truth, load: load)
+        try await hosted.host(family: prefix, model, limits: limits, truth: truth, shards: shards, load: load)
     }
 
     /// Cancels `task` when the server shuts down, first, before the store closes: give it the tasks

@@ -2,12 +2,14 @@
 
 Nothing here starts servers (that is `conftest.py`); everything here talks to one over real sockets.
 """
+import http.client
 import json
 import os
 import pathlib
 import re
 import socket
 import subprocess
+import threading
 import time
 import zlib
 
@@ -185,6 +187,35 @@ def parse_responses(data, head_only=()):
             return responses, data
         responses.append(Response(status, parts[2] if len(parts) > 2 else "", headers, rest[:length]))
         data = rest[length:]
+
+
+class AckingWriter(threading.Thread):
+    """Writes on one keep-alive connection until the server dies (the kill -9 tests): keeps the last
+    acknowledged (version, token) in `acked`, and in `inflight` the token of the write whose answer was
+    lost, if any. A subclass says what comes next: `next_write()` -> (method, path, JSON body, token)."""
+
+    def __init__(self, port, acked, on_ack, ok=(200, 201)):
+        super().__init__(daemon=True)
+        self.port, self.acked, self.on_ack, self.ok = port, acked, on_ack, ok
+        self.inflight = None
+
+    def run(self):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            while True:
+                method, path, body, token = self.next_write()
+                self.inflight = token
+                connection.request(method, path, body=body, headers={"Content-Type": "application/json"})
+                response = connection.getresponse()
+                answer = response.read()
+                assert response.status in self.ok, (response.status, answer)
+                self.acked = (json.loads(answer)["version"], token)
+                self.inflight = None
+                self.on_ack()
+        except (OSError, http.client.HTTPException):
+            pass  # the server was killed: the write in flight (if any) has no answer
+        finally:
+            connection.close()
 
 
 class Conn:

@@ -1,7 +1,6 @@
 """A home feed for every user (issue 38): the example family `home.<user>`, made on first use, bound to
 its users' tokens, dropped when idle, listed once, counted in /metrics."""
 import concurrent.futures
-import http.client
 import json
 import os
 import random
@@ -13,7 +12,7 @@ import time
 
 import pytest
 
-from e2e_helpers import JWT_SECRET, SSEClient, jwt_token, rights, wait_until
+from e2e_helpers import JWT_SECRET, AckingWriter, SSEClient, jwt_token, rights, wait_until
 
 # These tests choose their store themselves (in memory, or a --data directory of their own), so they run
 # once, not again in the suite's --data and --redis passes (scripts/test.sh); families under --redis, with
@@ -230,35 +229,18 @@ MEMBER_CRASH_CYCLES = int(os.environ.get("MEMBER_CRASH_CYCLES", "8"))
 MEMBER_CRASH_SEED = int(os.environ.get("MEMBER_CRASH_SEED", random.randrange(1 << 30)))
 
 
-class MemberWriter(threading.Thread):
-    """PATCHes its member's recommended header to `t<n>` on one keep-alive connection until the server
-    dies; keeps the last acknowledged (version, title) and the title of the PATCH in flight (its answer
-    lost), if any."""
+class MemberWriter(AckingWriter):
+    """PATCHes its member's recommended header to `t<n>` until the server dies; the token of a write is
+    the title."""
 
     def __init__(self, port, key, start_at, on_ack):
-        super().__init__(daemon=True)
-        self.port, self.key, self.counter, self.on_ack = port, key, start_at, on_ack
-        self.acked = None
-        self.inflight = None
+        super().__init__(port, None, on_ack, ok=(200,))
+        self.key, self.counter = key, start_at
 
-    def run(self):
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        try:
-            while True:
-                self.counter += 1
-                self.inflight = f"{self.key} t{self.counter}"
-                body = json.dumps({"recommendedHeader": {"title": self.inflight}})
-                connection.request("PATCH", f"/feeds/home.{self.key}", body=body, headers={"Content-Type": "application/json"})
-                response = connection.getresponse()
-                answer = response.read()
-                assert response.status == 200, (response.status, answer)
-                self.acked = (json.loads(answer)["version"], self.inflight)
-                self.inflight = None
-                self.on_ack()
-        except (OSError, http.client.HTTPException):
-            pass  # the server was killed: the PATCH in flight (if any) has no answer
-        finally:
-            connection.close()
+    def next_write(self):
+        self.counter += 1
+        title = f"{self.key} t{self.counter}"
+        return "PATCH", f"/feeds/home.{self.key}", json.dumps({"recommendedHeader": {"title": title}}), title
 
 
 def kept_rows(data, scratch):

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from e2e_helpers import SSEClient, apply_ops, normalised, run_binary, wait_until
+from e2e_helpers import AckingWriter, SSEClient, apply_ops, normalised, run_binary, wait_until
 
 CRASH_CYCLES = int(os.environ.get("STORE_CRASH_CYCLES", "20"))
 CRASH_SEED = int(os.environ.get("STORE_CRASH_SEED", random.randrange(1 << 30)))
@@ -50,34 +50,17 @@ def first_event(server, feed, last_event_id=None):
         return client.expect_event("snapshot")
 
 
-class Writer(threading.Thread):
-    """PUTs random snapshots to its own feed on one keep-alive connection until the server dies; keeps the
-    last acknowledged (version, digest) and the digest of the PUT in flight (answer lost) if any."""
+class Writer(AckingWriter):
+    """PUTs random snapshots to its own feed until the server dies; the token of a write is its
+    document's digest."""
 
     def __init__(self, port, feed, rng, acked, on_ack):
-        super().__init__(daemon=True)
-        self.port, self.feed, self.rng, self.on_ack = port, feed, rng, on_ack
-        self.acked = acked  # (version, digest) or None
-        self.inflight = None
+        super().__init__(port, acked, on_ack)
+        self.feed, self.rng = feed, rng
 
-    def run(self):
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        try:
-            while True:
-                document = doc(self.rng, tag=self.feed)
-                self.inflight = digest(document)
-                connection.request("PUT", f"/feeds/{self.feed}", body=json.dumps(document), headers={"Content-Type": "application/json"})
-                response = connection.getresponse()
-                body = response.read()
-                assert response.status in (200, 201), (response.status, body)
-                version = json.loads(body)["version"]
-                self.acked = (version, self.inflight)
-                self.inflight = None
-                self.on_ack()
-        except (OSError, http.client.HTTPException):
-            pass  # the server was killed: the PUT in flight (if any) has no answer
-        finally:
-            connection.close()
+    def next_write(self):
+        document = doc(self.rng, tag=self.feed)
+        return "PUT", f"/feeds/{self.feed}", json.dumps(document), digest(document)
 
 
 def test_kill_9_during_a_write_storm_loses_nothing_acknowledged_and_never_reuses_a_version(start, tmp_path):
