@@ -2,6 +2,7 @@ import DiffStreamJSON
 import FeedStorage
 import HTTPCore
 import Logging
+import Synchronization
 
 /// All feeds by name. Every write to a name goes through that name's one ``Feed`` (which serialises
 /// them), so creating, replacing and deleting a name are atomic with respect to each other, in memory
@@ -13,8 +14,11 @@ import Logging
 /// ``restore(_:)`` at start, and ``basis(_:)`` / ``committedAnswer(_:writeID:request:)`` for hosted view
 /// models. With a store several instances share, the feeds held are copies kept by ``FeedCopies``
 /// (`FeedRegistry(sharing:)`, module `FeedReplication`), and every lookup goes through them.
+///
+/// The table of feeds is behind a `Mutex`, not the actor: a write looks its feed up and goes straight to
+/// it, without a hop through the registry that every writer of every feed would queue on (issue 39).
 public actor FeedRegistry {
-    var feeds: [String: Feed] = [:]
+    nonisolated let feeds = Mutex<[String: Feed]>([:])
     let replayLimit: Int
     let transport: (any EventBroadcaster)?
     let store: (any FeedStore)?
@@ -74,7 +78,8 @@ public actor FeedRegistry {
         for (entry, result) in zip(stored, decoded) {
             switch result {
             case .success(let snapshot)?:
-                feeds[entry.name] = Feed(restoring: entry, snapshot: snapshot, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage)
+                let feed = Feed(restoring: entry, snapshot: snapshot, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage)
+                feeds.withLock { $0[entry.name] = feed }
                 metrics.setSubscribers(entry.name, 0)
             case .failure(let error)?:
                 skipped.append((entry.name, "its stored snapshot does not decode: \(error)"))
@@ -91,19 +96,19 @@ public actor FeedRegistry {
     /// an outage, the copy held.
     /// - Throws: the shared store's error when it cannot be reached for a feed not held, or a copy
     ///   known to be behind cannot be read again.
-    public func read(_ name: String) async throws(StoreError) -> Feed? {
+    public nonisolated func read(_ name: String) async throws(StoreError) -> Feed? {
         try await read([name])[0].get()
     }
 
     /// ``read(_:)-(String)`` for several feeds (`GET /events`), with one position check for all of them.
     /// - Returns: one result per name, in order: the feed, nil when there is none, or the store's error.
     /// - Complexity: O(names); with a shared store, one round trip, plus a read of each feed not held or behind.
-    public func read(_ names: [String]) async -> [Result<Feed?, StoreError>] {
+    public nonisolated func read(_ names: [String]) async -> [Result<Feed?, StoreError>] {
         if let copies { return await copies.read(names) }
         var found: [Result<Feed?, StoreError>] = []
         found.reserveCapacity(names.count)
         for name in names {
-            if let feed = feeds[name], await feed.exists { found.append(.success(feed)) } else { found.append(.success(nil)) }
+            if let feed = feeds.withLock({ $0[name] }), await feed.exists { found.append(.success(feed)) } else { found.append(.success(nil)) }
         }
         return found
     }
@@ -118,12 +123,14 @@ public actor FeedRegistry {
     }
 
     /// The one `Feed` of a name, made (or loaded from the shared store) on first use.
-    func entry(_ name: String) async throws(StoreError) -> Feed {
+    nonisolated func entry(_ name: String) async throws(StoreError) -> Feed {
         if let copies { return try await copies.feed(name) }
-        if let feed = feeds[name] { return feed }
-        let feed = Feed(name: name, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage)
-        feeds[name] = feed
-        return feed
+        return feeds.withLock { feeds in
+            if let feed = feeds[name] { return feed }
+            let feed = Feed(name: name, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage)
+            feeds[name] = feed
+            return feed
+        }
     }
 
     /// Names and versions, sorted by name (with a shared store: every instance's feeds, asked of it).
@@ -131,7 +138,7 @@ public actor FeedRegistry {
     public func list() async throws(StoreError) -> [(name: String, version: Int)] {
         if let copies { return try await copies.list() }
         var result: [(String, Int)] = []
-        for (name, feed) in feeds.sorted(by: { $0.key < $1.key }) {
+        for (name, feed) in feeds.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
             let version = await feed.version
             if version > 0 { result.append((name, version)) }
         }
@@ -145,7 +152,7 @@ public actor FeedRegistry {
     ///   `--max-feeds` (its bytes still count).
     /// - Parameter options: a write id, a fencing token or a basis (``FeedWriteOptions``).
     @discardableResult
-    public func write(_ name: String, snapshot: WireSnapshot, viewState: [UInt8]? = nil, hosted: Bool = false, options: FeedWriteOptions = FeedWriteOptions()) async throws(FeedWriteError) -> FeedWriteResult {
+    public nonisolated func write(_ name: String, snapshot: WireSnapshot, viewState: [UInt8]? = nil, hosted: Bool = false, options: FeedWriteOptions = FeedWriteOptions()) async throws(FeedWriteError) -> FeedWriteResult {
         let feed: Feed
         do { feed = try await entry(name) } catch { throw .store(error) }
         if hosted { await feed.markHosted() }
@@ -167,7 +174,7 @@ public actor FeedRegistry {
 
     /// The version and view-model state held for `name` (version 0: no feed): what a hosted view
     /// model's next change is computed from.
-    public func basis(_ name: String) async throws(StoreError) -> FeedBasis {
+    public nonisolated func basis(_ name: String) async throws(StoreError) -> FeedBasis {
         await (try entry(name)).basis
     }
 
@@ -175,13 +182,13 @@ public actor FeedRegistry {
     /// - Parameter writeID: a client's `Idempotency-Key` (with a shared store, a retry gets the first
     ///   answer; the key of another request is refused, ``FeedWriteError/idempotencyKeyReused``).
     /// - Throws: ``FeedWriteError/store(_:)`` when the store could not forget it.
-    public func delete(_ name: String, writeID: String? = nil) async throws(FeedWriteError) -> Bool {
+    public nonisolated func delete(_ name: String, writeID: String? = nil) async throws(FeedWriteError) -> Bool {
         if copies != nil {
             let feed: Feed
             do { feed = try await entry(name) } catch { throw .store(error) }
             return try await feed.delete(writeID: writeID)
         }
-        guard let feed = feeds[name] else { return false }
+        guard let feed = feeds.withLock({ $0[name] }) else { return false }
         return try await feed.delete()
     }
 
@@ -191,7 +198,7 @@ public actor FeedRegistry {
     /// - Parameter replayLimit: its replay window (a family's is smaller than the registry's).
     /// - Throws: ``StoreError/damaged(path:reason:)`` when the stored snapshot does not decode.
     package func adopt(_ name: String, restoring stored: StoredFeed?, log: any FeedLog, replayLimit: Int) throws(StoreError) -> Feed {
-        if let feed = feeds[name] { return feed }
+        if let feed = feeds.withLock({ $0[name] }) { return feed }
         let feed: Feed
         if let stored {
             let snapshot: WireSnapshot
@@ -202,8 +209,11 @@ public actor FeedRegistry {
         } else {
             feed = Feed(name: name, replayLimit: replayLimit, transport: transport, metrics: metrics, store: nil, account: storage, log: log)
         }
-        feeds[name] = feed
-        return feed
+        return feeds.withLock { feeds in
+            if let held = feeds[name] { return held }  // made meanwhile by a write (the table is not the actor's)
+            feeds[name] = feed
+            return feed
+        }
     }
 
     /// Forgets the feed `name` held in memory, without deleting it (a family member dropped as idle):
@@ -211,7 +221,7 @@ public actor FeedRegistry {
     /// kept on disk); the next write makes it again. Nothing with a shared store
     /// (its copies are dropped when idle by ``FeedCopies``).
     package func drop(_ name: String) async {
-        guard copies == nil, let feed = feeds.removeValue(forKey: name) else { return }
+        guard copies == nil, let feed = feeds.withLock({ $0.removeValue(forKey: name) }) else { return }
         let bytes = await feed.storedBytes
         // A member whose log counts its bytes (kept on disk) stays counted there.
         if await feed.exists, !feed.bytesKeptByLog { storage.releaseFeed(bytes: bytes, counted: !(await feed.isHosted)) }
