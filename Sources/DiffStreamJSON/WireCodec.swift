@@ -119,18 +119,31 @@ public enum WireCodec {
     /// - Complexity: O(n) in the document's length (plus sorting the keys of model objects that are
     ///   not in canonical order).
     public static func decodeSnapshot(_ bytes: some Collection<UInt8>) throws(WireError) -> WireSnapshot {
+        try decodeSnapshot(bytes, memo: nil)
+    }
+
+    /// ``decodeSnapshot(_:)-(some Collection<UInt8>)`` for the next document of a feed whose last one
+    /// `memo` keeps: the items whose bytes did not change are taken from it, not read again, and the
+    /// memo then keeps this document (``WireSnapshotMemo``). The snapshot and the errors are the same
+    /// as without a memo.
+    /// - Complexity: O(n) in the document's length: a byte comparison for each item that did not change.
+    public static func decodeSnapshot(_ bytes: some Collection<UInt8>, memo: WireSnapshotMemo?) throws(WireError) -> WireSnapshot {
         var failure: WireError?
-        let result: WireSnapshot?? = bytes.withContiguousStorageIfAvailable { buffer in
-            do throws(WireError) { return try WireSnapshotReader.read(buffer) } catch { failure = error; return nil }
+        let previous = memo?.entry
+        let result: (WireSnapshot, WireSnapshotMemo.Entry?)?? = bytes.withContiguousStorageIfAvailable { buffer in
+            do throws(WireError) { return try WireSnapshotReader.read(buffer, memo: previous, remembering: memo != nil) } catch { failure = error; return nil }
         }
-        var snapshot: WireSnapshot?
+        var read: (WireSnapshot, WireSnapshotMemo.Entry?)?
         if let result {
-            snapshot = result
+            read = result
         } else {
-            do { snapshot = try Array(bytes).withUnsafeBufferPointer { (buffer) throws(WireError) in try WireSnapshotReader.read(buffer) } }
+            do { read = try Array(bytes).withUnsafeBufferPointer { (buffer) throws(WireError) in try WireSnapshotReader.read(buffer, memo: previous, remembering: memo != nil) } }
             catch { failure = error }
         }
-        if let snapshot { return snapshot }
+        if let (snapshot, entry) = read {
+            memo?.remember(entry)
+            return snapshot
+        }
         guard let failure else { throw .shape(path: "$", expected: "a snapshot document") }
         switch failure {
         case .shape, .invalidID:

@@ -22,12 +22,22 @@ struct WireSnapshotReader {
     /// A batch's operations, with their models as ranges of the scanner's buffer.
     var operations: [ParsedOperation] = []
     private var lastKind: (Range<Int>, String)?
+    /// The previous document of the same feed (``WireSnapshotMemo``), and the index of its item that
+    /// the next item is compared with first.
+    private var memo: WireSnapshotMemo.Entry?
+    private var memoCursor = 0
+    /// Where each item was read from in the input, in document order (for the next memo), when
+    /// `recordsSpans`.
+    private var spans: [Range<Int>] = []
+    private var recordsSpans = false
 
-    /// An item as read: its model is a range of the scanner's buffer (nil: `null`).
+    /// An item as read: its model is a range of the scanner's buffer (nil: `null`), with its
+    /// fingerprint when it was taken from a memo.
     struct ParsedItem: Identifiable {
         var id: String
         var kind: String
         var model: Range<Int>?
+        var fingerprint: UInt64? = nil
     }
 
     /// A section as read; `items` is its range of ``items`` (snapshots only).
@@ -56,8 +66,15 @@ struct WireSnapshotReader {
     /// Reads and validates a snapshot document.
     /// - Complexity: O(n) in the document's length, plus O(k log k) for objects in models whose k keys
     ///   are not in canonical order.
-    static func read(_ input: UnsafeBufferPointer<UInt8>) throws(WireError) -> WireSnapshot {
+    /// - Parameter memo: the previous document of the same feed; the items whose bytes are the same
+    ///   are taken from it, not read again (``WireSnapshotMemo``).
+    /// - Returns: the snapshot, and with a memo the memo of this document (nil when it is too long to keep).
+    /// - Parameter remembering: whether to return this document's memo (when it is short enough to keep).
+    static func read(_ input: UnsafeBufferPointer<UInt8>, memo: WireSnapshotMemo.Entry? = nil, remembering: Bool = false) throws(WireError) -> (WireSnapshot, WireSnapshotMemo.Entry?) {
         var reader = WireSnapshotReader(input: input)
+        reader.memo = memo
+        reader.recordsSpans = remembering && input.count <= WireSnapshotMemo.maximumDocumentBytes
+        if reader.recordsSpans { reader.spans.reserveCapacity(memo?.items.count ?? 16) }
         do {
             try reader.document()
         } catch let error as JSONParseError {
@@ -67,7 +84,54 @@ struct WireSnapshotReader {
         } catch {
             throw .shape(path: "$", expected: "a snapshot document")
         }
-        return try reader.buildSnapshot()
+        let snapshot = try reader.buildSnapshot()
+        guard reader.recordsSpans else { return (snapshot, nil) }
+        return (snapshot, reader.memo(of: snapshot, input: input))
+    }
+
+    /// This document's memo: its bytes and its items with where each was read from.
+    private func memo(of snapshot: WireSnapshot, input: UnsafeBufferPointer<UInt8>) -> WireSnapshotMemo.Entry {
+        var remembered: [WireSnapshotMemo.Remembered] = []
+        remembered.reserveCapacity(spans.count)
+        var index = 0
+        for sectionIndex in 0..<snapshot.numberOfSections {
+            for item in snapshot.items(atSectionIndex: sectionIndex) {
+                remembered.append(WireSnapshotMemo.Remembered(span: spans[index], item: item))
+                index += 1
+            }
+        }
+        return WireSnapshotMemo.Entry(document: Array(input), items: remembered)
+    }
+
+    /// The memo's item whose bytes the input has at the scanner's offset (an item's `{`), tried at the
+    /// cursor (the item changed in place, or is the same), the one after it (one removed) and the one
+    /// before it (one inserted); its canonical model is copied into the scanner's buffer. The cursor
+    /// moves past the item found, or by one when none is (read as changed in place).
+    /// - Complexity: O(length of the item): at most three byte comparisons.
+    private mutating func reused() -> ParsedItem? {
+        guard let memo else { return nil }
+        let start = scanner.offset
+        let input = scanner.input
+        let cursor = memoCursor
+        memoCursor += 1
+        for step in 0..<3 {
+            let candidate = step == 2 ? cursor - 1 : cursor + step
+            guard candidate >= 0, candidate < memo.items.count else { continue }
+            let remembered = memo.items[candidate]
+            let span = remembered.span
+            guard start + span.count <= input.count else { continue }
+            let same = memo.document.withUnsafeBufferPointer { old in
+                memcmp(input.baseAddress! + start, old.baseAddress! + span.lowerBound, span.count) == 0
+            }
+            guard same else { continue }
+            memoCursor = candidate + 1
+            scanner.offset = start + span.count
+            let modelStart = scanner.out.count
+            scanner.out.append(contentsOf: remembered.item.model.bytes)
+            return ParsedItem(id: remembered.item.id.string, kind: remembered.item.kind, model: modelStart..<scanner.out.count,
+                              fingerprint: remembered.item.model.fingerprint)
+        }
+        return nil
     }
 
     /// The model at `range` of `storage` (the scanner's buffer once the document is read); nil is `null`.
@@ -88,7 +152,12 @@ struct WireSnapshotReader {
             sectionItems.reserveCapacity(section.items.count)
             for index in section.items {
                 let item = items[index]
-                sectionItems.append(WireItem(id: WireID(item.id), kind: item.kind, model: model(item.model)))
+                let itemModel = if let fingerprint = item.fingerprint, let range = item.model {
+                    JSONModel(canonical: storage[range], fingerprint: fingerprint)
+                } else {
+                    model(item.model)
+                }
+                sectionItems.append(WireItem(id: WireID(item.id), kind: item.kind, model: itemModel))
             }
             built.append(Section(WireSection(id: WireID(section.id), model: model(section.model)), items: sectionItems))
         }
@@ -176,6 +245,12 @@ struct WireSnapshotReader {
             try scanner.skipValue(depth: 4)
             throw WireError.shape(path: "sections[\(section)].items[\(index)]", expected: "an object")
         }
+        let start = scanner.offset
+        if memo != nil, let item = reused() {
+            items.append(item)
+            if recordsSpans { spans.append(start..<scanner.offset) }
+            return
+        }
         var id: String?
         var kind: String?
         var model: Range<Int>?
@@ -202,6 +277,7 @@ struct WireSnapshotReader {
             throw WireError.shape(path: "sections[\(section)].items[\(index)].kind", expected: "a non-empty string")
         }
         items.append(ParsedItem(id: id, kind: kind, model: model))
+        if recordsSpans { spans.append(start..<scanner.offset) }
     }
 
     /// A model (any value): its canonical form, written into the scanner's buffer, and its range there.

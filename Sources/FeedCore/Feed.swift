@@ -13,6 +13,9 @@ import HTTPCore
 /// actor, a new subscriber's first event and the batches after it are never out of order.
 public actor Feed {
     public nonisolated let name: String
+    /// The last snapshot document written to this feed with `PUT`, item by item: the next `PUT` reads
+    /// again only the items whose bytes changed (``WireSnapshotMemo``). Forgotten when the feed is deleted.
+    public nonisolated let documentMemo = WireSnapshotMemo()
     /// Random per incarnation of the feed: event ids from any other history are recognised as foreign.
     public package(set) var history: String
     public package(set) var snapshot: WireSnapshot
@@ -447,6 +450,7 @@ public actor Feed {
     /// The feed is gone: every subscription ends with `event: deleted`, and the copy is emptied.
     package func endEverySubscription() {
         keeper?.ended()
+        documentMemo.forget()
         version = 0
         snapshotPayload = nil
         snapshot = WireSnapshot()

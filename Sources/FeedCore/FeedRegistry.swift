@@ -133,6 +133,13 @@ public actor FeedRegistry {
         }
     }
 
+    /// The ``Feed/documentMemo`` of `name` when this registry holds the feed's authority and the feed
+    /// exists in memory (nil otherwise: the document is then read whole). Makes no feed.
+    public nonisolated func documentMemo(_ name: String) -> WireSnapshotMemo? {
+        guard copies == nil else { return nil }
+        return feeds.withLock { $0[name] }?.documentMemo
+    }
+
     /// Names and versions, sorted by name (with a shared store: every instance's feeds, asked of it).
     /// - Throws: the shared store's error when it cannot be reached (an instance's copies are not the list).
     public func list() async throws(StoreError) -> [(name: String, version: Int)] {

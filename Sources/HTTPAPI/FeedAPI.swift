@@ -240,7 +240,7 @@ public struct FeedAPI: Sendable {
             try await authorize(.write(name), request)
             let snapshot: WireSnapshot
             do {
-                snapshot = try WireCodec.decodeSnapshot(request.body)
+                snapshot = try WireCodec.decodeSnapshot(request.body, memo: registry.documentMemo(name))
             } catch {
                 if case .malformed = error { throw APIError(.badRequest, "malformed json", error.description) }
                 throw APIError(.unprocessableContent, "invalid snapshot", error.description)
