@@ -64,6 +64,10 @@ public actor Feed {
     /// When this feed is a copy of another authority (a store several instances share), what keeps
     /// it in step (module `FeedReplication`); nil when this feed is the authority.
     package let keeper: (any FeedCopyKeeper)?
+    /// Whether this feed keeps a hosted view model's state with its snapshot: when its log is durable
+    /// (a store, a family member's own store) or shared (a copy). A feed only in memory does not: its
+    /// host holds the state, so the state is not encoded for it on every change (issue 39).
+    public nonisolated let keepsViewState: Bool
 
     /// A feed that does not exist yet; the first ``publish(_:viewState:)`` creates it.
     /// - Parameter keeper: for a copy of a shared store's feed, what keeps it in step (nil: this
@@ -83,6 +87,7 @@ public actor Feed {
         self.metrics = metrics
         self.log = log ?? feedLog(for: store)
         self.durable = store != nil || log != nil
+        self.keepsViewState = durable || keeper != nil
     }
 
     /// A feed as it was stored: same history, version, snapshot and replay window.
@@ -110,6 +115,7 @@ public actor Feed {
         self.metrics = metrics
         self.log = log ?? feedLog(for: store)
         self.durable = store != nil || log != nil
+        self.keepsViewState = durable || keeper != nil
     }
 
     /// True once created and until deleted.

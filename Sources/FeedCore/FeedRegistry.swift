@@ -140,6 +140,13 @@ public actor FeedRegistry {
         return feeds.withLock { $0[name] }?.documentMemo
     }
 
+    /// Whether the feed `name` keeps a hosted view model's state (``Feed/keepsViewState``); true for a
+    /// feed not held yet when the registry has a store, shared or not.
+    public nonisolated func keepsViewState(_ name: String) -> Bool {
+        if copies != nil { return true }
+        return feeds.withLock { $0[name] }?.keepsViewState ?? (store != nil)
+    }
+
     /// Names and versions, sorted by name (with a shared store: every instance's feeds, asked of it).
     /// - Throws: the shared store's error when it cannot be reached (an instance's copies are not the list).
     public func list() async throws(StoreError) -> [(name: String, version: Int)] {

@@ -74,7 +74,7 @@ public final class HostedFeeds: @unchecked Sendable {
         }
         do throws(ViewModelError) {
             let snapshot = try ViewModelHost<Model>.wire(model, start)
-            let bytes = try ViewModelHost<Model>.storedBytes(start)
+            let bytes = registry.keepsViewState(name) ? try ViewModelHost<Model>.storedBytes(start) : nil
             do { _ = try await registry.write(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw .notPublished(error) }
         } catch {
             lock.withLock { _ = reserved.remove(name) }

@@ -293,7 +293,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
         }
         do throws(ViewModelError) {
             let snapshot = try ViewModelHost<Model>.wire(model, state)
-            let bytes = try ViewModelHost<Model>.storedBytes(state)
+            let bytes = registry.keepsViewState(name) ? try ViewModelHost<Model>.storedBytes(state) : nil
             do { _ = try await registry.write(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw .notPublished(error) }
         } catch .notPublished(let error) {
             return .failure(.notPublished(error))

@@ -70,7 +70,8 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// render throws or the store refuses, nothing is published and the previous state stays.
     private func commit(_ next: Model.State, options: FeedWriteOptions) async throws(ViewModelError) -> FeedWriteResult {
         let snapshot = try Self.wire(model, next)
-        let bytes = try Self.storedBytes(next)
+        // Encoded only where the feed keeps it: in memory, this host's `state` is the only copy needed.
+        let bytes = registry.keepsViewState(name) ? try Self.storedBytes(next) : nil
         let published: FeedWriteResult
         do { published = try await registry.write(name, snapshot: snapshot, viewState: bytes, hosted: true, options: options) } catch { throw .notPublished(error) }
         if published.replayed {

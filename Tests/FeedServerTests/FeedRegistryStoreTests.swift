@@ -198,4 +198,24 @@ struct FeedRegistryStoreTests {
         await registry.drop("home.a")
         #expect(account.usage.bytes == 0)
     }
+
+    /// A hosted view model's state is stored with its snapshot where the feed keeps it (a store), and
+    /// not encoded at all for a feed only in memory (issue 39: no whole-state encoding per action there).
+    @Test(arguments: [true, false])
+    func theStateIsKeptOnlyWhereTheFeedKeepsIt(withStore: Bool) async throws {
+        let store = MemoryStore()
+        let registry = withStore ? FeedRegistry(replayLimit: 4, store: store) : FeedRegistry(replayLimit: 4)
+        let hosted = HostedFeeds(registry: registry)
+        let host = try await hosted.host(Counter(), as: "counter")
+        _ = try await host.perform("add", body: Array(#"{"amount":2}"#.utf8))
+        #expect(registry.keepsViewState("counter") == withStore)
+        let kept = try await registry.read("counter")?.viewState
+        if withStore {
+            #expect(kept == Array(#"{"count":2,"label":"count"}"#.utf8))
+            #expect(try store.load().feeds.first { $0.name == "counter" }?.viewState == kept)
+        } else {
+            #expect(kept == nil)
+        }
+        #expect(await host.state.count == 2)
+    }
 }
