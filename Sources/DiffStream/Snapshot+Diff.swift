@@ -13,9 +13,45 @@ extension Snapshot {
     /// from its last item to its first), then section deletes, then updates. Every anchor therefore names
     /// something that exists when its operation is applied. The result is deterministic.
     ///
-    /// - Complexity: O(n log n) time and O(n) memory in the number of sections and items.
+    /// - Complexity: O(n log n) time and O(n) memory in the number of sections and items; O(n) time
+    ///   and no tables when `new` has `old`'s sections and items in the same order (only contents changed).
     @inlinable
     public static func diff(from old: Self, to new: Self) -> Batch<SectionType, ItemType> {
+        if let updates = sameOrderUpdates(from: old, to: new) { return Batch(updates) }
+        return diffByTables(from: old, to: new)
+    }
+
+    /// When `new` holds exactly `old`'s sections and items, in the same order, the batch is its content
+    /// updates alone, in the order ``diff(from:to:)`` gives them (sections, then items, in `new`'s
+    /// order): what ``diffByTables(from:to:)`` returns then, without building its tables. The most
+    /// common write changes contents only. Nil when anything was added, removed or moved.
+    /// - Complexity: O(n) in the number of sections and items, no allocation before the answer.
+    @inlinable
+    static func sameOrderUpdates(from old: Self, to new: Self) -> [Operation<SectionType, ItemType>]? {
+        let sectionCount = new.sectionValues.count
+        guard old.sectionValues.count == sectionCount else { return nil }
+        for section in 0..<sectionCount {
+            guard old.sectionValues[section].id == new.sectionValues[section].id else { return nil }
+            let oldItems = old.itemValues[section], newItems = new.itemValues[section]
+            guard oldItems.count == newItems.count else { return nil }
+            for index in 0..<newItems.count where oldItems[index].id != newItems[index].id { return nil }
+        }
+        var operations: [Operation<SectionType, ItemType>] = []
+        for section in 0..<sectionCount where old.sectionValues[section] != new.sectionValues[section] {
+            operations.append(.updateSection(new.sectionValues[section]))
+        }
+        for section in 0..<sectionCount {
+            let oldItems = old.itemValues[section], newItems = new.itemValues[section]
+            for index in 0..<newItems.count where oldItems[index] != newItems[index] { operations.append(.update(newItems[index])) }
+        }
+        return operations
+    }
+
+    /// The general diff of ``diff(from:to:)``: ids matched through tables, longest increasing
+    /// subsequences for what stays.
+    /// - Complexity: O(n log n) time and O(n) memory in the number of sections and items.
+    @inlinable
+    static func diffByTables(from old: Self, to new: Self) -> Batch<SectionType, ItemType> {
         let oldSectionCount = old.sectionValues.count
         let newSectionCount = new.sectionValues.count
 
