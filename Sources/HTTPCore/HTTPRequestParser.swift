@@ -119,8 +119,8 @@ public struct HTTPRequestParser: Sendable {
                 guard let result = parseHead() else { return checkHeadLimits() }
                 switch result {
                 case .failure(let error): return fail(error)
-                case .success(let pending):
-                    if let event = beginBody(pending) { return event }
+                case .success(let (pending, framing)):
+                    if let event = beginBody(pending, framing) { return event }
                 }
             case .body(var pending, let remaining):
                 let available = min(remaining, buffer.count - start)
@@ -227,18 +227,25 @@ public struct HTTPRequestParser: Sendable {
     }
 
     /// Finds the end of the head (CRLF CRLF) and parses it, or returns nil if it is not complete.
-    private mutating func parseHead() -> Result<Pending, HTTPParseError>? {
+    private mutating func parseHead() -> Result<(Pending, BodyFraming), HTTPParseError>? {
         // RFC 9112 §2.2: ignore empty lines before the request line.
         while buffer.count - start >= 2, buffer[start] == 0x0D, buffer[start + 1] == 0x0A { start += 2 }
         if scanned < start { scanned = start }
-        var end: Int?
-        var index = max(start, scanned - 3)
-        while index + 3 < buffer.count {
-            if buffer[index + 3] == 0x0A, buffer[index + 2] == 0x0D, buffer[index + 1] == 0x0A, buffer[index] == 0x0D {
-                end = index
-                break
+        let from = max(start, scanned - 3)
+        let end: Int? = buffer.withUnsafeBufferPointer { bytes in
+            // `index` is where a CRLF CRLF would end; a byte that is neither CR nor LF rules out every
+            // CRLF CRLF that ends at it or at one of the next three bytes.
+            var index = from + 3
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte > 0x0D {
+                    index += 4
+                    continue
+                }
+                if byte == 0x0A, bytes[index - 1] == 0x0D, bytes[index - 2] == 0x0A, bytes[index - 3] == 0x0D { return index - 3 }
+                index += 1
             }
-            index += 1
+            return nil
         }
         guard let headEnd = end else {
             // No complete head yet, so every buffered byte belongs to it. RFC 9112 §2.2 lets a server
@@ -251,110 +258,263 @@ public struct HTTPRequestParser: Sendable {
             scanned = buffer.count
             return nil
         }
-        let head = Array(buffer[start..<headEnd])
+        let headStart = start
         start = headEnd + 4
         scanned = start
-        return Self.parseHead(head, limits: limits)
+        let limits = limits
+        return buffer.withUnsafeBufferPointer { bytes in
+            Self.parseHead(UnsafeBufferPointer(rebasing: bytes[headStart..<headEnd]), limits: limits)
+        }
     }
 
-    private static func parseHead(_ head: [UInt8], limits: HTTPLimits) -> Result<Pending, HTTPParseError> {
-        var lines: [ArraySlice<UInt8>] = []
-        var lineStart = 0
+    /// How the body is framed, as far as the header fields tell it while they are parsed.
+    private enum BodyFraming {
+        /// Neither Content-Length nor Transfer-Encoding: no body.
+        case none
+        /// One Content-Length field of 1 to 18 digits and no Transfer-Encoding: that many bytes.
+        case length(Int)
+        /// Anything else (repeats, lists, Transfer-Encoding, invalid values): decided from the fields.
+        case fromFields
+    }
+
+    private static func parseHead(_ head: UnsafeBufferPointer<UInt8>, limits: HTTPLimits) -> Result<(Pending, BodyFraming), HTTPParseError> {
+        // Every line ends in CRLF: no bare CR or LF, and no NUL anywhere. One pass finds the end of
+        // the request line and counts the field lines (one per CRLF).
+        var requestLineEnd = head.count
+        var fieldLineCount = 0
         var index = 0
         while index < head.count {
             let byte = head[index]
+            if byte > 0x0D {
+                index += 1
+                continue
+            }
             if byte == 0x0D {
                 guard index + 1 < head.count, head[index + 1] == 0x0A else {
                     return .failure(.init(.badRequest, "bare CR in the request head"))
                 }
-                lines.append(head[lineStart..<index])
+                if fieldLineCount == 0 { requestLineEnd = index }
+                fieldLineCount += 1
                 index += 2
-                lineStart = index
                 continue
             }
             if byte == 0x0A { return .failure(.init(.badRequest, "bare LF in the request head")) }
             if byte == 0 { return .failure(.init(.badRequest, "NUL byte in the request head")) }
             index += 1
         }
-        lines.append(head[lineStart..<head.count])
 
-        let requestLine = lines.removeFirst()
-        let lineLimit = requestLine.count > limits.maxRequestLine ? limits.requestLineLimit(requestLine, complete: true) ?? limits.maxRequestLine : limits.maxRequestLine
-        if requestLine.count > lineLimit {
+        let lineLimit = requestLineEnd > limits.maxRequestLine
+            ? limits.requestLineLimit(ArraySlice(head[..<requestLineEnd]), complete: true) ?? limits.maxRequestLine : limits.maxRequestLine
+        if requestLineEnd > lineLimit {
             return .failure(.init(.uriTooLong, "the request line is longer than \(lineLimit) bytes"))
         }
-        let headerBytes = head.count - requestLine.count
+        let headerBytes = head.count - requestLineEnd
         if headerBytes > limits.maxHeaderBytes {
             return .failure(.init(.headerFieldsTooLarge, "the header section is larger than \(limits.maxHeaderBytes) bytes"))
         }
-        if lines.count > limits.maxHeaderCount {
+        if fieldLineCount > limits.maxHeaderCount {
             return .failure(.init(.headerFieldsTooLarge, "more than \(limits.maxHeaderCount) header fields"))
         }
 
         // Request line: method SP request-target SP HTTP-version (RFC 9112 §3).
-        let parts = requestLine.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return .failure(.init(.badRequest, "malformed request line")) }
-        guard !parts[0].isEmpty, parts[0].allSatisfy(isTokenByte) else { return .failure(.init(.badRequest, "invalid method")) }
-        let method = String(decoding: parts[0], as: UTF8.self)
-        guard !parts[1].isEmpty, parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        var firstSpace = -1
+        var secondSpace = -1
+        index = 0
+        while index < requestLineEnd {
+            if head[index] == UInt8(ascii: " ") {
+                if firstSpace < 0 {
+                    firstSpace = index
+                } else if secondSpace < 0 {
+                    secondSpace = index
+                } else {
+                    return .failure(.init(.badRequest, "malformed request line"))
+                }
+            }
+            index += 1
+        }
+        guard secondSpace >= 0 else { return .failure(.init(.badRequest, "malformed request line")) }
+        let methodBytes = UnsafeBufferPointer(rebasing: head[..<firstSpace])
+        let targetBytes = UnsafeBufferPointer(rebasing: head[(firstSpace + 1)..<secondSpace])
+        let versionBytes = UnsafeBufferPointer(rebasing: head[(secondSpace + 1)..<requestLineEnd])
+        guard !methodBytes.isEmpty, methodBytes.allSatisfy(isTokenByte) else { return .failure(.init(.badRequest, "invalid method")) }
+        guard !targetBytes.isEmpty, targetBytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return .failure(.init(.badRequest, "invalid request target"))
         }
-        var target = String(decoding: parts[1], as: UTF8.self)
-        let versionText = String(decoding: parts[2], as: UTF8.self)
+        // HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 §2.3): 1.0 and 1.1 are spoken, any other is a 505.
+        guard versionBytes.count == 8, Self.hasPrefix(versionBytes, "HTTP/"), versionBytes[5].isDigit,
+              versionBytes[6] == UInt8(ascii: "."), versionBytes[7].isDigit
+        else { return .failure(.init(.badRequest, "invalid HTTP version")) }
         let version: HTTPVersion
-        switch versionText {
-        case "HTTP/1.1": version = .http11
-        case "HTTP/1.0": version = .http10
-        default:
-            let bytes = Array(parts[2])
-            if bytes.count == 8, versionText.hasPrefix("HTTP/"), bytes[5].isDigit, bytes[6] == UInt8(ascii: "."), bytes[7].isDigit {
-                return .failure(.init(.httpVersionNotSupported, "only HTTP/1.0 and HTTP/1.1 are supported"))
-            }
-            return .failure(.init(.badRequest, "invalid HTTP version"))
+        switch (versionBytes[5], versionBytes[7]) {
+        case (UInt8(ascii: "1"), UInt8(ascii: "1")): version = .http11
+        case (UInt8(ascii: "1"), UInt8(ascii: "0")): version = .http10
+        default: return .failure(.init(.httpVersionNotSupported, "only HTTP/1.0 and HTTP/1.1 are supported"))
         }
+        let method = String(decoding: methodBytes, as: UTF8.self)
+        var target = String(decoding: targetBytes, as: UTF8.self)
         // RFC 9112 §3.2: origin-form, absolute-form (reduced to its path), or asterisk-form for OPTIONS.
-        if target.hasPrefix("http://") || target.hasPrefix("https://") {
+        // (The target is all visible ASCII, so its bytes answer what its characters would.)
+        if Self.hasPrefix(targetBytes, "http://") || Self.hasPrefix(targetBytes, "https://") {
             let afterScheme = target.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
             target = afterScheme.count == 4 ? "/" + afterScheme[3] : "/"
-        } else if target == "*" {
+        } else if targetBytes.count == 1 && targetBytes[0] == UInt8(ascii: "*") {
             guard method == "OPTIONS" else { return .failure(.init(.badRequest, "asterisk-form is only for OPTIONS")) }
-        } else if !target.hasPrefix("/") {
+        } else if targetBytes[0] != UInt8(ascii: "/") {
             return .failure(.init(.badRequest, "the request target must start with '/'"))
         }
 
-        // Header fields: field-name ":" OWS field-value OWS (RFC 9112 §5).
+        // Header fields: field-name ":" OWS field-value OWS (RFC 9112 §5). Each line is read in one
+        // pass: the name up to the colon, then the value up to the CR, noting where its optional
+        // whitespace ends. The fields that frame the message are counted on the way, by their bytes
+        // (a valid name is all ASCII, so folding ASCII letters is exactly `HTTPHeaders`' comparison).
         var headers = HTTPHeaders()
-        for line in lines {
-            guard let first = line.first else { continue }
+        headers.reserveCapacity(fieldLineCount)
+        var hostCount = 0
+        var transferEncodingCount = 0
+        var contentLengthCount = 0
+        var contentLength: Int?
+        var lineStart = requestLineEnd + 2
+        while lineStart < head.count {
+            let first = head[lineStart]
+            if first == 0x0D {  // an empty line (cannot occur: the head ends before one)
+                lineStart += 2
+                continue
+            }
             if first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") {
                 return .failure(.init(.badRequest, "obsolete line folding is not accepted"))
             }
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
+            var colon = lineStart
+            var nameIsToken = true
+            while colon < head.count, head[colon] != UInt8(ascii: ":"), head[colon] != 0x0D {
+                if !isTokenByte(head[colon]) { nameIsToken = false }
+                colon += 1
+            }
+            guard colon < head.count, head[colon] == UInt8(ascii: ":") else {
                 return .failure(.init(.badRequest, "header line without a colon"))
             }
-            let name = line[line.startIndex..<colon]
-            guard !name.isEmpty, name.allSatisfy(isTokenByte) else {
+            guard colon > lineStart, nameIsToken else {
                 return .failure(.init(.badRequest, "invalid header field name"))
             }
-            let value = line[(colon + 1)...]
-            guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
-                return .failure(.init(.badRequest, "invalid character in a header field value"))
+            var lineEnd = colon + 1
+            var valueStart = -1
+            var valueEnd = lineEnd
+            var isASCII = true
+            while lineEnd < head.count {
+                let byte = head[lineEnd]
+                if byte == 0x0D { break }
+                guard byte == 0x09 || (byte >= 0x20 && byte != 0x7F) else {
+                    return .failure(.init(.badRequest, "invalid character in a header field value"))
+                }
+                if byte >= 0x80 { isASCII = false }
+                if byte != UInt8(ascii: " ") && byte != 0x09 {
+                    if valueStart < 0 { valueStart = lineEnd }
+                    valueEnd = lineEnd + 1
+                }
+                lineEnd += 1
             }
-            headers.add(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self).trimmingSpaces())
+            let name = UnsafeBufferPointer(rebasing: head[lineStart..<colon])
+            let value: String
+            if !isASCII {
+                // Beyond ASCII a space may begin or end a grapheme with its neighbour: trim characters.
+                value = String(decoding: UnsafeBufferPointer(rebasing: head[(colon + 1)..<lineEnd]), as: UTF8.self).trimmingSpaces()
+            } else if valueStart < 0 {
+                value = ""
+            } else {
+                value = String(decoding: UnsafeBufferPointer(rebasing: head[valueStart..<valueEnd]), as: UTF8.self)
+            }
+            headers.add(String(decoding: name, as: UTF8.self), value)
+            if equalsIgnoringASCIICase(name, "host") {
+                hostCount += 1
+            } else if equalsIgnoringASCIICase(name, "transfer-encoding") {
+                transferEncodingCount += 1
+            } else if equalsIgnoringASCIICase(name, "content-length") {
+                contentLengthCount += 1
+                contentLength = valueStart < 0 ? nil : decimalLength(UnsafeBufferPointer(rebasing: head[valueStart..<valueEnd]))
+            }
+            lineStart = lineEnd + 2
         }
 
         // Host (RFC 9112 §3.2): exactly one in HTTP/1.1.
-        let hosts = headers.values("Host")
-        if hosts.count > 1 || (version == .http11 && hosts.isEmpty) {
+        if hostCount > 1 || (version == .http11 && hostCount == 0) {
             return .failure(.init(.badRequest, "an HTTP/1.1 request needs exactly one Host header"))
         }
 
-        return .success(Pending(request: HTTPRequest(method: method, target: target, version: version, headers: headers), body: []))
+        let framing: BodyFraming
+        if transferEncodingCount == 0 && contentLengthCount == 0 {
+            framing = .none
+        } else if transferEncodingCount == 0 && contentLengthCount == 1, let contentLength {
+            framing = .length(contentLength)
+        } else {
+            framing = .fromFields
+        }
+        return .success((Pending(request: HTTPRequest(method: method, target: target, version: version, headers: headers), body: []), framing))
+    }
+
+    /// Whether `bytes` (a field name) is `lowercase` (lower-case ASCII) but for the case of letters.
+    private static func equalsIgnoringASCIICase(_ bytes: UnsafeBufferPointer<UInt8>, _ lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        let expected = lowercase.utf8Start
+        for index in 0..<bytes.count {
+            let byte = bytes[index]
+            let folded = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+            if folded != expected[index] { return false }
+        }
+        return true
+    }
+
+    /// Whether `bytes` begins with `prefix` (ASCII).
+    private static func hasPrefix(_ bytes: UnsafeBufferPointer<UInt8>, _ prefix: StaticString) -> Bool {
+        guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
+        let expected = prefix.utf8Start
+        for index in 0..<prefix.utf8CodeUnitCount where bytes[index] != expected[index] { return false }
+        return true
+    }
+
+    /// The value of 1 to 18 decimal digits (an Int holds them all), or nil for any other bytes.
+    private static func decimalLength(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
+        var value = 0
+        for byte in bytes {
+            guard byte.isDigit else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
     }
 
     /// Decides the body's framing (RFC 9112 §6.3) and starts reading it; returns an event if it can be
     /// answered at once.
-    private mutating func beginBody(_ pending: Pending) -> Event? {
+    private mutating func beginBody(_ pending: Pending, _ framing: BodyFraming) -> Event? {
+        switch framing {
+        case .none:
+            state = .head
+            return complete(pending)
+        case .length(let length):
+            // One Content-Length of plain digits: what the general rules below make of it, directly.
+            if length > limits.maxBodyBytes {
+                return fail(.init(.contentTooLarge, "the body is larger than \(limits.maxBodyBytes) bytes"))
+            }
+            if length == 0 {
+                state = .head
+                return complete(pending)
+            }
+            if buffer.count - start >= length {
+                // All of the body is here (so no 100 Continue is due): one copy, no state to box.
+                var pending = pending
+                pending.body = Array(buffer[start..<start + length])
+                start += length
+                state = .head
+                return complete(pending)
+            }
+            state = .body(pending, remaining: length)
+            return expectContinue(pending)
+        case .fromFields:
+            return beginBodyFromFields(pending)
+        }
+    }
+
+    /// ``beginBody(_:_:)`` for every framing but the plain ones: Transfer-Encoding, and Content-Length
+    /// fields that repeat, list values or do not parse.
+    private mutating func beginBodyFromFields(_ pending: Pending) -> Event? {
         let headers = pending.request.headers
         let transferEncodings = headers.values("Transfer-Encoding")
         let lengths = headers.values("Content-Length")
@@ -415,12 +575,10 @@ extension UInt8 {
     }
 }
 
-/// tchar (RFC 9110 §5.6.2).
+/// tchar (RFC 9110 §5.6.2): `!#$%&'*+-.^_`|~`, digits and letters, as two 64-bit masks (bytes 0–63 and
+/// 64–127) rather than a search of the punctuation.
 package func isTokenByte(_ byte: UInt8) -> Bool {
-    switch byte {
-    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-        return true
-    default:
-        return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-    }
+    if byte < 64 { return (0x03FF_6CFA_0000_0000 as UInt64) >> byte & 1 != 0 }
+    if byte < 128 { return (0x57FF_FFFF_C7FF_FFFE as UInt64) >> (byte - 64) & 1 != 0 }
+    return false
 }
