@@ -6,6 +6,7 @@
 --   snapshot POST PREFIX: POST PREFIX<k> (nchan's publisher: one channel per writer), the SAME bytes
 --   action:   POST /feeds/todo/actions/rename {"id":"t<1..10>","title":"w<k> n<n>"}: one item changes
 --   patch:    PATCH /feeds/home {"banner":{"id":"bench","title":"w<k> n<n>"}}: one item changes
+--   patch PREFIX: the same PATCH to PREFIX<k>, one feed per writer (/feeds/home.w: the home family's members)
 -- The snapshot: 10 items, 1,534 to 1,553 bytes, in DiffStream's wire format ({"sections":[…]}). Ten
 -- bodies are prepared at start and sent in turn; going from one to the next changes exactly two items (step j
 -- flips items j mod 5 + 1 and j mod 5 + 6, so ten steps come back to the first body), so no PUT is a
@@ -60,7 +61,8 @@ function init(args)
         path = "/feeds/todo/actions/rename"
     elseif mode == "patch" then
         wrk.method = "PATCH"
-        path = "/feeds/home"
+        -- With a prefix, each writer on its own feed (PREFIX<k>: 16 members of the home.<user> family).
+        path = args[2] and (args[2] .. writer) or "/feeds/home"
     end
 end
 

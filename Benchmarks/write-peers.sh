@@ -10,11 +10,12 @@
 #            between the sides)
 #   durable  diffstream --data DIR (fresh), PUT          vs redis-server appendonly yes, appendfsync always:
 #            redis-benchmark SET benchK <the same snapshot bytes> (as Benchmarks/run-redis-writes.sh)
-#   hosted   diffstream only, 16 writers on ONE feed (--examples todo,home): actions (POST
-#            /feeds/todo/actions/rename, on 10 items added first: one item changes) and PATCH /feeds/home
-#            (the banner's title: one item changes); compare with the memory path's PUT. One feed only:
-#            the binary hosts each example once under a fixed name, so 16 todo feeds take a program built
-#            on the library.
+#   hosted   diffstream only, 16 writers (--examples todo,home): actions on ONE feed (POST
+#            /feeds/todo/actions/rename, on 10 items added first: one item changes), PATCH /feeds/home
+#            on ONE feed (the banner's title: one item changes), and the same PATCH on 16 feeds, the
+#            members home.w1..16 of the home family (each writer on its own); compare with the memory
+#            path's PUT. Actions on 16 feeds would take a program built on the library (the binary
+#            hosts the todo example once, and no example family has actions).
 # The body of DiffStream's PUT and nchan's POST is the same bytes (Benchmarks/write-peers.lua: a 10-item
 # snapshot of 1.5 kB in DiffStream's wire format; two items change per request, so every PUT makes a
 # version). Before the timed run each diffstream feed gets one untimed PUT of the bodies' first state.
@@ -221,12 +222,18 @@ redis_set() {  # writers -> fields (redis-benchmark has no duration: a probe siz
         "tool_cpu_pct=$(awk '{printf "%.0f", ($1 + $2) / $3 * 100}' <<<"$times") check=keys=$(redis-cli -p "$rd_port" dbsize)"
 }
 
-hosted() {  # kind (action|patch) -> fields, at 16 writers on one feed
-    local kind=$1 fields feed=todo v0 v1
-    [[ $kind == patch ]] && feed=home
-    v0=$(versions "$ds_port" "$feed")
-    fields=$(wrk_run "http://127.0.0.1:$ds_port" 16 "$ds_pid" -- "$kind")
-    v1=$(versions "$ds_port" "$feed")
+hosted() {  # kind (action|patch|patch16) -> fields, at 16 writers on one feed (patch16: on 16 feeds)
+    local kind=$1 fields v0 v1 k
+    local -a feed=(todo) args=(action)
+    [[ $kind == patch ]] && { feed=(home); args=(patch); }
+    if [[ $kind == patch16 ]]; then  # 16 members of the home.<user> family, made before the run
+        feed=(); for k in $(seq 1 16); do feed+=("home.w$k"); done
+        args=(patch /feeds/home.w)
+        for k in "${feed[@]}"; do curl -s -o /dev/null -X PATCH -H 'Content-Type: application/json' --data '{"banner":{"id":"bench","title":"first"}}' "http://127.0.0.1:$ds_port/feeds/$k"; done
+    fi
+    v0=$(versions "$ds_port" "${feed[@]}")
+    fields=$(wrk_run "http://127.0.0.1:$ds_port" 16 "$ds_pid" -- "${args[@]}")
+    v1=$(versions "$ds_port" "${feed[@]}")
     echo "$fields check=versions=$((v1 - v0))/$(field requests "$fields")"
 }
 
@@ -259,7 +266,7 @@ for round in $(seq 1 "$rounds"); do
                 curl -s -o /dev/null -X POST -H 'Content-Type: application/json' --data "{\"title\":\"item $k\"}" \
                     "http://127.0.0.1:$ds_port/feeds/todo/actions/add"
             done
-            kinds=(action patch); (( round % 2 == 0 )) && kinds=(patch action)
+            kinds=(action patch patch16); (( round % 2 == 0 )) && kinds=(patch16 patch action)
             for kind in "${kinds[@]}"; do record hosted "$kind" 16 "$(hosted "$kind")"; done
             stop_diffstream
             continue
@@ -283,7 +290,8 @@ for line in open(sys.argv[1]):
 names = {("memory", "diffstream"): "diffstream --data none, PUT", ("memory", "peer"): "nginx+nchan in memory, POST",
          ("redis", "diffstream"): "diffstream --redis, PUT", ("redis", "peer"): "nginx+nchan nchan_redis_url, POST",
          ("durable", "diffstream"): "diffstream --data DIR, PUT", ("durable", "peer"): "redis-server appendfsync always, SET",
-         ("hosted", "action"): "diffstream todo action (rename), 1 feed", ("hosted", "patch"): "diffstream home PATCH, 1 feed"}
+         ("hosted", "action"): "diffstream todo action (rename), 1 feed", ("hosted", "patch"): "diffstream home PATCH, 1 feed",
+         ("hosted", "patch16"): "diffstream home.<user> PATCH, 16 feeds"}
 order = {"memory": 0, "redis": 1, "durable": 2, "hosted": 3}
 med = lambda runs, key: statistics.median(float(r[key]) for r in runs.values())
 print("| path | writers | system | rounds | writes/s | p50 ms | p99 ms | server µs/write | redis µs/write | load tool % core | check (last round) |")

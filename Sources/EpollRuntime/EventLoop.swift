@@ -27,6 +27,8 @@ final class EventLoop: @unchecked Sendable {
     private var handlers: [Int32: EventHandler] = [:]
     private let inbox = Mutex<[() -> Void]>([])
     private let running = Atomic<Bool>(false)
+    /// `pthread_self()` of the loop's thread once it runs (0 before).
+    private let threadID = Atomic<UInt>(0)
     private var thread: Thread?
     /// Called on the loop thread about every `tickInterval` seconds (timeouts, heartbeats).
     var onTick: ((Double) -> Void)?
@@ -65,7 +67,8 @@ final class EventLoop: @unchecked Sendable {
             queue.append(work)
             return queue.count == 1
         }
-        if wasEmpty {
+        // On the loop's own thread the inbox is drained before the loop waits again: no wake-up needed.
+        if wasEmpty && !isCurrent {
             var one: UInt64 = 1
             _ = write(wakeFD, &one, 8)
         }
@@ -120,6 +123,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func run() {
+        threadID.store(UInt(pthread_self()), ordering: .relaxed)
         Self.blockAsynchronousSignals()
         var wakeEvent = epoll_event()
         wakeEvent.events = Epoll.`in`
@@ -147,10 +151,14 @@ final class EventLoop: @unchecked Sendable {
             if now >= nextTick {
                 nextTick = now + tickInterval
                 onTick?(now)
+                drainInbox()  // what the tick handed itself, before waiting
             }
         }
         drainInbox()
     }
+
+    /// Whether the caller runs on this loop's thread.
+    var isCurrent: Bool { threadID.load(ordering: .relaxed) == UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))) }
 
     private func drainInbox() {
         while true {
@@ -162,6 +170,16 @@ final class EventLoop: @unchecked Sendable {
             if work.isEmpty { return }
             for item in work { item() }
         }
+    }
+}
+
+/// A request's task may prefer the loop that read the request (SE-0417): its jobs, and those of the
+/// default actors it calls, then run on this thread between readiness events, and the answer is
+/// written without waking another thread.
+extension EventLoop: TaskExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        execute { [unowned self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
     }
 }
 

@@ -12,13 +12,15 @@ import Synchronization
 /// }
 /// ```
 ///
-/// Handlers are `async` and run on Swift's concurrency pool, where responses are also compressed;
-/// connection I/O stays on the loop thread that owns the connection.
+/// Handlers are `async`. A small write runs on the loop thread that read it (the loop is a
+/// `TaskExecutor`); reads and big writes run on Swift's concurrency pool, where their responses are
+/// also compressed. Connection I/O stays on the loop thread that owns the connection.
 public final class HTTPServer: EventBroadcaster {
     /// The source of the runtime's log lines: the module's name before it was renamed `EpollRuntime`
     /// (issue 36), kept because deployments filter their logs on it.
     static let logSource = "HTTPServer"
-    /// Answers one request; runs on Swift's concurrency pool, never on a loop thread.
+    /// Answers one request: on the loop that read it for a write with a body up to 64 KiB, else on
+    /// Swift's concurrency pool. It must not block its thread (await instead).
     public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
 
     /// Everything that can be set about a server.

@@ -156,19 +156,33 @@ final class LoopCore: @unchecked Sendable {
 
     // MARK: Requests
 
-    /// Runs the handler on the concurrency pool and prepares (compresses) its response there; only the
-    /// ready bytes come back to this loop.
+    /// Runs the handler and prepares (compresses) its response. A small write (a body up to
+    /// ``inlineBodyLimit``, any method but `GET`, `HEAD` and `OPTIONS`) runs on this loop, together
+    /// with the default actors it calls (the feed): no other thread is woken to run it or to hand its
+    /// answer back (issue 39). Everything else (reads, whose answers may be large and compressed,
+    /// and big writes) runs on the concurrency pool, and only the ready bytes come back to this loop.
     func dispatch(_ request: HTTPRequest, info: RequestInfo, connection: Connection) {
         let handler = server.handler
         let minimumCompressedSize = server.configuration.minimumCompressedSize
         let id = connection.id
-        Task { [self] in
+        let preference: (any TaskExecutor)? = Self.runsOnLoop(method: request.method, bodyBytes: request.body.count) ? loop : nil
+        Task(executorPreference: preference) { [self] in
             let response = await handler(request)
             let prepared = PreparedResponse.prepare(response, for: info, compressAbove: minimumCompressedSize)
-            loop.execute { [self] in
+            if loop.isCurrent {
                 connections[id]?.respond(prepared, request: request)
+            } else {
+                loop.execute { [self] in connections[id]?.respond(prepared, request: request) }
             }
         }
+    }
+
+    /// Writes with a body up to this size run on the loop that read them; bigger ones on the pool.
+    static let inlineBodyLimit = 64 * 1024
+
+    /// Whether a request runs on the loop that read it (see ``dispatch(_:info:connection:)``).
+    static func runsOnLoop(method: String, bodyBytes: Int) -> Bool {
+        bodyBytes <= inlineBodyLimit && method != "GET" && method != "HEAD" && method != "OPTIONS"
     }
 
     func dateHeader() -> String {
