@@ -1,4 +1,5 @@
 import DiffStream
+import JSONEscaping
 
 /// Reads and writes snapshots and operations in the wire format:
 /// `{"sections":[{"id":"S","model":…,"items":[{"id":"I","kind":"k","model":…}]}]}` and
@@ -36,6 +37,27 @@ public enum WireCodec {
         writeSections(snapshot, into: &writer)
         writer.byte(UInt8(ascii: "}"))
         return writer.bytes
+    }
+
+    /// The length of ``encode(_:)``'s bytes, counted without writing them: what a feed kept only in
+    /// memory needs of its snapshot's encoding (its size, for the storage account).
+    /// - Complexity: O(length of the ids and kinds, and the number of items); a model counts by its
+    ///   stored length.
+    public static func encodedCount(_ snapshot: WireSnapshot) -> Int {
+        let sections = snapshot.sections
+        // {"sections":[ … ]} and the commas between sections
+        var count = 15 + max(0, sections.count - 1)
+        for (index, section) in sections.enumerated() {
+            // {"id": ,"model": ,"items":[ ]} around the section's id and model
+            count += 27 + JSONStringEscaping.count(section.id.string) + section.model.bytes.count
+            let items = snapshot.items(atSectionIndex: index)
+            count += max(0, items.count - 1)
+            for item in items {
+                // {"id": ,"kind": ,"model": } around the item's id, kind and model
+                count += 24 + JSONStringEscaping.count(item.id.string) + JSONStringEscaping.count(item.kind) + item.model.bytes.count
+            }
+        }
+        return count
     }
 
     /// Writes `{"id":…,"kind":…,"model":…}`.

@@ -180,28 +180,31 @@ public actor Feed {
         await acquireWrite()
         defer { releaseWrite() }
         if let keeper { return try await keeper.write(new, viewState: viewState, options: options, to: self) }
-        let encoded = durable || account != nil ? WireCodec.encode(new) : []
+        // The snapshot's encoding for a store; only its size for an account in memory (counted, not
+        // written); `--data none` without limits pays for neither.
+        let encoded = durable ? WireCodec.encode(new) : []
+        let encodedCount = durable ? encoded.count : account != nil ? WireCodec.encodedCount(new) : 0
         if let account {
-            do { try account.checkSnapshot(bytes: encoded.count) } catch { throw .limit(error) }
+            do { try account.checkSnapshot(bytes: encodedCount) } catch { throw .limit(error) }
         }
         if version == 0 {
             let fresh = RandomID.history()
             if let account {
-                do { try account.admitFeed(bytes: encoded.count, counted: !isHosted) } catch { throw .limit(error) }
+                do { try account.admitFeed(bytes: encodedCount, counted: !isHosted) } catch { throw .limit(error) }
             }
             if durable {
                 do throws(FeedWriteError) {
                     try await commitOwned(.put(name: name, history: fresh, version: 1, snapshot: encoded, batch: nil, keepFrom: 2, viewState: viewState), base: 0)
                 } catch {
-                    account?.releaseFeed(bytes: encoded.count, counted: !isHosted)
+                    account?.releaseFeed(bytes: encodedCount, counted: !isHosted)
                     throw error
                 }
                 // Counted by the log now: the reservation ends.
-                if bytesKeptByLog { account?.releaseFeed(bytes: encoded.count, counted: !isHosted) }
+                if bytesKeptByLog { account?.releaseFeed(bytes: encodedCount, counted: !isHosted) }
             }
             history = fresh
             snapshot = new
-            snapshotBytes = encoded.count
+            snapshotBytes = encodedCount
             replayBytes = 0
             version = 1
             replay = []
@@ -236,11 +239,11 @@ public actor Feed {
         // The store keeps the same window: it trims only when this one does (every replayLimit / 4
         // batches), so most writes add a batch row and delete none (fewer pages per commit).
         let firstKept = dropped < replay.count ? replay[dropped].version : next
-        let charged = storedBytes, charge = encoded.count + nextReplayBytes
+        let charged = storedBytes, charge = encodedCount + nextReplayBytes
         if let account {
             do { try account.charge(from: charged, to: charge) } catch { throw .limit(error) }
         }
-        if durable {  // encoded only for a store or an account: `--data none` without limits pays nothing
+        if durable {
             do throws(FeedWriteError) {
                 try await commitOwned(.put(name: name, history: history, version: next, snapshot: encoded,
                                            batch: replayLimit > 0 ? StoredBatch(version: next, bytes: event) : nil,
@@ -252,7 +255,7 @@ public actor Feed {
             if bytesKeptByLog { account?.refund(from: charge, to: charged) }  // counted by the log now
         }
         snapshot = new
-        snapshotBytes = encoded.count
+        snapshotBytes = encodedCount
         version = next
         if let viewState { self.viewState = viewState }
         if replayLimit > 0 {

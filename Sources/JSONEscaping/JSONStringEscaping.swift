@@ -32,6 +32,24 @@ public enum JSONStringEscaping {
         }
     }
 
+    /// How many bytes ``append(_:to:escapingDelete:)`` appends for `text` (quotes included, DEL not
+    /// escaped), counted without writing them.
+    /// - Complexity: O(length of `text`).
+    @inlinable
+    public static func count(_ text: String) -> Int {
+        var text = text
+        return text.withUTF8 { utf8 in
+            var count = utf8.count + 2
+            for unit in utf8 where unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") {
+                switch unit {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09, 0x08, 0x0C: count += 1  // \x
+                default: count += 5  // \u00xx
+                }
+            }
+            return count
+        }
+    }
+
     /// The escape of one byte that needs one.
     @usableFromInline
     static func appendEscape(_ unit: UInt8, to bytes: inout [UInt8]) {

@@ -1,5 +1,6 @@
 import DiffStream
 import DiffStreamJSON
+import TestSupport
 import Testing
 
 struct WireCodecTests {
@@ -99,5 +100,34 @@ struct WireCodecTests {
         let text = #"{"sections":[{"id":"s","model":{"b":2,"a":[1.5,"x"]},"items":[{"id":"i","kind":"k","model":null},{"id":"j","kind":"k","model":{"q":true}}]}]}"#
         let viaTree = try WireCodec.decodeSnapshot(try JSONParser.parse(text))
         #expect(viaTree == (try decode(text)))
+    }
+
+    /// `encodedCount` (what a feed in memory keeps of its snapshot's encoding: the size) is the length
+    /// of `encode`'s bytes, for ids and kinds that need escapes, non-ASCII and every kind of model;
+    /// seeded snapshots.
+    @Test(arguments: 0..<20)
+    func theEncodedCountIsTheEncodingsLength(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        let texts = ["a", "", "quo\"te", "back\\slash", "tab\tnew\nline\r", "\u{1}\u{1f}", "é✓😀", "del\u{7f}", "x y z"]
+        func text() -> String { (0..<Int.random(in: 1...3, using: &rng)).map { _ in texts.randomElement(using: &rng)! }.joined() }
+        func model() -> JSONValue {
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0: .null
+            case 1: .string(text())
+            case 2: .number(Double(Int.random(in: -1000...1000, using: &rng)) / 8)
+            default: .object(JSONObject([(key: text(), value: .bool(true)), (key: "n", value: .array([.null, .string(text())]))]))
+            }
+        }
+        var sections: [Section<WireSection, WireItem>] = []
+        var next = 0
+        for index in 0..<Int.random(in: 0...4, using: &rng) {
+            let items = (0..<Int.random(in: 0...6, using: &rng)).map { _ -> WireItem in
+                next += 1
+                return WireItem(id: "i\(next)" + (Bool.random(using: &rng) ? "-é" : ""), kind: text(), model: model())
+            }
+            sections.append(Section(WireSection(id: "s\(index)", model: model()), items: items))
+        }
+        let snapshot = try WireSnapshot(sections: sections)
+        #expect(WireCodec.encodedCount(snapshot) == WireCodec.encode(snapshot).count)
     }
 }
