@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -65,14 +66,14 @@ final class LiveServer {
     /// SIGKILL, and wait for the process to be gone.
     func kill9() {
         signal(SIGKILL)
-        process.waitUntilExit()
+        ChildProcess.waitForExit(process)
     }
 
     func stop() {
         if process.isRunning {
             signal(SIGCONT)
             process.terminate()
-            process.waitUntilExit()
+            ChildProcess.waitForExit(process)
         }
     }
 
@@ -97,7 +98,7 @@ final class LiveServer {
         process.standardOutput = pipe
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        ChildProcess.waitForExit(process)
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import Redis
 #if canImport(Glibc)
@@ -62,7 +63,7 @@ final class RedisTestServer: Sendable {
                 return RedisTestServer(port: port, directory: directory, process: process)
             }
         }
-        process.waitUntilExit()
+        ChildProcess.waitForExit(process)
         try? FileManager.default.removeItem(atPath: directory)
         if String(decoding: log, as: UTF8.self).contains("Address already in use") { return nil }
         throw TestServerError("redis-server exited: \(String(decoding: log, as: UTF8.self))")
@@ -71,7 +72,7 @@ final class RedisTestServer: Sendable {
     func stop() {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            ChildProcess.waitForExit(process)
         }
         try? FileManager.default.removeItem(atPath: directory)
     }
