@@ -165,10 +165,14 @@ start_subscribers() {  # port path-format feeds
     for _ in $(seq 1 1200); do grep -q '^READY' "$work/subs.out" && return 0; sleep 0.1; done
     echo "the subscribers did not connect:" >&2; cat "$work/subs.out" >&2; exit 1
 }
-stop_subscribers() {  # -> the tool's fields, or nothing
+# Sets sub_fields to the tool's fields (or nothing). Not to be called in $(...): a subshell cannot wait
+# for the tool (not its child), and would read subs.out before the tool wrote its result.
+sub_fields=""
+stop_subscribers() {
+    sub_fields=""
     [[ -n $sub_pid ]] || return 0
     kill -TERM "$sub_pid"; wait "$sub_pid" 2>/dev/null || true; sub_pid=""
-    grep '^RESULT ' "$work/subs.out" | sed 's/^RESULT //'
+    sub_fields=$(grep '^RESULT ' "$work/subs.out" | sed 's/^RESULT //')
 }
 marker=(); (( subscribers > 0 )) && marker=(marker)
 
@@ -179,7 +183,7 @@ diffstream_put() {  # writers -> fields
     done
     start_subscribers "$ds_port" "/feeds/bench%d/events" "$w"
     fields=$(wrk_run "http://127.0.0.1:$ds_port" "$w" "$ds_pid" -- snapshot PUT /feeds/bench "${marker[@]}")
-    subs=$(stop_subscribers)
+    stop_subscribers; subs=$sub_fields
     echo "$fields check=versions=$(( $(versions "$ds_port" $(feeds "$w")) - w ))/$(field requests "$fields") $subs"
 }
 
@@ -187,7 +191,7 @@ nchan_post() {  # writers -> fields
     local w=$1 fields queued=0 k subs
     start_subscribers "$ng_port" "/sub/bench%d" "$w"
     fields=$(wrk_run "http://127.0.0.1:$ng_port" "$w" "$(nginx_pids)" -- snapshot POST /pub/bench "${marker[@]}")
-    subs=$(stop_subscribers)
+    stop_subscribers; subs=$sub_fields
     for k in $(seq 1 "$w"); do
         queued=$((queued + $(curl -s -H 'Accept: application/json' "http://127.0.0.1:$ng_port/pub/bench$k" |
             python3 -c 'import json, sys; print(json.load(sys.stdin).get("messages", 0))' 2>/dev/null || echo 0)))
