@@ -1,4 +1,4 @@
-import Synchronization
+import Foundation
 
 /// The last snapshot document read for one feed, item by item, so that the next document is read
 /// again only where its bytes changed (issue 39: a `PUT` where two items of ten change re-reads two).
@@ -15,7 +15,10 @@ import Synchronization
 /// (besides its items, which the feed's snapshot shares), memory that no storage limit counts.
 /// Safe to share: writers of one feed that decode at the same time each read the memo and leave
 /// theirs; whichever is left, it describes a document that was read.
-public final class WireSnapshotMemo: Sendable {
+///
+/// `@unchecked Sendable`: its one stored state, `last`, is read and written only under `lock`. (Not a
+/// `Mutex`: this module is the client's too, whose systems predate `Synchronization`.)
+public final class WireSnapshotMemo: @unchecked Sendable {
     /// The largest document kept (64 KiB).
     public static let maximumDocumentBytes = 64 * 1024
 
@@ -32,13 +35,22 @@ public final class WireSnapshotMemo: Sendable {
         var item: WireItem
     }
 
-    private let last = Mutex<Entry?>(nil)
+    private let lock = NSLock()
+    private var last: Entry?
 
     public init() {}
 
-    var entry: Entry? { last.withLock { $0 } }
+    var entry: Entry? {
+        lock.lock()
+        defer { lock.unlock() }
+        return last
+    }
 
-    func remember(_ entry: Entry?) { last.withLock { $0 = entry } }
+    func remember(_ entry: Entry?) {
+        lock.lock()
+        last = entry
+        lock.unlock()
+    }
 
     /// Drops the document kept (the feed was deleted).
     public func forget() { remember(nil) }
