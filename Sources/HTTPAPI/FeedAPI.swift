@@ -139,9 +139,23 @@ public struct FeedAPI: Sendable {
     /// segment with a `%` in it: this runs on every request.
     /// - Complexity: O(length of the path).
     package static func segments(of request: HTTPRequest) -> [String] {
-        request.rawPath.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst().map { raw in
-            let text = String(Substring(raw))
-            return raw.contains(UInt8(ascii: "%")) ? PercentDecoding.decode(text) ?? text : text
+        var path = request.rawPath
+        return path.withUTF8 { bytes in
+            // What follows each `/`: the part before the first one (empty for an origin-form target) is not a segment.
+            guard var start = bytes.firstIndex(of: UInt8(ascii: "/")).map({ $0 + 1 }) else { return [] }
+            var segments: [String] = []
+            segments.reserveCapacity(4)
+            func take(_ end: Int) {
+                let raw = UnsafeBufferPointer(rebasing: bytes[start..<end])
+                let text = String(decoding: raw, as: UTF8.self)
+                segments.append(raw.contains(UInt8(ascii: "%")) ? PercentDecoding.decode(text) ?? text : text)
+            }
+            for index in start..<bytes.count where bytes[index] == UInt8(ascii: "/") {
+                take(index)
+                start = index + 1
+            }
+            take(bytes.count)
+            return segments
         }
     }
 

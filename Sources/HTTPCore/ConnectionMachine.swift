@@ -157,6 +157,7 @@ package struct ConnectionMachine: Sendable {
     /// Bytes arrived from the client.
     package mutating func received(_ bytes: [UInt8], now: Double, date: String) -> [Action] {
         var actions: [Action] = []
+        actions.reserveCapacity(4)  // a request's dispatch and its log and count actions: one allocation
         switch phase {
         case .awaitingRequest:
             if !parser.isMidRequest { requestStartedAt = now }
@@ -196,6 +197,7 @@ package struct ConnectionMachine: Sendable {
     package mutating func respond(_ response: PreparedResponse, now: Double, date: String) -> [Action] {
         guard phase == .processing else { return [] }
         var actions: [Action] = []
+        actions.reserveCapacity(4)  // the write, the count and the log line: one allocation
         respond(response, now: now, date: date, into: &actions)
         return actions
     }
@@ -410,8 +412,9 @@ package struct ConnectionMachine: Sendable {
         guard phase == .processing || phase == .awaitingRequest else { return }
         let info = current ?? .unknown(at: now)
         let keepAlive = info.keepAlive && !closeAfterResponse && !isShuttingDown && !response.close
-        let head = ResponseHead.encode(status: response.status, headers: response.headers, keepAlive: keepAlive, date: date)
-        write(head + response.body, now: now, into: &actions)  // one write for head and body
+        // One buffer, one write, for head and body.
+        write(ResponseHead.encode(status: response.status, headers: response.headers, keepAlive: keepAlive, date: date, body: response.body),
+              now: now, into: &actions)
         actions.append(.count(.request))
         current = nil
         if response.stream != nil {

@@ -76,21 +76,58 @@ package struct PreparedResponse: Sendable {
         }
     }
 
+    /// Whether a body of this media type gains from gzip: text, JSON, JavaScript, SVG and XML. Media
+    /// types are case-insensitive (RFC 9110 §8.3.1): compared byte by byte, ASCII letters folded.
     package static func isCompressible(_ contentType: String) -> Bool {
-        let type = contentType.lowercased()
-        return type.hasPrefix("text/") || type.hasPrefix("application/json") || type.hasPrefix("application/javascript")
-            || type.hasPrefix("image/svg+xml") || type.hasPrefix("application/xml")
+        let type = contentType.utf8
+        func starts(with prefix: StaticString) -> Bool {
+            let count = prefix.utf8CodeUnitCount
+            guard type.count >= count else { return false }
+            var index = type.startIndex
+            for offset in 0..<count {
+                let byte = type[index], lower = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+                guard lower == prefix.utf8Start[offset] else { return false }
+                index = type.index(after: index)
+            }
+            return true
+        }
+        return starts(with: "text/") || starts(with: "application/json") || starts(with: "application/javascript")
+            || starts(with: "image/svg+xml") || starts(with: "application/xml")
     }
 }
 
 /// Encodes a response's status line and header section (RFC 9112 §4 and §5). Pure.
 package enum ResponseHead {
-    /// `HTTP/1.1 <code> <reason>`, `Date`, `Server`, the fields in order, `Connection`, and the empty line.
-    /// - Complexity: O(size of the head).
-    package static func encode(status: HTTPStatus, headers: HTTPHeaders, keepAlive: Bool, date: String) -> [UInt8] {
-        var head = "HTTP/1.1 \(status.code) \(status.reason)\r\nDate: \(date)\r\nServer: diffstream\r\n"
-        for field in headers { head += "\(field.name): \(field.value)\r\n" }
-        head += keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"
-        return Array(head.utf8)
+    /// `HTTP/1.1 <code> <reason>`, `Date`, `Server`, the fields in order, `Connection`, and the empty
+    /// line, followed by `body`: one buffer, sized once, for the one write of head and body.
+    /// - Complexity: O(size of the head + body).
+    package static func encode(status: HTTPStatus, headers: HTTPHeaders, keepAlive: Bool, date: String, body: [UInt8] = []) -> [UInt8] {
+        var size = 64 + status.reason.utf8.count + date.utf8.count + body.count
+        for field in headers { size += field.name.utf8.count + field.value.utf8.count + 4 }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(size)
+        bytes.append(contentsOf: "HTTP/1.1 ".utf8)
+        appendDecimal(status.code, to: &bytes)
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: status.reason.utf8)
+        bytes.append(contentsOf: "\r\nDate: ".utf8)
+        bytes.append(contentsOf: date.utf8)
+        bytes.append(contentsOf: "\r\nServer: diffstream\r\n".utf8)
+        for field in headers {
+            bytes.append(contentsOf: field.name.utf8)
+            bytes.append(contentsOf: ": ".utf8)
+            bytes.append(contentsOf: field.value.utf8)
+            bytes.append(contentsOf: "\r\n".utf8)
+        }
+        bytes.append(contentsOf: (keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n").utf8)
+        bytes.append(contentsOf: body)
+        return bytes
+    }
+
+    /// `value`'s decimal digits (a status code: non-negative).
+    private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+        guard value >= 10 else { bytes.append(UInt8(ascii: "0") + UInt8(clamping: max(0, value))); return }
+        appendDecimal(value / 10, to: &bytes)
+        bytes.append(UInt8(ascii: "0") + UInt8(value % 10))
     }
 }

@@ -1,10 +1,19 @@
 import DiffStreamJSON
 import FeedServer
 import EpollRuntime
+import HTTPAPI
+import HTTPCore
 import Testing
 
 /// The API without sockets: requests in, responses out.
 struct FeedAPITests {
+    @Test(arguments: [("/feeds/a", ["feeds", "a"]), ("/", [""]), ("/feeds//x", ["feeds", "", "x"]), ("/feeds/a%2Fb/events", ["feeds", "a/b", "events"]),
+                      ("/feeds/%E2%82%AC/", ["feeds", "€", ""]), ("/π/x", ["π", "x"]), ("*", []), ("/feeds/bad%zz", ["feeds", "bad%zz"]),
+                      ("/feeds/a?x=/y", ["feeds", "a"])])
+    func pathsSplitIntoDecodedSegments(target: String, segments: [String]) {
+        #expect(FeedAPI.segments(of: HTTPRequest(method: "GET", target: target)) == segments)
+    }
+
     func makeAPI(token: String? = nil) async throws -> FeedAPI {
         let registry = FeedRegistry(replayLimit: 8)
         let hosted = HostedFeeds(registry: registry)

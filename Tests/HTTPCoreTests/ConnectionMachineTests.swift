@@ -386,6 +386,23 @@ struct ResponseHeadTests {
             == "HTTP/1.1 404 Not Found\r\nDate: D\r\nServer: diffstream\r\nContent-Length: 0\r\nX-A: 1\r\nConnection: close\r\n\r\n")
     }
 
+    @Test(arguments: [(HTTPStatus.ok, "200 OK"), (HTTPStatus(101, "Switching Protocols"), "101 Switching Protocols"),
+                      (HTTPStatus(503, "Service Unavailable"), "503 Service Unavailable"), (HTTPStatus(7, "Odd"), "7 Odd"),
+                      (HTTPStatus(1234, "Wide"), "1234 Wide")])
+    func encodesTheStatusLineAndTheBodyAfterTheHead(status: HTTPStatus, line: String) {
+        let body = Array("{\"version\":2}".utf8)
+        let bytes = ResponseHead.encode(status: status, headers: ["Content-Type": "application/json"], keepAlive: true, date: "Fri", body: body)
+        #expect(String(decoding: bytes, as: UTF8.self)
+            == "HTTP/1.1 \(line)\r\nDate: Fri\r\nServer: diffstream\r\nContent-Type: application/json\r\nConnection: keep-alive\r\n\r\n{\"version\":2}")
+    }
+
+    @Test(arguments: [("text/html; charset=utf-8", true), ("Application/JSON", true), ("APPLICATION/javascript", true), ("image/SVG+xml", true),
+                      ("application/xml", true), ("image/png", false), ("", false), ("text", false), ("application/octet-stream", false),
+                      ("application/jso", false)])
+    func compressibleMediaTypesIgnoreCase(type: String, compressible: Bool) {
+        #expect(PreparedResponse.isCompressible(type) == compressible)
+    }
+
     @Test func preparingGzipsOnlyWhatIsWorthIt() {
         let info = RequestInfo(method: "GET", path: "/", start: 0, keepAlive: true, head: false, gzip: true)
         let big = PreparedResponse.prepare(text(String(repeating: "a", count: 2000)), for: info, compressAbove: 1024)
