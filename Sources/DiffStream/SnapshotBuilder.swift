@@ -62,6 +62,25 @@ extension Snapshot {
         try self.init(sections: content())
     }
 
+    /// This snapshot with the values of `sections`, when they have exactly its section and item ids in
+    /// its order (the contents changed, not the shape: the common write); nil otherwise. The result
+    /// equals `Snapshot(sections: sections)` and shares this snapshot's id tables, so no id is hashed
+    /// and no table is built (the ids are unique: they are this snapshot's).
+    /// - Complexity: O(n) id comparisons in the number of sections and items.
+    @inlinable
+    public func withSameIDs(_ sections: [Section<SectionType, ItemType>]) -> Snapshot? {
+        guard sections.count == sectionValues.count else { return nil }
+        for index in sections.indices {
+            let items = sections[index].items, old = itemValues[index]
+            guard sections[index].section.id == sectionValues[index].id, items.count == old.count else { return nil }
+            for position in items.indices where items[position].id != old[position].id { return nil }
+        }
+        var same = self
+        same.sectionValues = sections.map(\.section)
+        same.itemValues = sections.map(\.items)
+        return same
+    }
+
     /// Builds a snapshot from sections with their items. Throws ``SnapshotError`` on a duplicate id
     /// (section ids are checked before item ids).
     ///

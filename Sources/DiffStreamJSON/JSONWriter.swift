@@ -57,8 +57,19 @@ public struct JSONWriter: Sendable {
     public mutating func write(_ number: Int) {
         if number >= 0 && number < 10 {
             bytes.append(UInt8(ascii: "0") + UInt8(number))
-        } else {
-            bytes.append(contentsOf: String(number).utf8)
+            return
+        }
+        // The digits from the last, in a buffer on the stack: no `String` made (versions are on every event).
+        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = number.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
         }
     }
 

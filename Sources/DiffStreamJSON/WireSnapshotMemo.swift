@@ -28,6 +28,10 @@ public final class WireSnapshotMemo: @unchecked Sendable {
         /// Its items in document order: each one's bytes in ``document`` (from `{` to `}`) and what
         /// they were read as.
         var items: [Remembered]
+        /// What it was read as: a document of the same ids in the same order shares its id tables
+        /// (``DiffStream/Snapshot/withSameIDs(_:)``). The feed keeps the same snapshot, so this costs no memory
+        /// while it is the feed's.
+        var snapshot: WireSnapshot
     }
 
     struct Remembered: Sendable {

@@ -100,7 +100,7 @@ struct WireSnapshotReader {
                 index += 1
             }
         }
-        return WireSnapshotMemo.Entry(document: Array(input), items: remembered)
+        return WireSnapshotMemo.Entry(document: Array(input), items: remembered, snapshot: snapshot)
     }
 
     /// The memo's item whose bytes the input has at the scanner's offset (an item's `{`), tried at the
@@ -161,6 +161,8 @@ struct WireSnapshotReader {
             }
             built.append(Section(WireSection(id: WireID(section.id), model: model(section.model)), items: sectionItems))
         }
+        // A change of contents only: the memo's snapshot has these ids in this order (checked, not assumed).
+        if let same = memo?.snapshot.withSameIDs(built) { return same }
         do { return try WireSnapshot(sections: built) } catch { throw .snapshot(error) }
     }
 

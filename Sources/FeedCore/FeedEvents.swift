@@ -68,7 +68,11 @@ package enum FeedEvents {
         writer.raw("event: ")
         writer.raw(name)
         writer.raw("\nid: ")
-        writer.bytes.append(contentsOf: id.description.utf8.lazy.filter { $0 != 0x0A && $0 != 0x0D && $0 != 0 })
+        // `id.description`, written in place; a history holds no CR, LF or NUL, as `encode` would remove.
+        writer.raw("ds1.")
+        for byte in id.history.utf8 where byte != 0x0A && byte != 0x0D && byte != 0 { writer.byte(byte) }
+        writer.byte(UInt8(ascii: "."))
+        writer.write(id.version)
         writer.raw("\ndata: ")
         let dataStart = writer.bytes.count
         body(&writer)

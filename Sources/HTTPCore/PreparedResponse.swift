@@ -109,19 +109,25 @@ package enum ResponseHead {
         bytes.append(contentsOf: "HTTP/1.1 ".utf8)
         appendDecimal(status.code, to: &bytes)
         bytes.append(UInt8(ascii: " "))
-        bytes.append(contentsOf: status.reason.utf8)
+        append(status.reason, to: &bytes)
         bytes.append(contentsOf: "\r\nDate: ".utf8)
-        bytes.append(contentsOf: date.utf8)
+        append(date, to: &bytes)
         bytes.append(contentsOf: "\r\nServer: diffstream\r\n".utf8)
         for field in headers {
-            bytes.append(contentsOf: field.name.utf8)
+            append(field.name, to: &bytes)
             bytes.append(contentsOf: ": ".utf8)
-            bytes.append(contentsOf: field.value.utf8)
+            append(field.value, to: &bytes)
             bytes.append(contentsOf: "\r\n".utf8)
         }
         bytes.append(contentsOf: (keepAlive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n").utf8)
         bytes.append(contentsOf: body)
         return bytes
+    }
+
+    /// A string's UTF-8, copied from its contiguous storage (native strings have it) in one go.
+    private static func append(_ string: String, to bytes: inout [UInt8]) {
+        var string = string
+        string.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
     /// `value`'s decimal digits (a status code: non-negative).

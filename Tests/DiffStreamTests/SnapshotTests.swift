@@ -1,5 +1,6 @@
 import DiffStream
 import Testing
+import TestSupport
 
 struct SnapshotTests {
     @Test func appendingSectionsAndItemsKeepsOrderAndIndexes() throws {
@@ -111,5 +112,51 @@ struct SnapshotTests {
         var changed = one
         try changed.updateItem(TestItem(id: 1, text: "x"))
         #expect(one != changed)
+    }
+}
+
+/// ``Snapshot/withSameIDs(_:)``: the shortcut of a change of contents only.
+struct SnapshotWithSameIDsTests {
+    /// Sections `s0…` with items numbered from 0, `text` marking the round.
+    static func sections(_ shape: [Int], text: String) -> [Section<TestSection, TestItem>] {
+        var next = 0
+        return shape.enumerated().map { index, count in
+            let items = (0..<count).map { _ -> TestItem in defer { next += 1 }; return TestItem(id: next, text: text) }
+            return Section(TestSection(id: "s\(index)", title: text), items: items)
+        }
+    }
+
+    @Test(arguments: 0..<60)
+    func sameIDsShareTheTablesAndAnythingElseIsRefused(seed: UInt64) throws {
+        var random = SeededGenerator(seed: seed)
+        let shape = (0..<Int.random(in: 0...4, using: &random)).map { _ in Int.random(in: 0...5, using: &random) }
+        let old = try TestSnapshot(sections: Self.sections(shape, text: "old"))
+        var new = Self.sections(shape, text: "new")
+        let sameShape: Bool
+        switch Int.random(in: 0..<5, using: &random) {
+        case 0:  // another section count
+            new.append(Section(TestSection(id: "extra")))
+            sameShape = false
+        case 1:  // a section renamed
+            if let index = new.indices.randomElement(using: &random) { new[index].section.id += "x"; sameShape = false } else { sameShape = true }
+        case 2:  // two items swapped, or one dropped
+            if let index = new.indices.filter({ new[$0].items.count >= 2 }).randomElement(using: &random) {
+                if Bool.random(using: &random) { new[index].items.swapAt(0, 1) } else { new[index].items.removeLast() }
+                sameShape = false
+            } else { sameShape = true }
+        case 3:  // an item's id changed to one unused
+            if let index = new.indices.filter({ !new[$0].items.isEmpty }).randomElement(using: &random) { new[index].items[0].id = 1_000; sameShape = false } else { sameShape = true }
+        default:
+            sameShape = true
+        }
+        let shortcut = old.withSameIDs(new)
+        #expect((shortcut != nil) == sameShape)
+        if let shortcut {
+            let built = try TestSnapshot(sections: new)
+            #expect(shortcut == built)
+            #expect(shortcut.items == built.items && shortcut.sections == built.sections)
+            for item in built.items { #expect(shortcut.position(ofItem: item.id) == built.position(ofItem: item.id) && shortcut.item(withID: item.id) == item) }
+            for section in built.sections { #expect(shortcut.index(ofSection: section.id) == built.index(ofSection: section.id)) }
+        }
     }
 }
