@@ -5,6 +5,8 @@
 --   snapshot PUT  PREFIX: PUT  PREFIX<k> (k = 1..N, one feed per writer), the snapshot body below
 --   snapshot POST PREFIX: POST PREFIX<k> (nchan's publisher: one channel per writer), the SAME bytes
 --   action:   POST /feeds/todo/actions/rename {"id":"t<1..10>","title":"w<k> n<n>"}: one item changes
+--   action PREFIX: the same action on PREFIX<k>, one feed per writer (/feeds/todo.w: the members of the todo
+--             family of Benchmarks/Sources/action-host)
 --   patch:    PATCH /feeds/home {"banner":{"id":"bench","title":"w<k> n<n>"}}: one item changes
 --   patch PREFIX: the same PATCH to PREFIX<k>, one feed per writer (/feeds/home.w: the home family's members)
 -- The snapshot: 10 items, 1,534 to 1,553 bytes, in DiffStream's wire format ({"sections":[…]}). Ten
@@ -58,7 +60,8 @@ function init(args)
         end
     elseif mode == "action" then
         wrk.method = "POST"
-        path = "/feeds/todo/actions/rename"
+        -- With a prefix, each writer on its own feed (PREFIX<k>: 16 members of action-host's todo family).
+        path = (args[2] and (args[2] .. writer) or "/feeds/todo") .. "/actions/rename"
     elseif mode == "patch" then
         wrk.method = "PATCH"
         -- With a prefix, each writer on its own feed (PREFIX<k>: 16 members of the home.<user> family).

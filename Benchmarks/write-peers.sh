@@ -10,12 +10,15 @@
 #            between the sides)
 #   durable  diffstream --data DIR (fresh), PUT          vs redis-server appendonly yes, appendfsync always:
 #            redis-benchmark SET benchK <the same snapshot bytes> (as Benchmarks/run-redis-writes.sh)
-#   hosted   diffstream only, 16 writers (--examples todo,home): actions on ONE feed (POST
-#            /feeds/todo/actions/rename, on 10 items added first: one item changes), PATCH /feeds/home
-#            on ONE feed (the banner's title: one item changes), and the same PATCH on 16 feeds, the
-#            members home.w1..16 of the home family (each writer on its own); compare with the memory
-#            path's PUT. Actions on 16 feeds would take a program built on the library (the binary
-#            hosts the todo example once, and no example family has actions).
+#   hosted   DiffStream only, 16 writers: `action`, actions on ONE feed (diffstream --examples todo,home:
+#            POST /feeds/todo/actions/rename, on 10 items added first: one item changes); `action16`, the
+#            same action on 16 feeds, the members todo.w1..16 of the todo family of
+#            Benchmarks/Sources/action-host (a program on the library: the todo example hosted as a
+#            family, each member made with 10 items; built here, its own server; each writer on its own
+#            member); `patch`, PATCH /feeds/home on ONE feed (the banner's title: one item changes); and
+#            `patch16`, the same PATCH on 16 feeds, the members home.w1..16 of the home family. Order in
+#            odd rounds: action16, then diffstream's action, patch, patch16; reversed in even rounds.
+#            Compare with the memory path's PUT.
 # The body of DiffStream's PUT and nchan's POST is the same bytes (Benchmarks/write-peers.lua: a 10-item
 # snapshot of 1.5 kB in DiffStream's wire format; two items change per request, so every PUT makes a
 # version). Before the timed run each diffstream feed gets one untimed PUT of the bodies' first state.
@@ -24,20 +27,22 @@
 #   PATHS="memory durable" WRITERS=16 Benchmarks/write-peers.sh
 #   SUBSCRIBERS=10000 PATHS="memory redis durable" WRITERS=16 Benchmarks/write-peers.sh   (item 5)
 # Env: DIFFSTREAM (binary; default .build/release/diffstream, built with `swift build -c release
-#   --static-swift-stdlib --product diffstream`), ROUNDS (5), DURATION (seconds per run; 5), WRITERS
-#   ("1 16"), PATHS ("memory redis durable hosted"), SIDES ("diffstream peer"; one of them to run only
-#   it), NGINX_WORKERS (auto: one per core, as diffstream's --loops), REPLAY (1024: diffstream --replay
-#   and nchan_message_buffer_length), DATA_BASE (where the store and Redis's AOF live; /tmp), RESULTS
-#   (file for the RESULT lines), KEEP_LOGS=1, SUBSCRIBERS (0) and SOURCES (8 loopback source addresses):
-#   N subscribers follow the written feeds or channels during each memory, redis and durable run (spread
-#   evenly; not the SET, which has none), with Benchmarks/write-subscribers.c (built here with cc), and
-#   the writes carry a timestamp in the section's model (a third change per PUT) for the fan-out latency.
+#   --static-swift-stdlib --product diffstream`), ACTION_HOST (the hosted path's action-host; by default
+#   built here, `swift build -c release --package-path Benchmarks --product action-host`), ROUNDS (5),
+#   DURATION (seconds per run; 5), WRITERS ("1 16"), PATHS ("memory redis durable hosted"), SIDES
+#   ("diffstream peer"; one of them to run only it), NGINX_WORKERS (auto: one per core, as diffstream's
+#   --loops), REPLAY (1024: diffstream --replay and nchan_message_buffer_length), DATA_BASE (where the
+#   store and Redis's AOF live; /tmp), RESULTS (file for the RESULT lines), KEEP_LOGS=1, SUBSCRIBERS (0)
+#   and SOURCES (8 loopback source addresses): N subscribers follow the written feeds or channels during
+#   each memory, redis and durable run (spread evenly; not the SET, which has none), with
+#   Benchmarks/write-subscribers.c (built here with cc), and the writes carry a timestamp in the
+#   section's model (a third change per PUT) for the fan-out latency.
 # Both servers get every core; diffstream runs with --max-connections-per-ip 0 --log-level warning.
 # Figures (medians over rounds):
 #   writes/s        completed requests per second, from wrk (redis-benchmark for SET)
 #   p50, p99 ms     the load tool's latency percentiles (wrk: per writer connection, closed loop)
-#   server µs/write utime+stime (/proc/PID/stat) of the server over the run ÷ writes: diffstream; nginx's
-#                   master and workers; redis-server for SET
+#   server µs/write utime+stime (/proc/PID/stat) of the server over the run ÷ writes: diffstream (action-host
+#                   for action16); nginx's master and workers; redis-server for SET
 #   redis µs/write  the same for the redis-server behind the server (the redis path only)
 #   tool % core     the load tool's own CPU, user+sys ÷ wall time (100 = one core of the 2): well under
 #                   the machine, it is not what sets the pace
@@ -72,12 +77,18 @@ cleanup() {
     [[ -n ${KEEP_LOGS:-} ]] && echo "logs kept in $work" || rm -rf "$work"
 }
 trap cleanup EXIT
+action_host=${ACTION_HOST:-}
+if [[ " ${paths[*]} " == *" hosted "* && -z $action_host ]]; then  # the todo family, for action16
+    swift build -c release --package-path Benchmarks --product action-host >"$work/action-host-build.log" 2>&1 ||
+        { cat "$work/action-host-build.log" >&2; exit 1; }
+    action_host=$(swift build -c release --package-path Benchmarks --show-bin-path)/action-host
+fi
 if (( subscribers > 0 )); then
     ulimit -n $(( subscribers + 4096 ))
     cc -O2 -o "$work/write-subscribers" Benchmarks/write-subscribers.c
 fi
 echo "# $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), data in $work ($(df -T "$work" | awk 'NR==2 {print $2}'))"
-echo "# diffstream $diffstream (repo $(git log -1 --format=%h)), $(nginx -v 2>&1 | cut -d' ' -f3), nchan $(dpkg-query -W -f '${Version}' libnginx-mod-nchan 2>/dev/null || echo '?'), $(redis-server --version | cut -d' ' -f3), ROUNDS=$rounds DURATION=$duration SUBSCRIBERS=$subscribers"
+echo "# diffstream $diffstream (repo $(git log -1 --format=%h))${action_host:+, action-host $action_host}, $(nginx -v 2>&1 | cut -d' ' -f3), nchan $(dpkg-query -W -f '${Version}' libnginx-mod-nchan 2>/dev/null || echo '?'), $(redis-server --version | cut -d' ' -f3), ROUNDS=$rounds DURATION=$duration SUBSCRIBERS=$subscribers"
 
 hz=$(getconf CLK_TCK)
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -95,6 +106,19 @@ start_diffstream() {  # extra flags...
     wait_port "$ds_port"
 }
 stop_diffstream() { kill "$ds_pid"; wait "$ds_pid" 2>/dev/null || true; }
+# Benchmarks/Sources/action-host (the todo family) in diffstream's place: ds_pid and ds_port are its.
+start_action_host() {
+    : >"$work/action-host.out"
+    "$action_host" --port 0 --data none >"$work/action-host.out" 2>>"$work/action-host.log" &
+    ds_pid=$!
+    for _ in $(seq 1 600); do
+        ds_port=$(sed -n '1s/^port=//p' "$work/action-host.out")
+        [[ -n $ds_port ]] && return 0
+        kill -0 "$ds_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "action-host did not start:" >&2; cat "$work/action-host.log" >&2; exit 1
+}
 
 ng_pid=""; ng_port=""
 start_nchan() {  # redis port or ""
@@ -226,10 +250,14 @@ redis_set() {  # writers -> fields (redis-benchmark has no duration: a probe siz
         "tool_cpu_pct=$(awk '{printf "%.0f", ($1 + $2) / $3 * 100}' <<<"$times") check=keys=$(redis-cli -p "$rd_port" dbsize)"
 }
 
-hosted() {  # kind (action|patch|patch16) -> fields, at 16 writers on one feed (patch16: on 16 feeds)
+hosted() {  # kind (action|action16|patch|patch16) -> fields, at 16 writers on one feed (…16: on 16 feeds)
     local kind=$1 fields v0 v1 k
     local -a feed=(todo) args=(action)
     [[ $kind == patch ]] && { feed=(home); args=(patch); }
+    if [[ $kind == action16 ]]; then  # 16 members of action-host's todo family (the GET below makes them)
+        feed=(); for k in $(seq 1 16); do feed+=("todo.w$k"); done
+        args=(action /feeds/todo.w)
+    fi
     if [[ $kind == patch16 ]]; then  # 16 members of the home.<user> family, made before the run
         feed=(); for k in $(seq 1 16); do feed+=("home.w$k"); done
         args=(patch /feeds/home.w)
@@ -265,6 +293,8 @@ for round in $(seq 1 "$rounds"); do
     order=("${sides[@]}"); (( round % 2 == 0 && ${#sides[@]} == 2 )) && order=("${sides[1]}" "${sides[0]}")
     for path in "${paths[@]}"; do
         if [[ $path == hosted ]]; then
+            # action16 on its own server, first in odd rounds and last in even ones.
+            if (( round % 2 == 1 )); then start_action_host; record hosted action16 16 "$(hosted action16)"; stop_diffstream; fi
             start_diffstream --data none --examples todo,home
             for k in $(seq 1 10); do  # the ten items (t1..t10) the renames go to
                 curl -s -o /dev/null -X POST -H 'Content-Type: application/json' --data "{\"title\":\"item $k\"}" \
@@ -273,6 +303,7 @@ for round in $(seq 1 "$rounds"); do
             kinds=(action patch patch16); (( round % 2 == 0 )) && kinds=(patch16 patch action)
             for kind in "${kinds[@]}"; do record hosted "$kind" 16 "$(hosted "$kind")"; done
             stop_diffstream
+            if (( round % 2 == 0 )); then start_action_host; record hosted action16 16 "$(hosted action16)"; stop_diffstream; fi
             continue
         fi
         for w in "${writers_list[@]}"; do
@@ -294,13 +325,15 @@ for line in open(sys.argv[1]):
 names = {("memory", "diffstream"): "diffstream --data none, PUT", ("memory", "peer"): "nginx+nchan in memory, POST",
          ("redis", "diffstream"): "diffstream --redis, PUT", ("redis", "peer"): "nginx+nchan nchan_redis_url, POST",
          ("durable", "diffstream"): "diffstream --data DIR, PUT", ("durable", "peer"): "redis-server appendfsync always, SET",
-         ("hosted", "action"): "diffstream todo action (rename), 1 feed", ("hosted", "patch"): "diffstream home PATCH, 1 feed",
+         ("hosted", "action"): "diffstream todo action (rename), 1 feed",
+         ("hosted", "action16"): "action-host todo.<key> action (rename), 16 feeds", ("hosted", "patch"): "diffstream home PATCH, 1 feed",
          ("hosted", "patch16"): "diffstream home.<user> PATCH, 16 feeds"}
 order = {"memory": 0, "redis": 1, "durable": 2, "hosted": 3}
+kinds = {"action": 0, "action16": 1, "patch": 2, "patch16": 3}  # the hosted rows
 med = lambda runs, key: statistics.median(float(r[key]) for r in runs.values())
 print("| path | writers | system | rounds | writes/s | p50 ms | p99 ms | server µs/write | redis µs/write | load tool % core | check (last round) |")
 print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
-for (path, w, side), runs in sorted(rows.items(), key=lambda kv: (order[kv[0][0]], kv[0][1], kv[0][2] != "diffstream")):
+for (path, w, side), runs in sorted(rows.items(), key=lambda kv: (order[kv[0][0]], kv[0][1], kv[0][2] != "diffstream", kinds.get(kv[0][2], 0))):
     redis = f"{med(runs, 'redis_cpu_us'):.0f}" if path == "redis" else "–"
     print(f"| {path} | {w} | {names[(path, side)]} | {len(runs)} | {med(runs, 'rps'):,.0f} | {med(runs, 'p50_ms'):.2f} | "
           f"{med(runs, 'p99_ms'):.2f} | {med(runs, 'server_cpu_us'):.0f} | {redis} | {med(runs, 'tool_cpu_pct'):.0f} | "
@@ -321,7 +354,7 @@ fan = {k: runs for k, runs in rows.items() if all("fanout_p99_ms" in r for r in 
 if fan:
     print("\n| path | writers | system | subscribers (connected) | writes/s | fan-out p50 ms | fan-out p99 ms | events received (of writes × subscribers per feed) | subscriber tool % core |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
-    for (path, w, side), runs in sorted(fan.items(), key=lambda kv: (order[kv[0][0]], kv[0][1], kv[0][2] != "diffstream")):
+    for (path, w, side), runs in sorted(fan.items(), key=lambda kv: (order[kv[0][0]], kv[0][1], kv[0][2] != "diffstream", kinds.get(kv[0][2], 0))):
         last = runs[max(runs)]
         print(f"| {path} | {w} | {names[(path, side)]} | {last['subscribers']} | {med(runs, 'rps'):,.0f} | {med(runs, 'fanout_p50_ms'):.2f} | "
               f"{med(runs, 'fanout_p99_ms'):.2f} | {med(runs, 'events'):,.0f} ({med(runs, 'events') / statistics.median(float(r['requests']) * float(r['subscribers']) / w for r in runs.values()):.0%}) | "
