@@ -74,14 +74,18 @@ final class Connection: EventHandler, @unchecked Sendable {
             return
         }
         if events & Epoll.out != 0 { flush() }
-        if events & (Epoll.`in` | Epoll.rdhup | Epoll.hup | Epoll.err) != 0 { readAvailable() }
+        if events & (Epoll.`in` | Epoll.rdhup | Epoll.hup | Epoll.err) != 0 {
+            // Bytes came while a request is being answered (pipelined): now stop watching for input,
+            // or level-triggered epoll would report them on every wait until the answer is written.
+            if machine.phase == .processing { updateInterest(keepingInput: false) }
+            readAvailable()
+        }
     }
 
-    private func updateInterest() {
+    /// Asks epoll for what the machine's phase needs (``ConnectionInterest``).
+    private func updateInterest(keepingInput: Bool = true) {
         guard !isClosed, machine.phase != .handshaking else { return }
-        var wanted: UInt32 = Epoll.rdhup
-        if machine.phase.wantsInput { wanted |= Epoll.`in` }
-        if outputHead < output.count { wanted |= Epoll.out }
+        let wanted = ConnectionInterest.wanted(phase: machine.phase, outputQueued: outputHead < output.count, current: interest, keepingInput: keepingInput)
         if wanted != interest {
             interest = wanted
             loop.loop.modify(fd, events: wanted)

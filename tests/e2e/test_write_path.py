@@ -72,9 +72,14 @@ def test_a_big_put_does_not_hold_up_small_writes_on_its_loop(start):
     assert early is None, "the big PUT was answered before the small ones: it did not overlap them"
     slow.sock.setblocking(True)
     slow.buffer = b""
+    # A request pipelined behind the big PUT arrives while it is answered (the server then stops
+    # watching the socket's input until the answer is out): it is answered next, in order.
+    slow.send(b"GET /feeds/bulk HTTP/1.1\r\nHost: x\r\n\r\n")
     reply = slow.read_response(timeout=120)
     assert reply.status == 201, reply
     assert reply.json()["version"] == 1
+    after = slow.read_response(timeout=120)
+    assert after.status == 200 and after.json()["version"] == 1 and len(after.json()["sections"][0]["items"]) == 100_000
     assert server.http("GET", "/feeds/small").json()["version"] == 5
 
 
