@@ -1,6 +1,6 @@
 -- wrk script of Benchmarks/write-peers.sh (issue 39). Pass it as a file (-s FILE): wrk reads the script
 -- once per thread, so a pipe or <(...) gives every thread but the first an empty script.
---   wrk -tN -cN -d5s -s Benchmarks/write-peers.lua URL -- MODE [METHOD PREFIX [marker]]
+--   wrk -tN -cN -d5s -s Benchmarks/write-peers.lua URL -- MODE [METHOD PREFIX [marker|- [RATE]]]
 -- Each wrk thread is one writer on one keep-alive connection (run with -t N -c N).
 --   snapshot PUT  PREFIX: PUT  PREFIX<k> (k = 1..N, one feed per writer), the snapshot body below
 --   snapshot POST PREFIX: POST PREFIX<k> (nchan's publisher: one channel per writer), the SAME bytes
@@ -43,6 +43,13 @@ function init(args)
         wrk.method = args[2] or "PUT"
         path = (args[3] or "/feeds/bench") .. writer
         marker = args[4] == "marker"
+        -- A 5th argument: writes per second per writer (a pause of 1000/rate ms after each answer, wrk's
+        -- delay()), for a write rate both servers can deliver; without it, as fast as answers come.
+        local rate = tonumber(args[5])
+        if rate and rate > 0 then
+            pause = 1000 / rate
+            function delay() return pause end
+        end
         tails = {}
         local flips = {}
         for j = 0, 9 do

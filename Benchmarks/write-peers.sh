@@ -26,9 +26,10 @@
 #   ROUNDS=1 DURATION=2 Benchmarks/write-peers.sh      (a smoke run: about 2 minutes)
 #   PATHS="memory durable" WRITERS=16 Benchmarks/write-peers.sh
 #   SUBSCRIBERS=10000 PATHS="memory redis durable" WRITERS=16 Benchmarks/write-peers.sh   (item 5)
+#   SUBSCRIBERS=10000 RATE=6 PATHS="memory redis" WRITERS=16 Benchmarks/write-peers.sh   (item 5, a deliverable rate)
 # Env: DIFFSTREAM (binary; default .build/release/diffstream, built with `swift build -c release
 #   --static-swift-stdlib --product diffstream`), ACTION_HOST (the hosted path's action-host; by default
-#   built here, `swift build -c release --package-path Benchmarks --product action-host`), ROUNDS (5),
+#   built here, `swift build -c release --static-swift-stdlib --package-path Benchmarks --product action-host`, as diffstream), ROUNDS (5),
 #   DURATION (seconds per run; 5), WRITERS ("1 16"), PATHS ("memory redis durable hosted"), SIDES
 #   ("diffstream peer"; one of them to run only it), NGINX_WORKERS (auto: one per core, as diffstream's
 #   --loops), REPLAY (1024: diffstream --replay and nchan_message_buffer_length), DATA_BASE (where the
@@ -36,7 +37,11 @@
 #   and SOURCES (8 loopback source addresses): N subscribers follow the written feeds or channels during
 #   each memory, redis and durable run (spread evenly; not the SET, which has none), with
 #   Benchmarks/write-subscribers.c (built here with cc), and the writes carry a timestamp in the
-#   section's model (a third change per PUT) for the fan-out latency.
+#   section's model (a third change per PUT) for the fan-out latency. RATE (0: as fast as answers come):
+#   each writer of the memory, redis and durable paths pauses 1000/RATE ms after each answer (wrk's
+#   delay()), so both servers take about the same write rate, one they can deliver to every subscriber:
+#   SUBSCRIBERS=10000 RATE=6 PATHS="memory redis durable" WRITERS=16 SIDES=... compares fan-out latency
+#   where neither server is queueing (the redis-benchmark SET ignores RATE).
 # Both servers get every core; diffstream runs with --max-connections-per-ip 0 --log-level warning.
 # Figures (medians over rounds):
 #   writes/s        completed requests per second, from wrk (redis-benchmark for SET)
@@ -63,6 +68,7 @@ paths=(${PATHS:-memory redis durable hosted})
 workers=${NGINX_WORKERS:-auto}
 replay=${REPLAY:-1024}
 subscribers=${SUBSCRIBERS:-0}
+rate=${RATE:-0}
 sources=${SOURCES:-8}
 diffstream=${DIFFSTREAM:-.build/release/diffstream}
 lua=Benchmarks/write-peers.lua
@@ -79,16 +85,16 @@ cleanup() {
 trap cleanup EXIT
 action_host=${ACTION_HOST:-}
 if [[ " ${paths[*]} " == *" hosted "* && -z $action_host ]]; then  # the todo family, for action16
-    swift build -c release --package-path Benchmarks --product action-host >"$work/action-host-build.log" 2>&1 ||
+    swift build -c release --static-swift-stdlib --package-path Benchmarks --product action-host >"$work/action-host-build.log" 2>&1 ||
         { cat "$work/action-host-build.log" >&2; exit 1; }
-    action_host=$(swift build -c release --package-path Benchmarks --show-bin-path)/action-host
+    action_host=$(swift build -c release --static-swift-stdlib --package-path Benchmarks --show-bin-path)/action-host
 fi
 if (( subscribers > 0 )); then
     ulimit -n $(( subscribers + 4096 ))
     cc -O2 -o "$work/write-subscribers" Benchmarks/write-subscribers.c
 fi
 echo "# $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), data in $work ($(df -T "$work" | awk 'NR==2 {print $2}'))"
-echo "# diffstream $diffstream (repo $(git log -1 --format=%h))${action_host:+, action-host $action_host}, $(nginx -v 2>&1 | cut -d' ' -f3), nchan $(dpkg-query -W -f '${Version}' libnginx-mod-nchan 2>/dev/null || echo '?'), $(redis-server --version | cut -d' ' -f3), ROUNDS=$rounds DURATION=$duration SUBSCRIBERS=$subscribers"
+echo "# diffstream $diffstream (repo $(git log -1 --format=%h))${action_host:+, action-host $action_host}, $(nginx -v 2>&1 | cut -d' ' -f3), nchan $(dpkg-query -W -f '${Version}' libnginx-mod-nchan 2>/dev/null || echo '?'), $(redis-server --version | cut -d' ' -f3), ROUNDS=$rounds DURATION=$duration SUBSCRIBERS=$subscribers RATE=$rate"
 
 hz=$(getconf CLK_TCK)
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -199,6 +205,7 @@ stop_subscribers() {
     sub_fields=$(grep '^RESULT ' "$work/subs.out" | sed 's/^RESULT //')
 }
 marker=(); (( subscribers > 0 )) && marker=(marker)
+(( rate > 0 )) && marker=("${marker[0]:--}" "$rate")  # write-peers.lua's 5th argument: writes/s per writer
 
 diffstream_put() {  # writers -> fields
     local w=$1 fields k subs

@@ -4,7 +4,7 @@
 // no example family has actions. Each member starts with 10 items, t1..t10 (the ids `rename` targets).
 // Run as diffstream is in write-peers.sh: log level warning, no cap on connections per address.
 //
-//   swift build -c release --package-path Benchmarks --product action-host
+//   swift build -c release --static-swift-stdlib --package-path Benchmarks --product action-host
 //   action-host [--port N] [--data DIR|none] [--loops N]
 //
 // --port 0 (the default) picks a free port; the first line on stdout is always `port=N`, once listening.
