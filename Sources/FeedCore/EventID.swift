@@ -1,3 +1,5 @@
+import DiffStreamJSON
+
 /// The `id:` of an event: `ds1.<history>.<version>`.
 ///
 /// `history` is 16 random hex digits drawn when a feed is created, so an id from another process, a
@@ -12,7 +14,19 @@ public struct EventID: Equatable, Sendable, CustomStringConvertible {
         self.version = version
     }
 
-    public var description: String { "ds1.\(history).\(version)" }
+    public var description: String {
+        var writer = JSONWriter(capacity: 40)
+        write(into: &writer)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    /// ``description``'s bytes, written without making a `String` (every batch event carries an id).
+    package func write(into writer: inout JSONWriter) {
+        writer.raw("ds1.")
+        writer.bytes.append(contentsOf: history.utf8)
+        writer.byte(UInt8(ascii: "."))
+        writer.write(version)
+    }
 
     /// Parses an id; nil for anything not in exactly our format.
     public init?(_ text: String) {

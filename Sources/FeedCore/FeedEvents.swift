@@ -68,11 +68,10 @@ package enum FeedEvents {
         writer.raw("event: ")
         writer.raw(name)
         writer.raw("\nid: ")
-        // `id.description`, written in place; a history holds no CR, LF or NUL, as `encode` would remove.
-        writer.raw("ds1.")
-        for byte in id.history.utf8 where byte != 0x0A && byte != 0x0D && byte != 0 { writer.byte(byte) }
-        writer.byte(UInt8(ascii: "."))
-        writer.write(id.version)
+        let idStart = writer.bytes.count
+        id.write(into: &writer)
+        // A history holds no CR, LF or NUL (which `encode` would remove): checked, not assumed.
+        let plainID = !writer.bytes[idStart...].contains { $0 == 0x0A || $0 == 0x0D || $0 == 0 }
         writer.raw("\ndata: ")
         let dataStart = writer.bytes.count
         body(&writer)
@@ -81,7 +80,7 @@ package enum FeedEvents {
             guard let base = data.baseAddress, !data.isEmpty else { return false }
             return memchr(base, 0x0A, data.count) != nil || memchr(base, 0x0D, data.count) != nil
         }
-        if hasLineBreak {
+        if hasLineBreak || !plainID {
             return ServerSentEvent.encode(event: "\(name)", id: id.description, data: Array(writer.bytes[dataStart...]))
         }
         writer.raw("\n\n")

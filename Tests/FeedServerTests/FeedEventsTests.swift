@@ -42,6 +42,21 @@ struct FeedEventsTests {
         #expect(snapshot == ServerSentEvent.encode(event: "snapshot", id: id.description, data: json))
     }
 
+    @Test(arguments: ["0123456789abcdef", "ab\ncd", "cr\rlf", "nul\u{0}x"])
+    func anIDWithALineBreakOrNULIsEncodedTheGeneralWay(history: String) throws {
+        let id = EventID(history: history, version: 12)
+        let old = try WireCodec.decodeSnapshot(Array(#"{"sections":[{"id":"s","model":null,"items":[{"id":"a","kind":"k","model":1}]}]}"#.utf8))
+        let new = try WireCodec.decodeSnapshot(Array(#"{"sections":[{"id":"s","model":null,"items":[{"id":"a","kind":"k","model":2}]}]}"#.utf8))
+        let batch = WireSnapshot.diff(from: old, to: new)
+        var data = JSONWriter()
+        data.raw("{\"feed\":\"f\",\"history\":")
+        data.write(history)
+        data.raw(",\"from\":11,\"version\":12,\"ops\":")
+        WireCodec.writeOperations(batch.operations, into: &data)
+        data.byte(UInt8(ascii: "}"))
+        #expect(FeedEvents.batchEvent(feed: "f", id: id, batch: batch) == ServerSentEvent.encode(event: "batch", id: id.description, data: data.bytes))
+    }
+
     /// The data of an event with exactly one `data:` line, or nil.
     static func singleDataLine(of event: [UInt8]) -> [UInt8]? {
         let lines = event.split(separator: 0x0A, omittingEmptySubsequences: false)
