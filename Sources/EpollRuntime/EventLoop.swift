@@ -158,7 +158,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Whether the caller runs on this loop's thread.
-    var isCurrent: Bool { threadID.load(ordering: .relaxed) == UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))) }
+    var isCurrent: Bool { threadID.load(ordering: .relaxed) == UInt(pthread_self()) }
 
     private func drainInbox() {
         while true {
