@@ -52,9 +52,13 @@ public enum WireCodec {
             count += 27 + JSONStringEscaping.count(section.id.string) + section.model.bytes.count
             let items = snapshot.items(atSectionIndex: index)
             count += max(0, items.count - 1)
-            for item in items {
-                // {"id": ,"kind": ,"model": } around the item's id, kind and model
-                count += 24 + JSONStringEscaping.count(item.id.string) + JSONStringEscaping.count(item.kind) + item.model.bytes.count
+            // Read in place: copying each item out would retain and release its three buffers.
+            items.withUnsafeBufferPointer { items in
+                for index in items.indices {
+                    // {"id": ,"kind": ,"model": } around the item's id, kind and model
+                    count += 24 + JSONStringEscaping.count(items[index].id.string) + JSONStringEscaping.count(items[index].kind)
+                        + items[index].model.bytes.count
+                }
             }
         }
         return count

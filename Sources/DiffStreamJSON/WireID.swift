@@ -57,6 +57,9 @@ public struct WireID: Hashable, Sendable, Comparable, ExpressibleByStringLiteral
 public enum ExactString {
     /// Whether two strings have the same UTF-8 bytes.
     @inlinable public static func equal(_ lhs: String, _ rhs: String) -> Bool {
+        // The same two words: the same small string, or one storage shared (an item taken over from
+        // the previous document). Only a shortcut: any other pair is compared byte by byte.
+        if unsafeBitCast(lhs, to: (UInt64, UInt64).self) == unsafeBitCast(rhs, to: (UInt64, UInt64).self) { return true }
         let count = lhs.utf8.count
         guard count == rhs.utf8.count else { return false }
         let result = lhs.utf8.withContiguousStorageIfAvailable { left in

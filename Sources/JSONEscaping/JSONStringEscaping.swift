@@ -37,17 +37,21 @@ public enum JSONStringEscaping {
     /// - Complexity: O(length of `text`).
     @inlinable
     public static func count(_ text: String) -> Int {
+        if let count = text.utf8.withContiguousStorageIfAvailable(count(utf8:)) { return count }
         var text = text
-        return text.withUTF8 { utf8 in
-            var count = utf8.count + 2
-            for unit in utf8 where unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") {
-                switch unit {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09, 0x08, 0x0C: count += 1  // \x
-                default: count += 5  // \u00xx
-                }
+        return text.withUTF8(count(utf8:))
+    }
+
+    @usableFromInline
+    static func count(utf8: UnsafeBufferPointer<UInt8>) -> Int {
+        var count = utf8.count + 2
+        for unit in utf8 where unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") {
+            switch unit {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09, 0x08, 0x0C: count += 1  // \x
+            default: count += 5  // \u00xx
             }
-            return count
         }
+        return count
     }
 
     /// The escape of one byte that needs one.
