@@ -161,21 +161,36 @@ final class LoopCore: @unchecked Sendable {
     /// with the default actors it calls (the feed): no other thread is woken to run it or to hand its
     /// answer back (issue 39). Everything else (reads, whose answers may be large and compressed,
     /// and big writes) runs on the concurrency pool, and only the ready bytes come back to this loop.
+    ///
+    /// A small write starts at once (`Task.immediate`): it runs on this thread, inside the connection's
+    /// read, up to its first suspension (the hop to the feed's actor), without a trip through the
+    /// loop's inbox. An answer ready before that call returns waits for the next turn of the inbox, so
+    /// that a connection is never answered from inside its own read.
     func dispatch(_ request: HTTPRequest, info: RequestInfo, connection: Connection) {
         let handler = server.handler
         let minimumCompressedSize = server.configuration.minimumCompressedSize
         let id = connection.id
-        let preference: (any TaskExecutor)? = Self.runsOnLoop(method: request.method, bodyBytes: request.body.count) ? loop : nil
-        Task(executorPreference: preference) { [self] in
+        let operation: @Sendable () async -> Void = { [self] in
             let response = await handler(request)
             let prepared = PreparedResponse.prepare(response, for: info, compressAbove: minimumCompressedSize)
-            if loop.isCurrent {
+            if loop.isCurrent && !startingInline {
                 connections[id]?.respond(prepared, request: request)
             } else {
                 loop.execute { [self] in connections[id]?.respond(prepared, request: request) }
             }
         }
+        if Self.runsOnLoop(method: request.method, bodyBytes: request.body.count) {
+            startingInline = true
+            Task.immediate(executorPreference: loop, operation: operation)
+            startingInline = false
+        } else {
+            Task(operation: operation)
+        }
     }
+
+    /// Whether a request's task is running inside ``dispatch(_:info:connection:)``'s `Task.immediate`
+    /// (loop-confined, read only when `loop.isCurrent`).
+    private var startingInline = false
 
     /// Writes with a body up to this size run on the loop that read them; bigger ones on the pool.
     static let inlineBodyLimit = 64 * 1024
