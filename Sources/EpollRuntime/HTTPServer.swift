@@ -21,7 +21,7 @@ public final class HTTPServer: EventBroadcaster {
     static let logSource = "HTTPServer"
     /// Answers one request: on the loop that read it for a write with a body up to 64 KiB, else on
     /// Swift's concurrency pool. It must not block its thread (await instead).
-    public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
+    public typealias Handler = nonisolated(nonsending) @Sendable (HTTPRequest) async -> HTTPResponse
 
     /// Everything that can be set about a server.
     public struct Configuration: Sendable {

@@ -177,7 +177,7 @@ public actor Feed {
     /// committed gets its first answer back (``FeedWriteResult/replayed``) and writes nothing.
     public func write(_ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions) async throws(FeedWriteError) -> FeedWriteResult {
         guard writeTurn.waitingCount < Self.maxQueuedWrites else { throw .busy(limit: Self.maxQueuedWrites) }
-        await acquireWrite()
+        if !writeTurn.tryTake() { await waitForWriteTurn() }  // inline: no call to suspend through when the turn is free
         defer { releaseWrite() }
         if let keeper { return try await keeper.write(new, viewState: viewState, options: options, to: self) }
         // The snapshot's encoding for a store; only its size for an account in memory (counted, not
@@ -289,7 +289,12 @@ public actor Feed {
     }
 
     package func acquireWrite() async {
-        if !writeTurn.tryTake() { await withCheckedContinuation { writeTurn.enqueue($0) } }
+        if !writeTurn.tryTake() { await waitForWriteTurn() }
+    }
+
+    /// Waits behind the writer holding the turn (and those already waiting); returns holding it.
+    private func waitForWriteTurn() async {
+        await withCheckedContinuation { writeTurn.enqueue($0) }
     }
 
     /// Hands the write turn to the next waiting writer (first come, first served), or frees it.
@@ -435,7 +440,7 @@ public actor Feed {
     ///   store kept `writeID` for another request.
     package func delete(writeID: String? = nil) async throws(FeedWriteError) -> Bool {
         guard writeTurn.waitingCount < Self.maxQueuedWrites else { throw .busy(limit: Self.maxQueuedWrites) }
-        await acquireWrite()
+        if !writeTurn.tryTake() { await waitForWriteTurn() }  // inline: no call to suspend through when the turn is free
         defer { releaseWrite() }
         if let keeper { return try await keeper.delete(writeID: writeID, of: self) }
         guard version > 0 else { return false }

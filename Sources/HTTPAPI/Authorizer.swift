@@ -129,7 +129,7 @@ public struct Authorizer: Sendable {
     }
 
     /// Decides one request. `now` is seconds since 1970.
-    public func authorize(_ access: Access, headers: HTTPHeaders, query: [(name: String, value: String)], now: Double) async -> AuthorizationDecision {
+    nonisolated(nonsending) public func authorize(_ access: Access, headers: HTTPHeaders, query: [(name: String, value: String)], now: Double) async -> AuthorizationDecision {
         var need: Need
         switch access {
         case .list:

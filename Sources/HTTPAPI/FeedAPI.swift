@@ -169,7 +169,7 @@ public struct FeedAPI: Sendable {
     }
 
     /// Answers one request.
-    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    nonisolated(nonsending) public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let started = MonotonicClock.now()
         var response: HTTPResponse
         let segments = Self.segments(of: request)
@@ -196,7 +196,7 @@ public struct FeedAPI: Sendable {
     /// `404`), the rows that apply to it (none: `404`), the row of its method (none: `405` with
     /// `Allow`), then runs the row's handler.
     /// - Complexity: O(rows of the pattern); the `{feed}`'s host is looked up at most once of each kind.
-    func route(_ request: HTTPRequest, _ index: Int, _ parameters: RouteParameters) async throws(APIError) -> HTTPResponse {
+    nonisolated(nonsending) func route(_ request: HTTPRequest, _ index: Int, _ parameters: RouteParameters) async throws(APIError) -> HTTPResponse {
         guard Self.knownMethods.contains(request.method) else {
             throw APIError(.notImplemented, "not implemented", "method \(request.method) is not supported")
         }
@@ -227,7 +227,7 @@ public struct FeedAPI: Sendable {
         return methods
     }
 
-    func handle(_ handler: Route.Handler, _ request: HTTPRequest, _ parameters: RouteParameters) async throws(APIError) -> HTTPResponse {
+    nonisolated(nonsending) func handle(_ handler: Route.Handler, _ request: HTTPRequest, _ parameters: RouteParameters) async throws(APIError) -> HTTPResponse {
         let name = parameters["feed"]
         switch handler {
         case .health:
@@ -304,7 +304,7 @@ public struct FeedAPI: Sendable {
 
     /// The authorization step: who the request acts as, or the `401`/`403` that refuses it.
     @discardableResult
-    func authorize(_ access: Access, _ request: HTTPRequest) async throws(APIError) -> Principal {
+    nonisolated(nonsending) func authorize(_ access: Access, _ request: HTTPRequest) async throws(APIError) -> Principal {
         switch await authorizer.authorize(access, headers: request.headers, query: request.query, now: options.now()) {
         case .allow(let principal):
             return principal
