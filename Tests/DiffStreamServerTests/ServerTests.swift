@@ -156,42 +156,21 @@ struct Tally: HostedViewModel {
     var actions: [HostedAction<Int>] { [HostedAction("add") { $0 += 1 }] }
 }
 
-struct HTTPFailure: Error { var reason: String }
-
 /// One `GET path` to 127.0.0.1:`port` with `Connection: close`, on a thread of its own (never on the
 /// cooperative pool the server's handlers need): the status code and the body.
 func get(_ path: String, port: UInt16) async throws -> (status: Int, body: String) {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread {
-            continuation.resume(with: Result { try blockingGet(path, port: port) })
-        }
-    }
+    try await onThread { try blockingGet(path, port: port) }
 }
 
 private func blockingGet(_ path: String, port: UInt16) throws -> (status: Int, body: String) {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw HTTPFailure(reason: "socket: errno \(errno)") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { throw HTTPFailure(reason: "connect: errno \(errno)") }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n".utf8)
-    guard send(fd, request, request.count, 0) == request.count else { throw HTTPFailure(reason: "send: errno \(errno)") }
+    let socket = try TestSocket(port: port)
+    defer { socket.close() }
+    try socket.send("GET \(path) HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
     var received: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let count = recv(fd, &buffer, buffer.count, 0)
-        guard count > 0 else { break }
-        received += buffer[..<count]
-    }
+    while let chunk = try socket.receive() { received += chunk }
     let text = String(decoding: received, as: UTF8.self)
     guard let head = text.range(of: "\r\n\r\n"), let status = Int(text.split(separator: " ").dropFirst().first ?? "") else {
-        throw HTTPFailure(reason: "not an HTTP response: \(text.prefix(200))")
+        throw TestFailure("not an HTTP response: \(text.prefix(200))")
     }
     return (status, String(text[head.upperBound...]))
 }

@@ -3,9 +3,7 @@ import Foundation
 import HTTPCore
 import Logging
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
+import TestSupport
 
 @Suite(.timeLimit(.minutes(1)))
 struct LoopCoreTests {
@@ -42,51 +40,31 @@ struct LoopCoreTests {
     }
 
     /// Sends `text` on a new connection and reads `responses` answers with a Content-Length body
-    /// each, on a thread of its own (blocking calls stay off Swift's pool).
+    /// each, on a thread of its own.
     static func exchange(port: UInt16, send text: String, responses: Int) async throws -> [String] {
-        try await withCheckedThrowingContinuation { (done: CheckedContinuation<[String], any Error>) in
-            Thread {
-                do { done.resume(returning: try exchangeBlocking(port: port, send: text, responses: responses)) } catch { done.resume(throwing: error) }
-            }.start()
-        }
-    }
-
-    struct ClientError: Error { var message: String }
-
-    static func exchangeBlocking(port: UInt16, send text: String, responses: Int) throws -> [String] {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ClientError(message: "socket: \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw ClientError(message: "connect: \(errno)") }
-        let bytes = Array(text.utf8)
-        guard bytes.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, 0) }) == bytes.count else { throw ClientError(message: "send") }
-        var received: [UInt8] = []
-        var bodies: [String] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while bodies.count < responses {
-            // Take every complete answer in what has arrived.
-            while let headEnd = received.firstRange(of: Array("\r\n\r\n".utf8)) {
-                let head = String(decoding: received[..<headEnd.lowerBound], as: UTF8.self)
-                guard let line = head.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
-                      let length = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) else {
-                    throw ClientError(message: "no Content-Length in \(head)")
+        try await onThread {
+            let socket = try TestSocket(port: port)
+            defer { socket.close() }
+            try socket.send(text)
+            var received: [UInt8] = []
+            var bodies: [String] = []
+            while bodies.count < responses {
+                // Take every complete answer in what has arrived.
+                while let headEnd = received.firstRange(of: Array("\r\n\r\n".utf8)) {
+                    let head = String(decoding: received[..<headEnd.lowerBound], as: UTF8.self)
+                    guard let line = head.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
+                          let length = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) else {
+                        throw TestFailure("no Content-Length in \(head)")
+                    }
+                    guard received.count >= headEnd.upperBound + length else { break }
+                    bodies.append(String(decoding: received[headEnd.upperBound..<(headEnd.upperBound + length)], as: UTF8.self))
+                    received.removeFirst(headEnd.upperBound + length)
                 }
-                guard received.count >= headEnd.upperBound + length else { break }
-                bodies.append(String(decoding: received[headEnd.upperBound..<(headEnd.upperBound + length)], as: UTF8.self))
-                received.removeFirst(headEnd.upperBound + length)
+                if bodies.count == responses { break }
+                guard let chunk = try socket.receive() else { throw TestFailure("closed after \(bodies.count) answers") }
+                received += chunk
             }
-            if bodies.count == responses { break }
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { throw ClientError(message: "closed after \(bodies.count) answers") }
-            received += buffer[..<count]
+            return bodies
         }
-        return bodies
     }
 }

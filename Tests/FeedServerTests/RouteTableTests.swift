@@ -2,6 +2,7 @@ import DiffStreamJSON
 import FeedServer
 import EpollRuntime
 import Testing
+import TestSupport
 
 struct RoutePatternTests {
     @Test(arguments: [
