@@ -79,7 +79,8 @@ def test_a_chosen_users_home_feed(browser, server):
         wait_for(lambda: matches(browser, document), message=f"home.{user} to render")
         assert dom(browser)["feed"] == f"home.{user}"
         assert browser.title.startswith(f"home.{user}")
-        assert f"Welcome back, {name}" in browser.find_element("id", "feed").text
+        # Awaited, not read once: the item can be in the DOM a moment before its text is shown.
+        wait_for(lambda: f"Welcome back, {name}" in browser.find_element("id", "feed").text, message=f"{name}'s welcome to show")
         assert f"home.{user}" in browser.find_element("id", "try-live").text
         # "Try it with curl" shows two users' own feeds: this one's and another's.
         other = "bob" if user == "alice" else "alice"
