@@ -1,4 +1,5 @@
 import Foundation
+import Timekeeping
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,21 +8,27 @@ import Glibc
 ///
 /// hiredis's blocking API is driven from a dedicated thread, never from an epoll loop or the pool:
 /// each call is queued, the thread runs it on its connection (made on first use, and again after an
-/// error broke it) and resumes the caller. Every call has the connection's timeout, so a Redis that
-/// hangs fails the call instead of holding the thread. Calls run in the order queued; several clients
-/// give several connections.
+/// error broke it) and resumes the caller. Calls run in the order queued; several clients give
+/// several connections.
 ///
-/// ``command(_:)`` calls are pipelined: the thread takes every command queued since its last turn (up
-/// to ``maxPipeline``), writes them in one go and reads their answers in order, so commands queued by
-/// many tasks at once cost one wake-up, one write and one Redis event-loop turn (one fsync under
-/// `appendfsync always`) between them. When the connection breaks, every command of the turn whose
-/// answer was not read gets the error (its outcome is unknown: ``RedisError/outcomeUnknown``).
+/// ``command(_:)`` calls are pipelined, full duplex: the thread writes every command queued (up to
+/// ``maxPipeline`` per write) as soon as it is woken, without waiting for the answers of those already
+/// sent, and hands each answer to its caller as it arrives. Commands queued by many tasks at once
+/// cost one wake-up and one write between them, and Redis batches what reaches it during one of its
+/// event-loop turns (one fsync under `appendfsync always`), so the client never holds a command back
+/// for a round trip. A ``run(_:)`` body waits until every answer is in, then has the connection alone.
+///
+/// Every call has the connection's timeout: a Redis that sends no answer for that long while some
+/// are awaited fails them (``RedisError/timedOut(call:seconds:)``) instead of holding the thread. When
+/// the connection breaks, every command whose answer was not read gets the error (its outcome is
+/// unknown: ``RedisError/outcomeUnknown``), named for the oldest of them.
 public final class RedisClient: @unchecked Sendable {
-    // `@unchecked Sendable`: `queue`, `stopping` and `closed` are read and written only with `condition`
-    // held; `connection` is touched only by the client's thread (in `loop()` and the jobs it runs).
+    // `@unchecked Sendable`: `queue`, `stopping`, `closed` and `asleep` are read and written only with
+    // `lock` held; `connection` and `inFlight` are touched only by the client's thread (in `loop()` and
+    // the jobs it runs); `wakePipe` is set once and is `Sendable`.
     public let url: RedisURL
     public let timeout: Double
-    /// The most commands one turn sends before reading answers.
+    /// The most commands one write sends (more queued go out in the writes that follow at once).
     public static let maxPipeline = 64
     private enum Job {
         /// ``run(_:)``: the connection, or the error that kept it from being made.
@@ -29,16 +36,25 @@ public final class RedisClient: @unchecked Sendable {
         /// ``command(_:)``: one command, pipelined with the others queued.
         case command([[UInt8]], (Result<RedisReply, RedisError>) -> Void)
     }
-    private let condition = NSCondition()
+    /// A command sent whose answer is awaited: its name's bytes (for errors) and its caller.
+    private typealias Sent = (name: [UInt8], resume: (Result<RedisReply, RedisError>) -> Void)
+    private let lock = NSLock()
     private var queue: [Job] = []
     private var stopping = false
     private var closed = false
+    /// The thread found the queue empty and polls (or is about to): the next call must wake it.
+    private var asleep = false
+    private let wakePipe = WakePipe()
     private var connection: RedisConnection?
+    private var inFlight: [Sent] = []
+    /// When an answer last arrived, or the first of those awaited was sent (the monotonic clock).
+    private var lastHeard = 0.0
     private let stopped = DispatchSemaphore(value: 0)
 
     /// Starts the thread; the connection is made by the first call. The thread keeps the client alive
     /// until ``stop()``.
-    /// - Parameter timeout: seconds each connect, read and write may take.
+    /// - Parameter timeout: seconds each connect and write may take, and the longest silence while
+    ///   answers are awaited.
     public init(url: RedisURL, timeout: Double = 2, name: String = "redis") {
         self.url = url
         self.timeout = timeout
@@ -47,8 +63,9 @@ public final class RedisClient: @unchecked Sendable {
         thread.start()
     }
 
-    /// Runs `body` on the client's thread with its connection, and returns what it returns. A
-    /// connection an error broke is closed and made again by the next call.
+    /// Runs `body` on the client's thread with its connection, once every command queued before it
+    /// is answered, and returns what it returns. A connection an error broke is closed and made again
+    /// by the next call.
     public func run<T: Sendable>(_ body: @escaping @Sendable (RedisConnection) throws(RedisError) -> T) async throws(RedisError) -> T {
         let result: Result<T, RedisError> = await withCheckedContinuation { continuation in
             enqueue(.body { connection in
@@ -77,90 +94,164 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     private func enqueue(_ job: Job, call: String, orFail fail: (RedisError) -> Void) {
-        condition.lock()
+        lock.lock()
         guard !closed else {
-            condition.unlock()
+            lock.unlock()
             fail(.notConnected(call: call))
             return
         }
         queue.append(job)
-        condition.signal()
-        condition.unlock()
+        let wake = asleep
+        asleep = false
+        lock.unlock()
+        if wake { wakePipe.wake() }
     }
 
-    /// Finishes the calls already queued, closes the connection and stops the thread; later calls
-    /// fail with ``RedisError/notConnected(call:)``. Idempotent.
+    /// Finishes the calls already queued and the answers awaited, closes the connection and stops the
+    /// thread; later calls fail with ``RedisError/notConnected(call:)``. Idempotent.
     public func stop() {
-        condition.lock()
-        guard !closed else { condition.unlock(); return }
+        lock.lock()
+        guard !closed else { lock.unlock(); return }
         closed = true
         stopping = true
-        condition.signal()
-        condition.unlock()
+        lock.unlock()
+        wakePipe.wake()
         stopped.wait()
+        wakePipe.close()
+    }
+
+    /// What the thread does next.
+    private enum Turn {
+        /// Commands to write now, whatever answers are awaited.
+        case send([Job])
+        /// A body, to run once no answer is awaited.
+        case body(Job)
+        /// Nothing queued: wait for answers or a wake-up.
+        case wait
+        /// Stopping, nothing queued and nothing awaited.
+        case finish
     }
 
     private func loop() {
         RedisConnection.blockSIGPIPEOnThisThread()
+        var body: Job?
         while true {
-            condition.lock()
-            while queue.isEmpty && !stopping { condition.wait() }
-            if queue.isEmpty {
-                condition.unlock()
+            if let job = body {
+                // A body has the connection alone: every answer awaited comes in first.
+                if !inFlight.isEmpty { awaitAnswers(wakeable: false); continue }
+                body = nil
+                guard let open = open(failing: [job]), case .body(let resume) = job else { continue }
+                resume(.success(open))
+                continue
+            }
+            switch nextTurn() {
+            case .finish:
                 connection?.close()
                 connection = nil
                 stopped.signal()
                 return
-            }
-            // A body alone, or every command queued up to the next body (at most maxPipeline).
-            var turn: [Job] = []
-            if case .body = queue[0] {
-                turn = [queue.removeFirst()]
-            } else {
-                let count = queue.prefix(Self.maxPipeline).prefix { if case .command = $0 { true } else { false } }.count
-                turn = Array(queue[..<count])
-                queue.removeFirst(count)
-            }
-            condition.unlock()
-            let open: RedisConnection
-            do throws(RedisError) {
-                if let connection, connection.isOpen {
-                    open = connection
-                } else {
-                    connection = nil
-                    open = try RedisConnection(url: url, timeout: timeout)
-                    connection = open
-                }
-            } catch {
-                for job in turn {
-                    switch job {
-                    case .body(let resume): resume(.failure(error))
-                    case .command(_, let resume): resume(.failure(error))
-                    }
-                }
-                continue
-            }
-            if case .body(let resume) = turn[0] {
-                resume(.success(open))
-            } else {
-                Self.pipeline(turn, on: open)
+            case .wait:
+                awaitAnswers(wakeable: true)
+            case .body(let job):
+                body = job
+            case .send(let jobs):
+                guard let open = open(failing: jobs) else { continue }
+                send(jobs, on: open)
             }
         }
     }
 
-    /// Sends every command of the turn, then reads their answers in order. After an error, every
-    /// command whose answer was not read gets it.
-    private static func pipeline(_ turn: [Job], on connection: RedisConnection) {
-        var answered = 0
+    /// Takes the next turn from the queue: a body alone, or the commands queued up to the next body
+    /// (at most ``maxPipeline``). With nothing queued the thread is marked asleep, so the next call
+    /// wakes it.
+    private func nextTurn() -> Turn {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !queue.isEmpty else {
+            if stopping && inFlight.isEmpty { return .finish }
+            asleep = true
+            return .wait
+        }
+        if case .body = queue[0] { return .body(queue.removeFirst()) }
+        let count = queue.prefix(Self.maxPipeline).prefix { if case .command = $0 { true } else { false } }.count
+        defer { queue.removeFirst(count) }
+        return .send(Array(queue[..<count]))
+    }
+
+    /// The open connection, made if there is none; nil after failing every job with the error that
+    /// kept it from being made. (A broken connection has no answers awaited: they failed with it.)
+    private func open(failing jobs: [Job]) -> RedisConnection? {
+        if let connection, connection.isOpen { return connection }
+        connection = nil
         do throws(RedisError) {
-            for case .command(let arguments, _) in turn { try connection.append(arguments) }
-            for case .command(let arguments, let resume) in turn {
-                let reply = try connection.readReply(call: RedisConnection.name(arguments))
-                answered += 1
-                resume(.success(reply))
-            }
+            let made = try RedisConnection(url: url, timeout: timeout)
+            connection = made
+            return made
         } catch {
-            for case .command(_, let resume) in turn.dropFirst(answered) { resume(.failure(error)) }
+            for job in jobs {
+                switch job {
+                case .body(let resume): resume(.failure(error))
+                case .command(_, let resume): resume(.failure(error))
+                }
+            }
+            return nil
         }
     }
+
+    /// Writes the commands in one go; their answers are awaited with those already in flight. An
+    /// error fails them all, and every answer awaited (the connection is broken).
+    private func send(_ jobs: [Job], on connection: RedisConnection) {
+        if inFlight.isEmpty { lastHeard = MonotonicClock.now() }
+        for case .command(let arguments, let resume) in jobs { inFlight.append((arguments.first ?? [], resume)) }
+        do throws(RedisError) {
+            for case .command(let arguments, _) in jobs { try connection.append(arguments) }
+            try connection.flush(call: oldestName)
+        } catch {
+            failInFlight(error)
+        }
+    }
+
+    /// Waits for answers (and, when `wakeable`, for a call queued meanwhile), and hands every whole
+    /// answer read to its caller in order. Nothing heard for the timeout fails every answer awaited.
+    private func awaitAnswers(wakeable: Bool) {
+        guard let connection, connection.isOpen, !inFlight.isEmpty else {
+            if wakeable { _ = wakePipe.poll(-1, seconds: nil) }
+            return
+        }
+        let left = timeout - (MonotonicClock.now() - lastHeard)
+        // After a stall of this process (a paused VM, a loaded machine) an answer may be buffered
+        // already: a timeout is declared only when the socket has nothing either.
+        let ready = left > 0 ? wakePipe.poll(connection.fileDescriptor, seconds: left) : wakePipe.poll(connection.fileDescriptor, seconds: 0)
+        guard ready.socket else {
+            if !ready.wake, MonotonicClock.now() - lastHeard >= timeout {
+                connection.close()
+                failInFlight(.timedOut(call: oldestName, seconds: timeout))
+            }
+            return
+        }
+        var answered = 0
+        defer { inFlight.removeFirst(answered) }
+        do throws(RedisError) {
+            try connection.readAvailable(call: oldestName)
+            while answered < inFlight.count, let reply = try connection.bufferedReply(call: RedisConnection.name([inFlight[answered].name])) {
+                lastHeard = MonotonicClock.now()
+                inFlight[answered].resume(.success(reply))
+                answered += 1
+            }
+        } catch {
+            let failed = inFlight[answered...]
+            answered = inFlight.count
+            for sent in failed { sent.resume(.failure(error)) }
+        }
+    }
+
+    /// Fails every answer awaited with `error` (the connection is closed).
+    private func failInFlight(_ error: RedisError) {
+        let failed = inFlight
+        inFlight = []
+        for sent in failed { sent.resume(.failure(error)) }
+    }
+
+    /// The name of the oldest command awaiting its answer, for errors.
+    private var oldestName: String { RedisConnection.name(inFlight.first.map { [$0.name] } ?? []) }
 }

@@ -107,11 +107,12 @@ public final class RedisConnection {
     }
 
     /// Writes everything queued by ``append(_:)`` without waiting for answers.
-    public func flush() throws(RedisError) {
-        guard let context else { throw .notConnected(call: "redisBufferWrite") }
+    /// - Parameter call: what an error names (the command whose bytes are written, say).
+    public func flush(call: @autoclosure () -> String = "redisBufferWrite") throws(RedisError) {
+        guard let context else { throw .notConnected(call: call()) }
         var done: Int32 = 0
         while done == 0 {
-            guard redisBufferWrite(context, &done) == REDIS_OK else { throw fail(call: "redisBufferWrite") }
+            guard redisBufferWrite(context, &done) == REDIS_OK else { throw fail(call: call()) }
         }
     }
 
@@ -125,24 +126,28 @@ public final class RedisConnection {
     }
 
     /// An answer already read from the socket, if a whole one is buffered; nil otherwise. Never blocks.
-    public func bufferedReply() throws(RedisError) -> RedisReply? {
-        guard let context else { throw .notConnected(call: "redisGetReplyFromReader") }
+    /// - Parameter call: what an error names (the command whose answer is awaited, say).
+    public func bufferedReply(call: @autoclosure () -> String = "redisGetReplyFromReader") throws(RedisError) -> RedisReply? {
+        guard let context else { throw .notConnected(call: call()) }
         var raw: UnsafeMutableRawPointer?
-        guard redisGetReplyFromReader(context, &raw) == REDIS_OK else { throw fail(call: "redisGetReplyFromReader") }
+        guard redisGetReplyFromReader(context, &raw) == REDIS_OK else { throw fail(call: call()) }
         guard let raw else { return nil }
         defer { freeReplyObject(raw) }
         return RedisReply(raw.assumingMemoryBound(to: redisReply.self))
     }
 
     /// Reads what the socket has into hiredis's buffer (call after `poll` says it is readable).
-    public func readAvailable() throws(RedisError) {
-        guard let context else { throw .notConnected(call: "redisBufferRead") }
-        guard redisBufferRead(context) == REDIS_OK else { throw fail(call: "redisBufferRead") }
+    /// - Parameter call: what an error names (the command whose answer is awaited, say).
+    public func readAvailable(call: @autoclosure () -> String = "redisBufferRead") throws(RedisError) {
+        guard let context else { throw .notConnected(call: call()) }
+        guard redisBufferRead(context) == REDIS_OK else { throw fail(call: call()) }
     }
 
-    /// Turns the context's error into a ``RedisError`` and closes the connection.
-    private func fail(call: String) -> RedisError {
-        let code = errno
+    /// Turns the context's error into a ``RedisError`` (naming `call`, evaluated after errno is read) and
+    /// closes the connection.
+    private func fail(call name: @autoclosure () -> String) -> RedisError {
+        let code = errno  // before anything else can change it
+        let call = name()
         guard let context else { return .notConnected(call: call) }
         let error: RedisError
         switch context.pointee.err {

@@ -15,9 +15,9 @@ import Glibc
 /// again by Redis, so ``Event/subscribed`` tells the caller to check the position of everything it
 /// follows (the history stream has what was missed).
 public final class RedisSubscriber: @unchecked Sendable {
-    // `@unchecked Sendable`: `wanted`, `stopping` and `started` are touched only with `lock` held; the
-    // connection and `subscribed` only by the subscriber's thread; the pipe's descriptors and `origin`
-    // are set once in `init`, and writing a byte to a pipe is safe from any thread.
+    // `@unchecked Sendable`: `wanted` and `stopping` are touched only with `lock` held; the connection
+    // and `subscribed` only by the subscriber's thread; `wakePipe` and `origin` are set once in `init`
+    // (the pipe is `Sendable`).
     public enum Event: Sendable, Equatable {
         /// Connected (again), and every channel wanted is subscribed: what was published from now on
         /// will arrive. Check the position of every feed followed: messages may have been missed.
@@ -40,7 +40,7 @@ public final class RedisSubscriber: @unchecked Sendable {
     private var wanted: Set<String> = []
     private var stopping = false
     private var subscribed: Set<String> = []
-    private let wakeRead: Int32, wakeWrite: Int32
+    private let wakePipe = WakePipe()
     private let stopped = DispatchSemaphore(value: 0)
     private let origin = MonotonicClock.now()
 
@@ -56,10 +56,6 @@ public final class RedisSubscriber: @unchecked Sendable {
         self.pingInterval = pingInterval
         self.reconnectDelay = reconnectDelay
         self.onEvent = onEvent
-        var fds: [Int32] = [-1, -1]
-        if pipe(&fds) == 0 { _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK) }
-        wakeRead = fds[0]
-        wakeWrite = fds[1]
         let thread = Thread { [self] in loop() }
         thread.name = name
         thread.start()
@@ -86,14 +82,10 @@ public final class RedisSubscriber: @unchecked Sendable {
         guard first else { return }
         wake()
         stopped.wait()
-        close(wakeRead)
-        close(wakeWrite)
+        wakePipe.close()
     }
 
-    private func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
-    }
+    private func wake() { wakePipe.wake() }
 
     private var isStopping: Bool { lock.withLock { stopping } }
 
@@ -116,7 +108,7 @@ public final class RedisSubscriber: @unchecked Sendable {
                 if error != lastError { onEvent(.disconnected(error)) }  // once per outage, not once per attempt
                 lastError = error
                 if isStopping { break }
-                _ = waitForWake(seconds: reconnectDelay)
+                _ = wakePipe.poll(-1, seconds: reconnectDelay)
             }
         }
         stopped.signal()
@@ -140,17 +132,16 @@ public final class RedisSubscriber: @unchecked Sendable {
             case .dead:
                 // Dead only if nothing is waiting to be read: after a stall of this process (a paused
                 // VM, a loaded machine) the answer may be in the socket's buffer already.
-                guard poll(connection.fileDescriptor, seconds: 0).socket else { throw .timedOut(call: "PING (pub/sub)", seconds: timeout) }
+                let ready = wakePipe.poll(connection.fileDescriptor, seconds: 0)
+                guard ready.socket else { throw .timedOut(call: "PING (pub/sub)", seconds: timeout) }
+                if ready.wake || !wakePipe.isOpen { try sync(connection) }
                 wait = 0
             case .ping: try ping(connection); continue
             case .wait(let seconds): wait = seconds
             }
-            let ready = poll(connection.fileDescriptor, seconds: wait)
+            let ready = wakePipe.poll(connection.fileDescriptor, seconds: wait)
             if isStopping { return }
-            if ready.wake {
-                drainWake()
-                try sync(connection)
-            }
+            if ready.wake || !wakePipe.isOpen { try sync(connection) }  // without the pipe, changes are looked for at every poll
             guard ready.socket else { continue }
             try connection.readAvailable()
             liveness.heard(at: now())
@@ -191,24 +182,5 @@ public final class RedisSubscriber: @unchecked Sendable {
         if !removing.isEmpty { try connection.append([Array("UNSUBSCRIBE".utf8)] + removing.map { Array($0.utf8) }) }
         if !adding.isEmpty || !removing.isEmpty { try connection.flush() }
         subscribed = target
-    }
-
-    private func poll(_ socket: Int32, seconds: Double) -> (socket: Bool, wake: Bool) {
-        var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-        let count = Glibc.poll(&fds, 2, Int32((seconds * 1000).rounded(.up)))
-        guard count > 0 else { return (false, false) }
-        return (fds[0].revents != 0, fds[1].revents != 0)
-    }
-
-    private func waitForWake(seconds: Double) -> Bool {
-        var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-        let woken = Glibc.poll(&fds, 1, Int32((seconds * 1000).rounded(.up))) > 0
-        if woken { drainWake() }
-        return woken
-    }
-
-    private func drainWake() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while read(wakeRead, &buffer, buffer.count) > 0 {}
     }
 }
