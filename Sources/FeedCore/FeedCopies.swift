@@ -1,3 +1,4 @@
+import DiffStreamJSON
 import FeedStorage
 
 /// Where a ``FeedRegistry``'s feeds come from when the registry does not hold their authority:
@@ -19,4 +20,7 @@ package protocol FeedCopies: Sendable {
     func readiness() async -> String?
     /// Brings the storage account to what the store counted over every instance.
     func refreshUsage() async
+    /// The memo of the copy held of `name` (``Feed/documentMemo``), nil when none is held; read
+    /// without a hop, before a `PUT`'s document is decoded.
+    func documentMemo(_ name: String) -> WireSnapshotMemo?
 }

@@ -136,7 +136,7 @@ public actor FeedRegistry {
     /// The ``Feed/documentMemo`` of `name` when this registry holds the feed's authority and the feed
     /// exists in memory (nil otherwise: the document is then read whole). Makes no feed.
     public nonisolated func documentMemo(_ name: String) -> WireSnapshotMemo? {
-        guard copies == nil else { return nil }
+        if let copies { return copies.documentMemo(name) }
         return feeds.withLock { $0[name] }?.documentMemo
     }
 

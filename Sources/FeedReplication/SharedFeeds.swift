@@ -3,6 +3,7 @@ import FeedCore
 import FeedStorage
 import HTTPCore
 import Logging
+import Synchronization
 
 /// The copies a registry holds of a shared store's feeds (decision 0006): each loaded on first use
 /// (followed first, then read, so no commit falls between), kept up to date by ``SharedFeedFollower``
@@ -12,7 +13,10 @@ import Logging
 public actor SharedFeeds: FeedCopies {
     /// The store several instances share.
     public nonisolated let store: any SharedFeedStore
-    var feeds: [String: Feed] = [:]
+    /// The copies held (changed only by ``hold(_:as:)``, which keeps ``memos`` in step).
+    private(set) var feeds: [String: Feed] = [:]
+    /// Each held copy's ``Feed/documentMemo``, for ``documentMemo(_:)`` without a hop.
+    private nonisolated let memos = Mutex<[String: WireSnapshotMemo]>([:])
     let replayLimit: Int
     let transport: (any EventBroadcaster)?
     let metrics: FeedMetrics
@@ -153,7 +157,7 @@ public actor SharedFeeds: FeedCopies {
         switch result {
         case .success(let feed):
             if let existing = feeds[name] { return existing }
-            feeds[name] = feed
+            hold(feed, as: name)
             if outage != nil { await tellOutage(feed) }
             // Commits published between the read and now found no feed here: read once more.
             await feed.queueRefresh()
@@ -223,6 +227,16 @@ public actor SharedFeeds: FeedCopies {
     /// stops following them; the next use reads the feed again. A copy in use counts as used now, so the
     /// time runs from when it was last needed (a stream that ends after an hour keeps the copy for the
     /// reconnect). Nothing is dropped during an outage: the copies are what new subscribers get then.
+    /// Holds `feed` as the copy of `name` (nil: none), with its memo.
+    private func hold(_ feed: Feed?, as name: String) {
+        feeds[name] = feed
+        memos.withLock { $0[name] = feed?.documentMemo }
+    }
+
+    public nonisolated func documentMemo(_ name: String) -> WireSnapshotMemo? {
+        memos.withLock { $0[name] }
+    }
+
     func dropIdleFeeds() async {
         for (name, feed) in feeds {
             let idle = await feed.isIdle
@@ -235,7 +249,7 @@ public actor SharedFeeds: FeedCopies {
             guard outage == nil else { continue }
             // A use during the hop (``feed(_:)``) moved `lastUsed` and keeps the copy.
             guard lastUsed[name, default: -.infinity] <= now - idleFeedLifetime else { continue }
-            feeds[name] = nil
+            hold(nil, as: name)
             lastUsed[name] = nil
             metrics.removeFeed(name)
             store.unfollow(name)

@@ -619,12 +619,17 @@ struct SharedFeedRegistryTests {
             for name in ["used", "watched", "unused"] { #expect(try await until(name, has: 2)) }
 
             time.withLock { $0 = 50 }
-            #expect(try await b.read("used")?.version == 1)
+            let used = try #require(await b.read("used"))
+            #expect(await used.version == 1)
             time.withLock { $0 = 61 }
             await b.sharedFeeds?.checkPositions()
             #expect(try await until("unused", has: 1), "unused for 61 s: dropped")
             #expect(try followers("used") == 2, "used 11 s ago: kept")
             #expect(try followers("watched") == 2, "a subscriber keeps it")
+            // A held copy's document memo is found without a hop (a PUT reads again only the items that
+            // changed); a dropped copy's is gone with it.
+            #expect(b.documentMemo("used") === used.documentMemo)
+            #expect(b.documentMemo("unused") == nil)
 
             time.withLock { $0 = 111 }
             await b.sharedFeeds?.checkPositions()
