@@ -69,15 +69,17 @@ let package = Package(
         .systemLibrary(name: "CHiredis"),
         // Talks RESP to a Redis server through hiredis: connections with a timeout on every call, a thread
         // per connection, replies as a Swift enum, pub/sub on a dedicated connection, `redis://` URLs.
-        .target(name: "Redis", dependencies: ["CHiredis", "Timekeeping"], swiftSettings: strict),
+        .target(name: "Redis", dependencies: ["CHiredis", "CThreads", "Timekeeping"], swiftSettings: strict),
         // Feeds in Redis (issue 26, in progress): the key schema, the scripts, lost answers settled, and the
         // shared store seam (`RedisStore` as `SharedFeedStore`).
         .target(name: "RedisFeedStore", dependencies: ["Redis", "FeedStorage", "Timekeeping"], swiftSettings: strict),
         // Durable feed storage behind a small seam (`FeedStore`): opaque bytes per feed; the log store, and a
         // read-only migrator for the SQLite databases of earlier versions.
-        .target(name: "FeedStorage", dependencies: ["CSQLite", "CZlib", "Timekeeping", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
+        .target(name: "FeedStorage", dependencies: ["CSQLite", "CZlib", "CThreads", "Timekeeping", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
         // epoll and eventfd, which the Glibc module does not export.
         .target(name: "CSystemShims"),
+        // Naming the calling thread (prctl): for every thread of ours, in the modules that start one.
+        .target(name: "CThreads"),
         // HTTP/1.1 and SSE as pure logic: requests, responses, the parser, the connection state machine,
         // the response head encoder, the SSE writer, gzip, and the seam to the feeds (`EventSink`,
         // `EventBroadcaster`). No sockets, no Glibc, no epoll.
@@ -85,7 +87,7 @@ let package = Package(
         // The epoll runtime: sockets, event loops, connections, event streams, static files, TLS. Knows nothing of feeds.
         // The OpenSSL context both TLS sides start from (TLS 1.2 or newer) and the error queue read as text.
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "EpollRuntime", dependencies: ["HTTPCore", "LogLines", "COpenSSL", "OpenSSLSupport", "CZlib", "CSystemShims", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "EpollRuntime", dependencies: ["HTTPCore", "LogLines", "COpenSSL", "OpenSSLSupport", "CZlib", "CSystemShims", "CThreads", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The executable's swift-log handler: one line per message, as text or as JSON. EpollRuntime writes its
         // request lines through it directly when it is the backend (no metadata dictionary per request).
         .target(name: "LogLines", dependencies: ["JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
@@ -111,7 +113,7 @@ let package = Package(
         .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStorage"], swiftSettings: strict),
         // The library a program hosts its view models with: the store, the registry, the API and the
         // server wired together, with a graceful shutdown (a swift-service-lifecycle `Service`).
-        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedReplication", "FeedStorage", "EpollRuntime",
+        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedReplication", "FeedStorage", "EpollRuntime", "CThreads",
                                                         .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
         // `RedisSharing`: the server's feeds kept in Redis, shared by several instances (`--redis`). A product

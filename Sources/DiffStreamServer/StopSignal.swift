@@ -1,3 +1,4 @@
+import CThreads
 import Foundation
 import Synchronization
 
@@ -44,11 +45,11 @@ final class StopSignal: Sendable {
         }
         let readEnd = fds[0]
         let thread = Thread { [self] in
+            diffstream_name_this_thread("signals")
             var byte: UInt8 = 0
             while read(readEnd, &byte, 1) != 1 {}
             self.fire(Int32(byte))
         }
-        thread.name = "diffstream-signals"
         thread.start()
     }
 

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CSystemShims
+import CThreads
 import Foundation
 import Synchronization
 
@@ -100,8 +101,11 @@ final class EventLoop: @unchecked Sendable {
     /// Starts the loop's thread.
     func start(name: String) {
         running.store(true, ordering: .releasing)
-        let thread = Thread { [self] in self.run() }
-        thread.name = name
+        // Named from inside, first thing (CThreads's diffstream_name_this_thread says why).
+        let thread = Thread { [self] in
+            diffstream_name_this_thread(name)
+            self.run()
+        }
         thread.stackSize = 1 << 20
         self.thread = thread
         thread.start()

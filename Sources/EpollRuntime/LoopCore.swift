@@ -39,7 +39,7 @@ final class LoopCore: @unchecked Sendable {
 
     func start() {
         loop.onTick = { [unowned self] now in self.tick(now: now) }
-        loop.start(name: "diffstream-loop-\(index)")
+        loop.start(name: "loop-\(index)")
     }
 
     /// Whether this loop's shutdown has begun.

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Dispatch
+import CThreads
 import Foundation
 import Timekeeping
 #if canImport(Glibc)
@@ -45,8 +46,11 @@ final class GroupCommitter: @unchecked Sendable {
         commitGroup = commit
         isRunning = true
         condition.unlock()
-        let thread = Thread { [self] in run() }
-        thread.name = threadName
+        // Named from inside, first thing (CThreads's diffstream_name_this_thread says why).
+        let thread = Thread { [self] in
+            diffstream_name_this_thread(threadName)
+            run()
+        }
         thread.start()
     }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import CThreads
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -163,7 +164,7 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
             compactionLock.unlock()
         }
         updateSize()
-        committer.start(threadName: "diffstream-store") { [self] writes in commitGroup(writes) }
+        committer.start(threadName: "store-commit") { [self] writes in commitGroup(writes) }
     }
 
     /// One group for all; if it fails and there were several, one group each (so one write that does
@@ -290,8 +291,10 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
             write()
             compactionDone.wait()
         case .concurrent:
-            let thread = Thread(block: write)
-            thread.name = "diffstream-compact"
+            let thread = Thread {
+                diffstream_name_this_thread("store-compact")
+                write()
+            }
             thread.start()
         }
     }

@@ -1,3 +1,4 @@
+import CThreads
 import Foundation
 import Timekeeping
 #if canImport(Glibc)
@@ -55,11 +56,14 @@ public final class RedisClient: @unchecked Sendable {
     /// until ``stop()``.
     /// - Parameter timeout: seconds each connect and write may take, and the longest silence while
     ///   answers are awaited.
+    /// - Parameter name: the thread's name (`top -H`, `/proc/PID/task/TID/comm`: at most 15 bytes show).
     public init(url: RedisURL, timeout: Double = 2, name: String = "redis") {
         self.url = url
         self.timeout = timeout
-        let thread = Thread { [self] in loop() }
-        thread.name = name
+        let thread = Thread { [self] in
+            diffstream_name_this_thread(name)
+            loop()
+        }
         thread.start()
     }
 

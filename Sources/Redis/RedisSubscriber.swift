@@ -1,3 +1,4 @@
+import CThreads
 import Foundation
 import Timekeeping
 #if canImport(Glibc)
@@ -49,6 +50,7 @@ public final class RedisSubscriber: @unchecked Sendable {
     ///   - timeout: seconds each connect, write and awaited answer (a `PING`'s) may take.
     ///   - pingInterval: seconds of silence after which the connection is checked with a `PING`.
     ///   - reconnectDelay: seconds between attempts to connect while Redis cannot be reached.
+    ///   - name: the thread's name (`top -H`, `/proc/PID/task/TID/comm`: at most 15 bytes show).
     public init(url: RedisURL, timeout: Double = 2, pingInterval: Double = 1, reconnectDelay: Double = 1, name: String = "redis-pubsub",
                 onEvent: @escaping @Sendable (Event) -> Void) {
         self.url = url
@@ -56,8 +58,10 @@ public final class RedisSubscriber: @unchecked Sendable {
         self.pingInterval = pingInterval
         self.reconnectDelay = reconnectDelay
         self.onEvent = onEvent
-        let thread = Thread { [self] in loop() }
-        thread.name = name
+        let thread = Thread { [self] in
+            diffstream_name_this_thread(name)
+            loop()
+        }
         thread.start()
     }
 

@@ -83,7 +83,7 @@ public final class RedisStore: SharedFeedStore {
         self.events = events
         self.eventSink = sink
         let channelPrefix = keys.channel("")
-        self.subscriber = RedisSubscriber(url: url, timeout: timeout, pingInterval: pingInterval, reconnectDelay: 1, name: "redis-store-pubsub") { event in
+        self.subscriber = RedisSubscriber(url: url, timeout: timeout, pingInterval: pingInterval, reconnectDelay: 1, name: "redis-pubsub") { event in
             if let translated = Self.translate(event, channelPrefix: channelPrefix, skipping: instanceID) { sink.yield(translated) }
         }
     }

@@ -888,3 +888,15 @@ def test_a_stop_while_waiting_for_redis_exits_0(public_dir):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_redis_threads_are_named_for_their_connections(cluster):
+    """The Redis connections' threads show in `top -H` and /proc: commits, reads, pub/sub."""
+    (instance,) = cluster.launch(1, *PLAIN)
+    instance.put("named", {"sections": []})
+    task = f"/proc/{instance.pid}/task"
+    names = set()
+    for tid in os.listdir(task):
+        with open(f"{task}/{tid}/comm") as comm:
+            names.add(comm.read().strip())
+    assert {"redis-commit-0", "redis-store", "redis-pubsub"} <= names, sorted(names)

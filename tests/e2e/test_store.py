@@ -383,3 +383,16 @@ def test_a_backup_taken_while_writes_go_on_is_consistent_and_starts(start, tmp_p
     assert normalised(again.get("/feeds/steady")) == normalised(big)
     refused = run_binary("backup", "--data", data, tmp_path / "backup")
     assert refused.returncode == 2 and "already holds store files" in refused.stderr
+
+
+def test_threads_are_named_for_their_jobs(start, tmp_path):
+    """`top -H`, `perf` and /proc show each thread's job: the event loops, the store's committer, the
+    signal thread (a name set on a Foundation Thread before it starts never reaches the system thread)."""
+    server = start("--loops", "2", "--data", str(tmp_path / "store"))
+    server.put("named", {"sections": []})
+    task = f"/proc/{server.pid}/task"
+    names = set()
+    for tid in os.listdir(task):
+        with open(f"{task}/{tid}/comm") as comm:
+            names.add(comm.read().strip())
+    assert {"loop-0", "loop-1", "store-commit", "signals"} <= names, sorted(names)
