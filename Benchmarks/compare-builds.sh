@@ -17,7 +17,9 @@
 #                     CG_PUBLISHES (20) publishes, each waited for at every subscriber so that nothing
 #                     coalesces ("fanout"), CG_PUTS (200) durable PUTs on one keep-alive connection ("put"),
 #                     and the same CG_PUTS PUTs against a server started with --data none ("memput", the
-#                     in-memory PUT: no store, no disk). callgrind_control
+#                     in-memory PUT: no store, no disk), and "redisput": the same PUTs through Redis
+#                     (--redis --data none against a fresh redis-server of its own; not in the default
+#                     CG_KINDS; counts the server's instructions, every thread, not Redis's). callgrind_control
 #                     dumps around the workload, so start-up and connecting are not counted. Runs on copies
 #                     without debug info (valgrind 3.19 cannot read Swift 6's DWARF 5); CG_KEEP=DIR keeps
 #                     the profiles (callgrind_annotate DIR/callgrind.put.new.out).
@@ -197,12 +199,22 @@ signal()
 EOF
 
 instructions() {  # build kind -> RESULT line with the workload's instruction count
-    local build=$1 kind=$2 data=none count=$cg_publishes mode=$2 units ir
+    local build=$1 kind=$2 data=none count=$cg_publishes mode=$2 units ir redis_pid="" extra=()
     [[ $kind == put ]] && { rm -rf "$work/data"; data=$work/data; count=$cg_puts; }
     [[ $kind == memput ]] && { count=$cg_puts; mode=put; }
+    if [[ $kind == redisput ]]; then
+        count=$cg_puts; mode=put
+        local redis_port; redis_port=$(free_port)
+        rm -rf "$work/redis"; mkdir -p "$work/redis"
+        redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work/redis" --save "" --appendonly yes --appendfsync everysec \
+            --daemonize no --loglevel warning >>"$work/redis.log" 2>&1 &
+        redis_pid=$!
+        wait_port "$redis_port"
+        extra=(--redis "redis://127.0.0.1:$redis_port")
+    fi
     rm -f "$work"/cg.out*
     port=$(free_port)
-    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$work/$build-nodebug" --port "$port" --data "$data" \
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$work/$build-nodebug" --port "$port" --data "$data" "${extra[@]}" \
         --max-connections 20000 --max-connections-per-ip 0 --log-level "$log_level" --heartbeat 3600 --public Public 2>>"$work/valgrind.log" &
     pid=$!
     wait_port "$port"
@@ -212,6 +224,7 @@ instructions() {  # build kind -> RESULT line with the workload's instruction co
     read -r _ <&"${client[0]}"; callgrind_control -d "$pid" >/dev/null 2>&1; echo >&"${client[1]}"
     wait "$cpid" || true
     stop
+    [[ -n $redis_pid ]] && { kill "$redis_pid"; wait "$redis_pid" 2>/dev/null || true; }
     # Dumps: cg.out.1 (start-up and setup), cg.out.2 (the workload), cg.out (shutting down).
     ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$work/cg.out.2")
     [[ $mode == put ]] && units=$count || units=$((count * subs))
@@ -231,7 +244,7 @@ for line in open(sys.argv[1]):
         f = dict(item.split("=", 1) for item in line.split()[1:]); r[(f["kind"], f["build"])] = int(f["per_unit"])
 print("\n| workload | NEW instructions per unit | OLD | NEW/OLD |\n|---|---:|---:|---:|")
 for kind, label in (("fanout", "fan-out, per publish per subscriber"), ("put", "durable PUT, per PUT"),
-                    ("memput", "in-memory PUT (--data none), per PUT")):
+                    ("memput", "in-memory PUT (--data none), per PUT"), ("redisput", "PUT through Redis (--redis), per PUT")):
     if (kind, "new") in r and (kind, "old") in r:
         print(f"| {label} | {r[(kind, 'new')]:,} | {r[(kind, 'old')]:,} | {r[(kind, 'new')] / r[(kind, 'old')]:.3f} |")
 EOF

@@ -179,8 +179,7 @@ public struct RedisFeedCommitter: Sendable {
     /// The scripts' keys, in the order ``RedisScripts/commit`` names them; the lease is the one `fence`
     /// is a token of (``RedisLease/leaseName(ofToken:)``: a family's shard), else the feed's own.
     private func scriptKeys(_ feed: String, writeID: String, attempt: String, fence: String?) -> [[UInt8]] {
-        [keys.feed(feed), keys.batches(feed), keys.write(feed, id: writeID), keys.epoch, keys.lease(fence.flatMap(RedisLease.leaseName(ofToken:)) ?? feed),
-         keys.attempt(feed, nonce: attempt), keys.usage].map { Array($0.utf8) }
+        keys.scriptKeys(feed: feed, writeID: writeID, attempt: attempt, lease: fence.flatMap(RedisLease.leaseName(ofToken:)) ?? feed)
     }
 
     /// ``resolve(feed:writeID:attempt:)``; when that fails too, the error of the call whose answer was

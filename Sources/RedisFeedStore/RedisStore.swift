@@ -95,29 +95,60 @@ public final class RedisStore: SharedFeedStore {
         case .subscribed: return .connected
         case .disconnected(let error): return .interrupted(reason: error.description)
         case .confirmed(let channel):
-            guard channel.hasPrefix(channelPrefix) else { return nil }
-            return .following(String(channel.dropFirst(channelPrefix.count)))
+            guard channel.utf8.starts(with: channelPrefix.utf8) else { return nil }
+            return .following(feed(of: channel, prefix: channelPrefix))
         case .message(let channel, let payload):
-            guard channel.hasPrefix(channelPrefix) else { return nil }
-            return message(payload, feed: String(channel.dropFirst(channelPrefix.count)), skipping: origin)
+            guard channel.utf8.starts(with: channelPrefix.utf8) else { return nil }
+            return message(payload, feed: feed(of: channel, prefix: channelPrefix), skipping: origin)
         }
     }
 
+    /// The feed a channel is of: what follows the prefix (compared and cut as bytes, in place).
+    private static func feed(of channel: String, prefix: String) -> String {
+        String(Substring(channel.utf8.dropFirst(prefix.utf8.count)))
+    }
+
     /// A published commit as the seam says it; nil for one the instance `origin` names committed (it is
-    /// not copied out of the payload). The scripts publish
+    /// not copied out of the payload, and `name` is not asked for). The scripts publish
     /// `<history> <version> <batch length> <snapshot length> <state length> [<instance>]\n<batch><snapshot><state>`
     /// (a length of -1: not included; a state-only change has no snapshot; ``RedisScripts/newHistory``
     /// names no instance), and `<history> 0\n` after a delete. Nil for anything else.
-    static func message(_ payload: [UInt8], feed name: String, skipping origin: String = "") -> SharedStoreEvent? {
+    static func message(_ payload: [UInt8], feed name: @autoclosure () -> String, skipping origin: String = "") -> SharedStoreEvent? {
         guard let newline = payload.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
-        let head = payload[..<newline].split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
-        guard head.count >= 2, let version = Int(head[1]) else { return nil }
-        let history = head[0]
-        if version == 0, head.count == 2 { return .deleted(name: name, history: history) }
-        guard head.count == 5 || head.count == 6, let batchLength = Int(head[2]), let snapshotLength = Int(head[3]), let stateLength = Int(head[4]),
+        // The head's fields as ranges of the payload (runs of spaces separate them); read in place, as
+        // every instance reads every commit published, its own included (skipped below).
+        var head: [Range<Int>] = []
+        head.reserveCapacity(6)
+        var start = 0
+        for index in 0...newline where index == newline || payload[index] == UInt8(ascii: " ") {
+            if index > start {
+                guard head.count < 6 else { return nil }
+                head.append(start..<index)
+            }
+            start = index + 1
+        }
+        func integer(_ field: Range<Int>) -> Int? {
+            var index = field.lowerBound, negative = false
+            if index < field.upperBound, payload[index] == UInt8(ascii: "-") { negative = true; index += 1 }
+            guard index < field.upperBound, field.upperBound - index <= 18 else { return nil }
+            var value = 0
+            while index < field.upperBound {
+                let digit = payload[index] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                value = value * 10 + Int(digit)
+                index += 1
+            }
+            return negative ? -value : value
+        }
+        guard head.count >= 2, let version = integer(head[1]) else { return nil }
+        if version == 0, head.count == 2 { return .deleted(name: name(), history: String(decoding: payload[head[0]], as: UTF8.self)) }
+        guard head.count == 5 || head.count == 6, let batchLength = integer(head[2]), let snapshotLength = integer(head[3]), let stateLength = integer(head[4]),
               batchLength >= 0, snapshotLength >= -1, stateLength >= -1,
               payload.count - newline - 1 == batchLength + max(0, snapshotLength) + max(0, stateLength) else { return nil }
-        if head.count == 6, !origin.isEmpty, head[5] == origin { return nil }
+        if head.count == 6, !origin.isEmpty, head[5].count == origin.utf8.count,
+           origin.utf8.withContiguousStorageIfAvailable({ payload[head[5]].elementsEqual($0) }) ?? payload[head[5]].elementsEqual(origin.utf8) {
+            return nil  // this instance's own commit
+        }
         var at = newline + 1
         func take(_ length: Int) -> [UInt8]? {
             guard length >= 0 else { return nil }
@@ -127,7 +158,7 @@ public final class RedisStore: SharedFeedStore {
         let batch = take(batchLength) ?? []
         let snapshot = take(snapshotLength)
         let state = take(stateLength)
-        return .committed(name: name, history: history, version: version, batch: batch, snapshot: snapshot, state: state)
+        return .committed(name: name(), history: String(decoding: payload[head[0]], as: UTF8.self), version: version, batch: batch, snapshot: snapshot, state: state)
     }
 
     /// Connects, and makes or reads the epoch.

@@ -58,6 +58,27 @@ struct RedisConnectionTests {
         }
     }
 
+    /// Commands go out as RESP arrays of bulk strings, laid out here: lengths in bytes, binary data
+    /// and empty arguments as they are.
+    @Test(arguments: [
+        (["PING"], "*1\r\n$4\r\nPING\r\n"),
+        (["SET", "k", ""], "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n"),
+        (["ECHO", "a\r\nb"], "*2\r\n$4\r\nECHO\r\n$4\r\na\r\nb\r\n"),
+        (["ECHO", "é"], "*2\r\n$4\r\nECHO\r\n$2\r\né\r\n"),
+    ])
+    func commandsAreLaidOutAsRESP(arguments: [String], expected: String) {
+        #expect(RedisConnection.resp(arguments.map { Array($0.utf8) }) == Array(expected.utf8))
+    }
+
+    @Test func aLongBinaryArgumentGoesThroughWhole() async throws {
+        try await RedisTestServer.with { server in
+            let connection = try RedisConnection(url: server.url, timeout: 2)
+            let value = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+            #expect(try connection.command([Array("SET".utf8), Array("big".utf8), value]) == .status("OK"))
+            #expect(try connection.command([Array("GET".utf8), Array("big".utf8)]) == .bulk(value))
+        }
+    }
+
     @Test func aRedisThatHangsFailsTheCallWithinTheTimeout() throws {
         let listener = try SilentListener()
         let connection = try RedisConnection(url: RedisURL(host: "127.0.0.1", port: listener.port), timeout: 0.2)

@@ -18,6 +18,15 @@ struct RedisKeysTests {
         #expect(RedisLease.leaseName(ofToken: token) == lease)
     }
 
+    /// The scripts' keys, built as bytes, are the keys the `String` forms name, in the scripts' order.
+    @Test(arguments: [("diffstream", "news", "w1", "n1", "news"), ("myapp:diffstream", "home.ann", "key:with:colons", "n2", "family:home:7"),
+                      ("p", "a", "", "", "a")])
+    func scriptKeysAreTheNamedKeys(prefix: String, feed: String, writeID: String, nonce: String, lease: String) {
+        let keys = RedisKeys(prefix: prefix)
+        let named = [keys.feed(feed), keys.batches(feed), keys.write(feed, id: writeID), keys.epoch, keys.lease(lease), keys.attempt(feed, nonce: nonce), keys.usage]
+        #expect(keys.scriptKeys(feed: feed, writeID: writeID, attempt: nonce, lease: lease) == named.map { Array($0.utf8) })
+    }
+
     @Test func interestSetsHaveKeysOfTheirOwn() {
         #expect(RedisKeys(prefix: "p").interest("home:7") == "p:v\(RedisKeys.schemaVersion):interest:home:7")
     }

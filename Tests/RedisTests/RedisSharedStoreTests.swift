@@ -137,6 +137,14 @@ struct RedisSharedStoreTests {
         ("diffstream:v1:publish:news", "h1 4\nevent: batch", nil),  // the old format
         ("other:v1:publish:news", "h1 4 0 0 -1\n", nil),
         ("diffstream:v1:publish:news", "no newline", nil),
+        ("diffstream:v1:publish:news", "h1 4 12 2 -1 meme\nevent: batchs4",  // an id that only starts with ours
+         .committed(name: "news", history: "h1", version: 4, batch: Array("event: batch".utf8), snapshot: Array("s4".utf8), state: nil)),
+        ("diffstream:v1:publish:news", "h1  4 12 2  -1\nevent: batchs4",  // runs of spaces separate fields
+         .committed(name: "news", history: "h1", version: 4, batch: Array("event: batch".utf8), snapshot: Array("s4".utf8), state: nil)),
+        ("diffstream:v1:publish:news", "h1 x4 0 -1 5\n{\"a\"}", nil),  // not a number
+        ("diffstream:v1:publish:news", "h1 4 -12 2 -1\nevent: batchs4", nil),  // a negative batch length
+        ("diffstream:v1:publish:news", "h1 4 99999999999999999999 2 -1\ns4", nil),  // past Int
+        ("diffstream:v1:publish:news", "h1 4 0 - 5\n{\"a\"}", nil),  // a sign alone
     ] as [(String, String, SharedStoreEvent?)])
     func messagesAreTranslated(channel: String, payload: String, expected: SharedStoreEvent?) {
         #expect(RedisStore.translate(.message(channel: channel, payload: Array(payload.utf8)), channelPrefix: RedisKeys().channel(""), skipping: "me") == expected)
