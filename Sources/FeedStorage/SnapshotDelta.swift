@@ -10,19 +10,23 @@ struct SnapshotDelta: Equatable {
     struct Mismatch: Error {}
 
     /// The delta from `old` to `new`: the longest common prefix, then the longest common suffix of
-    /// what is left.
+    /// what is left. Compared eight bytes at a time, then byte by byte where a word differs (it runs
+    /// for every durable write: bytewise it was about 3.5 instructions a byte).
     /// - Complexity: O(n) in the length of the shorter of the two.
     init(from old: [UInt8], to new: [UInt8]) {
         let limit = min(old.count, new.count)
-        var prefix = 0
-        old.withUnsafeBufferPointer { a in
-            new.withUnsafeBufferPointer { b in
+        var prefix = 0, suffix = 0
+        old.withUnsafeBytes { a in
+            new.withUnsafeBytes { b in
+                while prefix + 8 <= limit,
+                      a.loadUnaligned(fromByteOffset: prefix, as: UInt64.self) == b.loadUnaligned(fromByteOffset: prefix, as: UInt64.self) {
+                    prefix += 8
+                }
                 while prefix < limit && a[prefix] == b[prefix] { prefix += 1 }
-            }
-        }
-        var suffix = 0
-        old.withUnsafeBufferPointer { a in
-            new.withUnsafeBufferPointer { b in
+                while suffix + 8 <= limit - prefix,
+                      a.loadUnaligned(fromByteOffset: a.count - suffix - 8, as: UInt64.self) == b.loadUnaligned(fromByteOffset: b.count - suffix - 8, as: UInt64.self) {
+                    suffix += 8
+                }
                 while suffix < limit - prefix && a[a.count - 1 - suffix] == b[b.count - 1 - suffix] { suffix += 1 }
             }
         }

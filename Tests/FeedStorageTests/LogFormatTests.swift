@@ -201,6 +201,26 @@ struct SnapshotDeltaTests {
         }
     }
 
+    /// The delta is the longest common prefix, then the longest common suffix of the rest, as a byte by
+    /// byte scan finds them (the oracle), whatever the lengths and wherever the edit falls against the
+    /// eight-byte words it is compared in.
+    @Test(arguments: [11, 12, 13] as [UInt64])
+    func theDeltaKeepsTheLongestPrefixThenSuffix(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        for _ in 0..<300 {
+            let old = (0..<Int.random(in: 0...100, using: &rng)).map { _ in UInt8.random(in: 0...1, using: &rng) }
+            var new = old
+            let at = Int.random(in: 0...new.count, using: &rng)
+            let removed = Int.random(in: 0...(new.count - at), using: &rng)
+            new.replaceSubrange(at..<(at + removed), with: (0..<Int.random(in: 0...12, using: &rng)).map { _ in UInt8.random(in: 0...1, using: &rng) })
+            let limit = min(old.count, new.count)
+            var prefix = 0, suffix = 0
+            while prefix < limit && old[prefix] == new[prefix] { prefix += 1 }
+            while suffix < limit - prefix && old[old.count - 1 - suffix] == new[new.count - 1 - suffix] { suffix += 1 }
+            #expect(SnapshotDelta(from: old, to: new) == SnapshotDelta(prefix: prefix, suffix: suffix, middle: Array(new[prefix..<(new.count - suffix)])))
+        }
+    }
+
     /// Counts read from a file (their CRC right, their values not) are refused, not added up.
     @Test(arguments: [(Int.max, Int.max), (1, Int.max), (Int.max, 0), (-1, 0), (0, Int.min)])
     func countsThatWouldOverflowAreAMismatch(prefix: Int, suffix: Int) {
