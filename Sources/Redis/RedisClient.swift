@@ -225,7 +225,7 @@ public final class RedisClient: @unchecked Sendable {
         let left = timeout - (MonotonicClock.now() - lastHeard)
         // After a stall of this process (a paused VM, a loaded machine) an answer may be buffered
         // already: a timeout is declared only when the socket has nothing either.
-        let ready = left > 0 ? wakePipe.poll(connection.fileDescriptor, seconds: left) : wakePipe.poll(connection.fileDescriptor, seconds: 0)
+        let ready = wakePipe.poll(connection.fileDescriptor, seconds: max(0, left))
         guard ready.socket else {
             if !ready.wake, MonotonicClock.now() - lastHeard >= timeout {
                 connection.close()

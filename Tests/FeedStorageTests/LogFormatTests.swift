@@ -189,11 +189,7 @@ struct SnapshotDeltaTests {
     func applyingTheDeltaGivesTheNewBytes(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         for _ in 0..<200 {
-            let old = (0..<Int.random(in: 0...300, using: &rng)).map { _ in UInt8.random(in: 0...3, using: &rng) }
-            var new = old
-            let at = Int.random(in: 0...new.count, using: &rng)
-            let removed = Int.random(in: 0...(new.count - at), using: &rng)
-            new.replaceSubrange(at..<(at + removed), with: (0..<Int.random(in: 0...20, using: &rng)).map { _ in UInt8.random(in: 0...3, using: &rng) })
+            let (old, new) = Self.edit(&rng, length: 0...300, symbols: 0...3, inserted: 0...20)
             let delta = SnapshotDelta(from: old, to: new)
             #expect(try delta.apply(to: old) == new)
             #expect(delta.prefix + delta.suffix <= min(old.count, new.count))
@@ -208,11 +204,7 @@ struct SnapshotDeltaTests {
     func theDeltaKeepsTheLongestPrefixThenSuffix(seed: UInt64) {
         var rng = SeededGenerator(seed: seed)
         for _ in 0..<300 {
-            let old = (0..<Int.random(in: 0...100, using: &rng)).map { _ in UInt8.random(in: 0...1, using: &rng) }
-            var new = old
-            let at = Int.random(in: 0...new.count, using: &rng)
-            let removed = Int.random(in: 0...(new.count - at), using: &rng)
-            new.replaceSubrange(at..<(at + removed), with: (0..<Int.random(in: 0...12, using: &rng)).map { _ in UInt8.random(in: 0...1, using: &rng) })
+            let (old, new) = Self.edit(&rng, length: 0...100, symbols: 0...1, inserted: 0...12)
             let limit = min(old.count, new.count)
             var prefix = 0, suffix = 0
             while prefix < limit && old[prefix] == new[prefix] { prefix += 1 }
@@ -231,5 +223,16 @@ struct SnapshotDeltaTests {
         let delta = SnapshotDelta(from: Array("abcdef".utf8), to: Array("abXdef".utf8))
         #expect(delta == SnapshotDelta(prefix: 2, suffix: 3, middle: Array("X".utf8)))
         #expect(throws: SnapshotDelta.Mismatch.self) { try delta.apply(to: Array("abc".utf8)) }
+    }
+
+    /// Random bytes (`length` of them, each in `symbols`: few symbols, so prefixes and suffixes repeat)
+    /// and the same with one random run replaced by up to `inserted` random bytes.
+    static func edit(_ rng: inout SeededGenerator, length: ClosedRange<Int>, symbols: ClosedRange<UInt8>, inserted: ClosedRange<Int>) -> (old: [UInt8], new: [UInt8]) {
+        let old = (0..<Int.random(in: length, using: &rng)).map { _ in UInt8.random(in: symbols, using: &rng) }
+        var new = old
+        let at = Int.random(in: 0...new.count, using: &rng)
+        let removed = Int.random(in: 0...(new.count - at), using: &rng)
+        new.replaceSubrange(at..<(at + removed), with: (0..<Int.random(in: inserted, using: &rng)).map { _ in UInt8.random(in: symbols, using: &rng) })
+        return (old, new)
     }
 }

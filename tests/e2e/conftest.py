@@ -173,6 +173,14 @@ class Server:
     def open_fds(self):
         return len(os.listdir(f"/proc/{self.pid}/fd"))
 
+    def thread_names(self):
+        """The names of the process's threads, as `top -H` and /proc/PID/task/TID/comm show them."""
+        names = set()
+        for tid in os.listdir(f"/proc/{self.pid}/task"):
+            with open(f"/proc/{self.pid}/task/{tid}/comm") as comm:
+                names.add(comm.read().strip())
+        return names
+
     def send_signal(self, signum):
         """For tests that stop the server themselves (the fixture then only checks it is gone)."""
         self.expected_exit = True

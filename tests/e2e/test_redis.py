@@ -894,9 +894,5 @@ def test_redis_threads_are_named_for_their_connections(cluster):
     """The Redis connections' threads show in `top -H` and /proc: commits, reads, pub/sub."""
     (instance,) = cluster.launch(1, *PLAIN)
     instance.put("named", {"sections": []})
-    task = f"/proc/{instance.pid}/task"
-    names = set()
-    for tid in os.listdir(task):
-        with open(f"{task}/{tid}/comm") as comm:
-            names.add(comm.read().strip())
+    names = instance.thread_names()
     assert {"redis-commit-0", "redis-store", "redis-pubsub"} <= names, sorted(names)

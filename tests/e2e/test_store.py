@@ -390,9 +390,5 @@ def test_threads_are_named_for_their_jobs(start, tmp_path):
     signal thread (a name set on a Foundation Thread before it starts never reaches the system thread)."""
     server = start("--loops", "2", "--data", str(tmp_path / "store"))
     server.put("named", {"sections": []})
-    task = f"/proc/{server.pid}/task"
-    names = set()
-    for tid in os.listdir(task):
-        with open(f"{task}/{tid}/comm") as comm:
-            names.add(comm.read().strip())
+    names = server.thread_names()
     assert {"loop-0", "loop-1", "store-commit", "signals"} <= names, sorted(names)
