@@ -25,18 +25,15 @@ public final class WireSnapshotMemo: @unchecked Sendable {
     struct Entry: Sendable {
         /// The document's bytes.
         var document: [UInt8]
-        /// Its items in document order: each one's bytes in ``document`` (from `{` to `}`) and what
-        /// they were read as.
-        var items: [Remembered]
+        /// Where each item was read from in ``document`` (from `{` to `}`), in document order.
+        var spans: [Range<Int>]
+        /// What each item was read as, in document order: with one section, that section's own array
+        /// of the snapshot (shared, not copied).
+        var items: [WireItem]
         /// What it was read as: a document of the same ids in the same order shares its id tables
         /// (``DiffStream/Snapshot/withSameIDs(_:)``). The feed keeps the same snapshot, so this costs no memory
         /// while it is the feed's.
         var snapshot: WireSnapshot
-    }
-
-    struct Remembered: Sendable {
-        var span: Range<Int>
-        var item: WireItem
     }
 
     private let lock = NSLock()

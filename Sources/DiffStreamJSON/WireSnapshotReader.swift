@@ -22,9 +22,13 @@ struct WireSnapshotReader {
     /// A batch's operations, with their models as ranges of the scanner's buffer.
     var operations: [ParsedOperation] = []
     private var lastKind: (Range<Int>, String)?
-    /// The previous document of the same feed (``WireSnapshotMemo``), and the index of its item that
-    /// the next item is compared with first.
-    private var memo: WireSnapshotMemo.Entry?
+    /// The previous document of the same feed (``WireSnapshotMemo``), its parts held apart so that
+    /// each item's comparison reads them in place, and the index of its item that the next item is
+    /// compared with first.
+    private var memoSnapshot: WireSnapshot?
+    private var memoDocument: [UInt8] = []
+    private var memoSpans: [Range<Int>] = []
+    private var memoItems: [WireItem] = []
     private var memoCursor = 0
     /// Where each item was read from in the input, in document order (for the next memo), when
     /// `recordsSpans`.
@@ -72,9 +76,14 @@ struct WireSnapshotReader {
     /// - Parameter remembering: whether to return this document's memo (when it is short enough to keep).
     static func read(_ input: UnsafeBufferPointer<UInt8>, memo: WireSnapshotMemo.Entry? = nil, remembering: Bool = false) throws(WireError) -> (WireSnapshot, WireSnapshotMemo.Entry?) {
         var reader = WireSnapshotReader(input: input)
-        reader.memo = memo
+        if let memo {
+            reader.memoSnapshot = memo.snapshot
+            reader.memoDocument = memo.document
+            reader.memoSpans = memo.spans
+            reader.memoItems = memo.items
+        }
         reader.recordsSpans = remembering && input.count <= WireSnapshotMemo.maximumDocumentBytes
-        if reader.recordsSpans { reader.spans.reserveCapacity(memo?.items.count ?? 16) }
+        if reader.recordsSpans { reader.spans.reserveCapacity(memo?.spans.count ?? 16) }
         do {
             try reader.document()
         } catch let error as JSONParseError {
@@ -91,16 +100,8 @@ struct WireSnapshotReader {
 
     /// This document's memo: its bytes and its items with where each was read from.
     private func memo(of snapshot: WireSnapshot, input: UnsafeBufferPointer<UInt8>) -> WireSnapshotMemo.Entry {
-        var remembered: [WireSnapshotMemo.Remembered] = []
-        remembered.reserveCapacity(spans.count)
-        var index = 0
-        for sectionIndex in 0..<snapshot.numberOfSections {
-            for item in snapshot.items(atSectionIndex: sectionIndex) {
-                remembered.append(WireSnapshotMemo.Remembered(span: spans[index], item: item))
-                index += 1
-            }
-        }
-        return WireSnapshotMemo.Entry(document: Array(input), items: remembered, snapshot: snapshot)
+        let items = snapshot.numberOfSections == 1 ? snapshot.items(atSectionIndex: 0) : snapshot.items
+        return WireSnapshotMemo.Entry(document: Array(input), spans: spans, items: items, snapshot: snapshot)
     }
 
     /// The memo's item whose bytes the input has at the scanner's offset (an item's `{`), tried at the
@@ -109,29 +110,32 @@ struct WireSnapshotReader {
     /// moves past the item found, or by one when none is (read as changed in place).
     /// - Complexity: O(length of the item): at most three byte comparisons.
     private mutating func reused() -> ParsedItem? {
-        guard let memo else { return nil }
         let start = scanner.offset
         let input = scanner.input
         let cursor = memoCursor
         memoCursor += 1
-        for step in 0..<3 {
-            let candidate = step == 2 ? cursor - 1 : cursor + step
-            guard candidate >= 0, candidate < memo.items.count else { continue }
-            let remembered = memo.items[candidate]
-            let span = remembered.span
-            guard start + span.count <= input.count else { continue }
-            let same = memo.document.withUnsafeBufferPointer { old in
-                memcmp(input.baseAddress! + start, old.baseAddress! + span.lowerBound, span.count) == 0
+        // Read in place: copying an item out retains and releases its three buffers.
+        return memoSpans.withUnsafeBufferPointer { spans in
+            memoDocument.withUnsafeBufferPointer { old in
+                memoItems.withUnsafeBufferPointer { items in
+                    for step in 0..<3 {
+                        let candidate = step == 2 ? cursor - 1 : cursor + step
+                        guard candidate >= 0, candidate < spans.count else { continue }
+                        let span = spans[candidate]
+                        guard start + span.count <= input.count,
+                              memcmp(input.baseAddress! + start, old.baseAddress! + span.lowerBound, span.count) == 0
+                        else { continue }
+                        memoCursor = candidate + 1
+                        scanner.offset = start + span.count
+                        let modelStart = scanner.out.count
+                        scanner.out.append(contentsOf: items[candidate].model.bytes)
+                        return ParsedItem(id: items[candidate].id.string, kind: items[candidate].kind, model: modelStart..<scanner.out.count,
+                                          fingerprint: items[candidate].model.fingerprint)
+                    }
+                    return nil
+                }
             }
-            guard same else { continue }
-            memoCursor = candidate + 1
-            scanner.offset = start + span.count
-            let modelStart = scanner.out.count
-            scanner.out.append(contentsOf: remembered.item.model.bytes)
-            return ParsedItem(id: remembered.item.id.string, kind: remembered.item.kind, model: modelStart..<scanner.out.count,
-                              fingerprint: remembered.item.model.fingerprint)
         }
-        return nil
     }
 
     /// The model at `range` of `storage` (the scanner's buffer once the document is read); nil is `null`.
@@ -162,7 +166,7 @@ struct WireSnapshotReader {
             built.append(Section(WireSection(id: WireID(section.id), model: model(section.model)), items: sectionItems))
         }
         // A change of contents only: the memo's snapshot has these ids in this order (checked, not assumed).
-        if let same = memo?.snapshot.withSameIDs(built) { return same }
+        if let same = memoSnapshot?.withSameIDs(built) { return same }
         do { return try WireSnapshot(sections: built) } catch { throw .snapshot(error) }
     }
 
@@ -248,7 +252,7 @@ struct WireSnapshotReader {
             throw WireError.shape(path: "sections[\(section)].items[\(index)]", expected: "an object")
         }
         let start = scanner.offset
-        if memo != nil, let item = reused() {
+        if !memoSpans.isEmpty, let item = reused() {
             items.append(item)
             if recordsSpans { spans.append(start..<scanner.offset) }
             return

@@ -182,7 +182,7 @@ public struct HTTPRequestParser: Sendable {
         return .error(error)
     }
 
-    private mutating func complete(_ pending: Pending) -> Event {
+    private mutating func complete(_ pending: consuming Pending) -> Event {
         var request = pending.request
         request.body = pending.body
         continueSent = false
@@ -483,7 +483,7 @@ public struct HTTPRequestParser: Sendable {
 
     /// Decides the body's framing (RFC 9112 §6.3) and starts reading it; returns an event if it can be
     /// answered at once.
-    private mutating func beginBody(_ pending: Pending, _ framing: BodyFraming) -> Event? {
+    private mutating func beginBody(_ pending: consuming Pending, _ framing: BodyFraming) -> Event? {
         switch framing {
         case .none:
             state = .head
@@ -505,7 +505,7 @@ public struct HTTPRequestParser: Sendable {
                 state = .head
                 return complete(pending)
             }
-            state = .body(pending, remaining: length)
+            state = .body(copy pending, remaining: length)  // the body is still to come: rare, so copied
             return expectContinue(pending)
         case .fromFields:
             return beginBodyFromFields(pending)
