@@ -35,10 +35,10 @@ public final class RedisClient: @unchecked Sendable {
         /// ``run(_:)``: the connection, or the error that kept it from being made.
         case body((Result<RedisConnection, RedisError>) -> Void)
         /// ``command(_:)``: one command, pipelined with the others queued.
-        case command([[UInt8]], (Result<RedisReply, RedisError>) -> Void)
+        case command(RedisCommand, (Result<RedisReply, RedisError>) -> Void)
     }
-    /// A command sent whose answer is awaited: its name's bytes (for errors) and its caller.
-    private typealias Sent = (name: [UInt8], resume: (Result<RedisReply, RedisError>) -> Void)
+    /// A command sent whose answer is awaited (its name for errors) and its caller.
+    private typealias Sent = (command: RedisCommand, resume: (Result<RedisReply, RedisError>) -> Void)
     private let lock = NSLock()
     private var queue: [Job] = []
     private var stopping = false
@@ -85,8 +85,14 @@ public final class RedisClient: @unchecked Sendable {
     /// Sends one command, pipelined with the others queued, and returns its answer (a `-ERR` answer
     /// is returned as ``RedisReply/error(_:)``, not thrown).
     public func command(_ arguments: [[UInt8]]) async throws(RedisError) -> RedisReply {
+        try await command(RedisCommand(arguments))
+    }
+
+    /// Sends one command laid out as RESP (``RedisCommand``), pipelined with the others queued, and
+    /// returns its answer (a `-ERR` answer is returned as ``RedisReply/error(_:)``, not thrown).
+    public func command(_ command: RedisCommand) async throws(RedisError) -> RedisReply {
         let result: Result<RedisReply, RedisError> = await withCheckedContinuation { continuation in
-            enqueue(.command(arguments) { continuation.resume(returning: $0) }, call: "RedisClient.command") { continuation.resume(returning: .failure($0)) }
+            enqueue(.command(command) { continuation.resume(returning: $0) }, call: "RedisClient.command") { continuation.resume(returning: .failure($0)) }
         }
         return try result.get()
     }
@@ -206,9 +212,9 @@ public final class RedisClient: @unchecked Sendable {
     /// error fails them all, and every answer awaited (the connection is broken).
     private func send(_ jobs: [Job], on connection: RedisConnection) {
         if inFlight.isEmpty { lastHeard = MonotonicClock.now() }
-        for case .command(let arguments, let resume) in jobs { inFlight.append((arguments.first ?? [], resume)) }
+        for case .command(let command, let resume) in jobs { inFlight.append((command, resume)) }
         do throws(RedisError) {
-            for case .command(let arguments, _) in jobs { try connection.append(arguments) }
+            for case .command(let command, _) in jobs { try connection.append(command) }
             try connection.flush(call: oldestName)
         } catch {
             failInFlight(error)
@@ -237,7 +243,7 @@ public final class RedisClient: @unchecked Sendable {
         defer { inFlight.removeFirst(answered) }
         do throws(RedisError) {
             try connection.readAvailable(call: oldestName)
-            while answered < inFlight.count, let reply = try connection.bufferedReply(call: RedisConnection.name([inFlight[answered].name])) {
+            while answered < inFlight.count, let reply = try connection.bufferedReply(call: inFlight[answered].command.name) {
                 lastHeard = MonotonicClock.now()
                 inFlight[answered].resume(.success(reply))
                 answered += 1
@@ -257,5 +263,5 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     /// The name of the oldest command awaiting its answer, for errors.
-    private var oldestName: String { RedisConnection.name(inFlight.first.map { [$0.name] } ?? []) }
+    private var oldestName: String { inFlight.first?.command.name ?? "(empty command)" }
 }

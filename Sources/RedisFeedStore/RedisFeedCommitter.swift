@@ -121,9 +121,14 @@ public struct RedisFeedCommitter: Sendable {
     public func delete(feed: String, epoch: String, writeID: String, clientKey: Bool = true, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
         let attempt = RandomID.perWrite()
         do {
-            let keys = scriptKeys(feed, writeID: writeID, attempt: attempt, fence: nil)
-            let arguments = [Array(epoch.utf8), Array(String(clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8), Array(self.keys.channel(feed).utf8), answer]
-            let outcome = try Self.outcome(try await evaluate(RedisScripts.delete, name: "delete", keys: keys, arguments: arguments), first: true)
+            let ttl = clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)
+            let outcome = try Self.outcome(try await evaluate(RedisScripts.delete, name: "delete", capacity: answer.count + 512) { command in
+                appendScriptKeys(feed, writeID: writeID, attempt: attempt, fence: nil, to: &command)
+                command.append(epoch)
+                command.append(ttl)
+                command.append(self.keys.channel(feed))
+                command.append(answer)
+            }, first: true)
             if case .committed(let existed, _, true) = outcome { return .committed(version: existed, answer: answer, first: true) }
             return outcome
         } catch where error.outcomeUnknown {
@@ -139,11 +144,22 @@ public struct RedisFeedCommitter: Sendable {
                              expectedState: [UInt8]? = nil, fence: String? = nil, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
         let attempt = RandomID.perWrite()
         do {
-            let keys = scriptKeys(feed, writeID: writeID, attempt: attempt, fence: fence)
-            let arguments = [Array(epoch.utf8), Array(String(version).utf8), state, Array(String(clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8),
-                             Array((expectedState == nil ? "0" : "1").utf8), expectedState ?? [], Array(self.keys.channel(feed).utf8), answer, Array(origin.utf8),
-                             Array((history ?? "").utf8), Array((fence ?? "").utf8)]
-            let outcome = try Self.outcome(try await evaluate(RedisScripts.viewState, name: "viewState", keys: keys, arguments: arguments), first: true)
+            let ttl = clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)
+            let capacity = state.count + (expectedState?.count ?? 0) + answer.count + 512
+            let outcome = try Self.outcome(try await evaluate(RedisScripts.viewState, name: "viewState", capacity: capacity) { command in
+                appendScriptKeys(feed, writeID: writeID, attempt: attempt, fence: fence, to: &command)
+                command.append(epoch)
+                command.append(version)
+                command.append(state)
+                command.append(ttl)
+                command.append(expectedState == nil ? "0" : "1")
+                command.append(expectedState ?? [])
+                command.append(self.keys.channel(feed))
+                command.append(answer)
+                command.append(origin)
+                command.append(history ?? "")
+                command.append(fence ?? "")
+            }, first: true)
             if case .committed(let version, _, true) = outcome { return .committed(version: version, answer: answer, first: true) }
             return outcome
         } catch where error.outcomeUnknown {
@@ -154,32 +170,45 @@ public struct RedisFeedCommitter: Sendable {
     /// Gives a feed found at `version` of `history` a new history (``RedisScripts/newHistory``). Safe
     /// to repeat: a second run finds another history and answers `conflict`.
     public func newHistory(feed: String, epoch: String, from history: String, at version: Int, to fresh: String) async throws(RedisError) -> RedisCommitOutcome {
-        let keys = [self.keys.feed(feed), self.keys.batches(feed), self.keys.epoch, self.keys.usage].map { Array($0.utf8) }
-        let arguments = [epoch, history, String(version), fresh, self.keys.channel(feed)].map { Array($0.utf8) }
-        return try Self.outcome(try await evaluate(RedisScripts.newHistory, name: "newHistory", keys: keys, arguments: arguments), first: true)
+        return try Self.outcome(try await evaluate(RedisScripts.newHistory, name: "newHistory", keyCount: 4) { command in
+            for key in [keys.feed(feed), keys.batches(feed), keys.epoch, keys.usage] { command.append(key) }
+            for argument in [epoch, history, String(version), fresh, keys.channel(feed)] { command.append(argument) }
+        }, first: true)
     }
 
     /// Runs the commit script for `attempt` and decodes its answer (no settling).
     public func run(_ write: RedisFeedWrite, attempt: String) async throws(RedisError) -> RedisCommitOutcome {
-        let keys = scriptKeys(write.feed, writeID: write.writeID, attempt: attempt, fence: write.fence)
-        let arguments: [[UInt8]] = [
-            Array(write.epoch.utf8), Array(String(write.baseVersion).utf8), Array(write.history.utf8), write.snapshot,
-            Array((write.viewState == nil ? "0" : "1").utf8), write.viewState ?? [], write.batch, Array(String(max(0, write.window)).utf8),
-            Array(String(write.clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)).utf8), Array(self.keys.channel(write.feed).utf8), Array((write.fence ?? "").utf8), write.answer,
-            Array((write.expectedState == nil ? "0" : "1").utf8), write.expectedState ?? [],
-            Array(String(write.maxFeeds ?? -1).utf8), Array(String(write.maxBytes ?? -1).utf8), Array((write.counted ? "1" : "0").utf8),
-            Array(origin.utf8),
-        ]
-        let reply = try await evaluate(RedisScripts.commit, name: "commit", keys: keys, arguments: arguments)
+        let capacity = write.snapshot.count + write.batch.count + write.answer.count + (write.viewState?.count ?? 0) + (write.expectedState?.count ?? 0) + 640
+        let reply = try await evaluate(RedisScripts.commit, name: "commit", capacity: capacity) { command in
+            appendScriptKeys(write.feed, writeID: write.writeID, attempt: attempt, fence: write.fence, to: &command)
+            command.append(write.epoch)
+            command.append(write.baseVersion)
+            command.append(write.history)
+            command.append(write.snapshot)
+            command.append(write.viewState == nil ? "0" : "1")
+            command.append(write.viewState ?? [])
+            command.append(write.batch)
+            command.append(max(0, write.window))
+            command.append(write.clientKey ? writeTTL : min(writeTTL, Self.drawnTTL))
+            command.append(keys.channel(write.feed))
+            command.append(write.fence ?? "")
+            command.append(write.answer)
+            command.append(write.expectedState == nil ? "0" : "1")
+            command.append(write.expectedState ?? [])
+            command.append(write.maxFeeds ?? -1)
+            command.append(write.maxBytes ?? -1)
+            command.append(write.counted ? "1" : "0")
+            command.append(origin)
+        }
         let outcome = try Self.outcome(reply, first: true)
         if case .committed(let version, _, true) = outcome { return .committed(version: version, answer: write.answer, first: true) }
         return outcome
     }
 
-    /// The scripts' keys, in the order ``RedisScripts/commit`` names them; the lease is the one `fence`
-    /// is a token of (``RedisLease/leaseName(ofToken:)``: a family's shard), else the feed's own.
-    private func scriptKeys(_ feed: String, writeID: String, attempt: String, fence: String?) -> [[UInt8]] {
-        keys.scriptKeys(feed: feed, writeID: writeID, attempt: attempt, lease: fence.flatMap(RedisLease.leaseName(ofToken:)) ?? feed)
+    /// Appends the scripts' keys, in the order ``RedisScripts/commit`` names them; the lease is the one
+    /// `fence` is a token of (``RedisLease/leaseName(ofToken:)``: a family's shard), else the feed's own.
+    private func appendScriptKeys(_ feed: String, writeID: String, attempt: String, fence: String?, to command: inout RedisCommand) {
+        keys.appendScriptKeys(feed: feed, writeID: writeID, attempt: attempt, lease: fence.flatMap(RedisLease.leaseName(ofToken:)) ?? feed, to: &command)
     }
 
     /// ``resolve(feed:writeID:attempt:)``; when that fails too, the error of the call whose answer was
@@ -191,15 +220,23 @@ public struct RedisFeedCommitter: Sendable {
 
     /// Settles an attempt whose answer was lost (``RedisScripts/resolve``).
     public func resolve(feed: String, writeID: String, attempt: String) async throws(RedisError) -> RedisCommitOutcome {
-        let keys = [self.keys.write(feed, id: writeID), self.keys.attempt(feed, nonce: attempt)].map { Array($0.utf8) }
-        let reply = try await evaluate(RedisScripts.resolve, name: "resolve", keys: keys, arguments: [Array(String(writeTTL).utf8)])
+        let keys = [self.keys.write(feed, id: writeID), self.keys.attempt(feed, nonce: attempt)]
+        let reply = try await evaluate(RedisScripts.resolve, name: "resolve", keyCount: 2) { command in
+            for key in keys { command.append(key) }
+            command.append(writeTTL)
+        }
         return try Self.outcome(reply, first: false)
     }
 
     /// `EVALSHA`, pipelined with the client's other commands, loading the script first (`SCRIPT LOAD`)
     /// when this process has not, or when Redis forgot it (`NOSCRIPT` after a restart or `SCRIPT FLUSH`:
     /// the script did not run, so running it again is safe).
-    private func evaluate(_ script: String, name: String, keys: [[UInt8]], arguments: [[UInt8]]) async throws(RedisError) -> RedisReply {
+    /// - Parameters:
+    ///   - keyCount: the keys `fill` appends first (the commit's seven, unless said).
+    ///   - capacity: about the bytes `fill` appends.
+    ///   - fill: appends the keys, then the arguments, to `EVALSHA <sha> <keyCount>`.
+    private func evaluate(_ script: String, name: String, keyCount: Int = 7, capacity: Int = 512,
+                          _ fill: (inout RedisCommand) -> Void) async throws(RedisError) -> RedisReply {
         for _ in 0..<2 {
             let sha: String
             if let known = shas.sha(of: name) {
@@ -210,7 +247,11 @@ public struct RedisFeedCommitter: Sendable {
                 sha = String(decoding: bytes, as: UTF8.self)
                 shas.remember(sha, for: name)
             }
-            let reply = try await client.command([Array("EVALSHA".utf8), Array(sha.utf8), Array(String(keys.count).utf8)] + keys + arguments)
+            var command = RedisCommand("EVALSHA", capacity: capacity + sha.utf8.count)
+            command.append(sha)
+            command.append(keyCount)
+            fill(&command)
+            let reply = try await client.command(command)
             if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
                 shas.forget(name)
                 continue

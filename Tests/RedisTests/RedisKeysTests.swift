@@ -1,3 +1,4 @@
+import Redis
 import RedisFeedStore
 import Testing
 
@@ -18,13 +19,15 @@ struct RedisKeysTests {
         #expect(RedisLease.leaseName(ofToken: token) == lease)
     }
 
-    /// The scripts' keys, built as bytes, are the keys the `String` forms name, in the scripts' order.
+    /// The scripts' keys, written into a command, are the keys the `String` forms name, in the scripts' order.
     @Test(arguments: [("diffstream", "news", "w1", "n1", "news"), ("myapp:diffstream", "home.ann", "key:with:colons", "n2", "family:home:7"),
                       ("p", "a", "", "", "a")])
     func scriptKeysAreTheNamedKeys(prefix: String, feed: String, writeID: String, nonce: String, lease: String) {
         let keys = RedisKeys(prefix: prefix)
         let named = [keys.feed(feed), keys.batches(feed), keys.write(feed, id: writeID), keys.epoch, keys.lease(lease), keys.attempt(feed, nonce: nonce), keys.usage]
-        #expect(keys.scriptKeys(feed: feed, writeID: writeID, attempt: nonce, lease: lease) == named.map { Array($0.utf8) })
+        var command = RedisCommand("EVALSHA")
+        keys.appendScriptKeys(feed: feed, writeID: writeID, attempt: nonce, lease: lease, to: &command)
+        #expect(Array(command.resp) == Array(RedisCommand([Array("EVALSHA".utf8)] + named.map { Array($0.utf8) }).resp))
     }
 
     @Test func interestSetsHaveKeysOfTheirOwn() {
