@@ -48,7 +48,10 @@
 #   p50, p99 ms     the load tool's latency percentiles (wrk: per writer connection, closed loop)
 #   server µs/write utime+stime (/proc/PID/stat) of the server over the run ÷ writes: diffstream (action-host
 #                   for action16); nginx's master and workers; redis-server for SET
-#   redis µs/write  the same for the redis-server behind the server (the redis path only)
+#   redis µs/write  the same for the redis-server behind the server (the redis path only), and in
+#                   brackets the writes per Redis fsync (its fdatasync calls over the run, counted with
+#                   perf's syscall tracepoints when perf can; each fsync ends one of Redis's event-loop
+#                   turns, so with N writers each waiting for its answer at most N writes share one)
 #   tool % core     the load tool's own CPU, user+sys ÷ wall time (100 = one core of the 2): well under
 #                   the machine, it is not what sets the pace
 #   check           proof the writes happened: diffstream "versions=V/W", the feeds' versions from GET
@@ -163,14 +166,22 @@ stop_redis() { kill "$rd_pid"; wait "$rd_pid" 2>/dev/null || true; }
 # wrk_run URL writers server-pids -- lua args... -> "rps=… p50_ms=… p99_ms=… errors=… requests=… server_cpu_us=… redis_cpu_us=… tool_cpu_pct=…"
 wrk_run() {
     local url=$1 writers=$2 pids=$3; shift 4
-    local t0 r0=0 t1 r1=0 times line
+    local t0 r0=0 t1 r1=0 times line perf_pid="" fsyncs=""
     t0=$(ticks $pids); [[ -n $rd_pid ]] && r0=$(ticks "$rd_pid")
+    if [[ -n $rd_pid ]] && command -v perf >/dev/null; then  # Redis's fsyncs over the run (tracepoints)
+        perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync -p "$rd_pid" -o "$work/perf.out" 2>/dev/null &
+        perf_pid=$!
+    fi
     times=$( { TIMEFORMAT='%U %S %R'; time wrk -t"$writers" -c"$writers" -d"${duration}s" -s "$lua" "$url" -- "$@" >"$work/wrk.out"; } 2>&1 )
     t1=$(ticks $pids); [[ -n $rd_pid ]] && r1=$(ticks "$rd_pid")
+    if [[ -n $perf_pid ]]; then
+        kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true
+        fsyncs=$(awk -F, '/^[0-9]/ {n += $1; seen = 1} END {if (seen) print n}' "$work/perf.out" 2>/dev/null)
+    fi
     line=$(grep '^RESULT ' "$work/wrk.out") || { cat "$work/wrk.out" >&2; exit 1; }
     local requests=${line##*requests=}
     echo "${line#RESULT } server_cpu_us=$(us_per $((t1 - t0)) "$requests") redis_cpu_us=$(us_per $((r1 - r0)) "$requests")" \
-        "tool_cpu_pct=$(awk '{printf "%.0f", ($1 + $2) / $3 * 100}' <<<"$times")"
+        "tool_cpu_pct=$(awk '{printf "%.0f", ($1 + $2) / $3 * 100}' <<<"$times")${fsyncs:+ redis_fsyncs=$fsyncs}"
 }
 
 versions() {  # port feed... -> sum of the feeds' versions
@@ -342,6 +353,8 @@ print("| path | writers | system | rounds | writes/s | p50 ms | p99 ms | server 
 print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
 for (path, w, side), runs in sorted(rows.items(), key=lambda kv: (order[kv[0][0]], kv[0][1], kv[0][2] != "diffstream", kinds.get(kv[0][2], 0))):
     redis = f"{med(runs, 'redis_cpu_us'):.0f}" if path == "redis" else "–"
+    if path == "redis" and all(float(r.get("redis_fsyncs", 0)) > 0 for r in runs.values()):
+        redis += f" ({statistics.median(float(r['requests']) / float(r['redis_fsyncs']) for r in runs.values()):.1f} per fsync)"
     print(f"| {path} | {w} | {names[(path, side)]} | {len(runs)} | {med(runs, 'rps'):,.0f} | {med(runs, 'p50_ms'):.2f} | "
           f"{med(runs, 'p99_ms'):.2f} | {med(runs, 'server_cpu_us'):.0f} | {redis} | {med(runs, 'tool_cpu_pct'):.0f} | "
           f"{runs[max(runs)]['check']} |")
