@@ -54,20 +54,11 @@ public struct RedisCommand: Sendable {
 
     /// Appends one argument: the number in decimal.
     public mutating func append(_ number: Int) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var magnitude = number.magnitude
-            var first = digits.count
-            repeat {
-                first -= 1
-                digits[first] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            if number < 0 {
-                first -= 1
-                digits[first] = UInt8(ascii: "-")
-            }
-            append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: UnsafeBufferPointer(digits)[first...])))
-        }
+        let magnitude = number.magnitude
+        beginArgument(length: Self.digitCount(magnitude) + (number < 0 ? 1 : 0))
+        if number < 0 { buffer.append(UInt8(ascii: "-")) }
+        appendDigits(magnitude)
+        endArgument()
     }
 
     /// Appends one argument made of `parts` written one after another (a key from its prefix, kind
@@ -106,9 +97,7 @@ public struct RedisCommand: Sendable {
 
     /// Writes `*<count>\r\n` so that it ends where the first argument starts.
     private mutating func writeCount() {
-        var digits = 1
-        var rest = count / 10
-        while rest > 0 { digits += 1; rest /= 10 }
+        let digits = Self.digitCount(UInt(count))
         start = Self.headerRoom - digits - 3
         buffer.withUnsafeMutableBufferPointer { bytes in
             bytes[start] = UInt8(ascii: "*")
@@ -125,13 +114,25 @@ public struct RedisCommand: Sendable {
     /// `marker`, the number in decimal, CRLF.
     private mutating func appendDecimal(_ marker: UInt8, _ number: Int) {
         buffer.append(marker)
-        var divisor = 1
+        appendDigits(number.magnitude)
+        buffer.append(13)
+        buffer.append(10)
+    }
+
+    /// The number's decimal digits, most significant first.
+    private mutating func appendDigits(_ number: UInt) {
+        var divisor: UInt = 1
         while divisor <= number / 10 { divisor *= 10 }
         while divisor > 0 {
             buffer.append(UInt8(ascii: "0") + UInt8(number / divisor % 10))
             divisor /= 10
         }
-        buffer.append(13)
-        buffer.append(10)
+    }
+
+    private static func digitCount(_ number: UInt) -> Int {
+        var count = 1
+        var rest = number / 10
+        while rest > 0 { count += 1; rest /= 10 }
+        return count
     }
 }
