@@ -79,8 +79,9 @@ public final class RedisConnection {
     /// Sends one command and waits for its answer. A `-ERR` answer is returned as
     /// ``RedisReply/error(_:)``, not thrown: the connection stays usable.
     public func command(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
-        try append(arguments)
-        return try readReply(call: Self.name(arguments))
+        let command = RedisCommand(arguments)
+        try append(command)
+        return try readReply(call: command.name)
     }
 
     /// ``command(_:)`` with text arguments.
@@ -90,10 +91,11 @@ public final class RedisConnection {
 
     /// Sends several commands in one write and reads their answers, in order (pipelining).
     public func pipeline(_ commands: [[[UInt8]]]) throws(RedisError) -> [RedisReply] {
-        for arguments in commands { try append(arguments) }
+        let laidOut = commands.map(RedisCommand.init)
+        for command in laidOut { try append(command) }
         var replies: [RedisReply] = []
-        replies.reserveCapacity(commands.count)
-        for arguments in commands { replies.append(try readReply(call: Self.name(arguments))) }
+        replies.reserveCapacity(laidOut.count)
+        for command in laidOut { replies.append(try readReply(call: command.name)) }
         return replies
     }
 
@@ -186,20 +188,8 @@ public final class RedisConnection {
         pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
-    /// The command's name, for errors (its first argument; never the data after it).
-    static func name(_ arguments: [[UInt8]]) -> String {
-        arguments.first.map { String(decoding: $0, as: UTF8.self).uppercased() } ?? "(empty command)"
-    }
-
     static func timeValue(seconds: Double) -> timeval {
         let micro = Int(max(0.001, seconds) * 1_000_000)
         return timeval(tv_sec: micro / 1_000_000, tv_usec: micro % 1_000_000)
-    }
-
-    /// The command as Redis reads it (``RedisCommand``): an array of bulk strings (RESP:
-    /// `*<count>\r\n`, then `$<length>\r\n<bytes>\r\n` for each argument), binary safe.
-    /// - Complexity: O(n) in the arguments' total size.
-    static func resp(_ arguments: [[UInt8]]) -> [UInt8] {
-        Array(RedisCommand(arguments).resp)
     }
 }

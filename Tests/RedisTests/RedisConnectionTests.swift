@@ -67,7 +67,7 @@ struct RedisConnectionTests {
         (["ECHO", "é"], "*2\r\n$4\r\nECHO\r\n$2\r\né\r\n"),
     ])
     func commandsAreLaidOutAsRESP(arguments: [String], expected: String) {
-        #expect(RedisConnection.resp(arguments.map { Array($0.utf8) }) == Array(expected.utf8))
+        #expect(Array(RedisCommand(arguments.map { Array($0.utf8) }).resp) == Array(expected.utf8))
     }
 
     @Test func aLongBinaryArgumentGoesThroughWhole() async throws {
