@@ -30,15 +30,19 @@ struct WatchView {
     }
 
     /// The view as lines; `styled`: with the terminal's bold and inverse video (control codes).
-    func render(styled: Bool = true) -> String {
-        var lines: [String] = ["[\(state)]"]
+    /// `status`: with the state (`[live]`) first, the feeds not shown yet (`(waiting)`) and the outage
+    /// marks, as the live view on a terminal shows them; without, the feeds' data only (for a pipe or a
+    /// file, while the state goes to standard error). A cached snapshot is marked `(cached, stale)`
+    /// either way: that says which data it is.
+    func render(styled: Bool = true, status: Bool = true) -> String {
+        var lines: [String] = status ? ["[\(state)]"] : []
         for feed in feeds {
             guard let update = updates[feed] else {
-                lines.append("\(feed): (waiting)\(unavailable[feed] != nil ? " (unavailable)" : "")")
+                if status { lines.append("\(feed): (waiting)\(unavailable[feed] != nil ? " (unavailable)" : "")") }
                 continue
             }
             let marks = highlighted[feed] ?? []
-            let outage = unavailable[feed].map { " (unavailable: showing the last state\($0.isEmpty ? "" : "; \($0)"))" } ?? ""
+            let outage = status ? unavailable[feed].map { " (unavailable: showing the last state\($0.isEmpty ? "" : "; \($0)"))" } ?? "" : ""
             lines.append("\(styled ? "\u{1B}[1m\(feed)\u{1B}[0m" : feed) v\(update.version)\(update.isStale ? " (cached, stale)" : "")\(outage)")
             for (index, section) in update.snapshot.sections.enumerated() {
                 let title = section.model["title"]?.stringValue ?? section.model["header"]?.stringValue
