@@ -1,6 +1,8 @@
 # DiffStream: a release build with the Swift runtime linked statically, on a slim Debian 12 runtime.
 #   docker build -t diffstream .
-#   docker run -p 8080:8080 diffstream
+#   docker run -p 8080:8080 -v diffstream-data:/data -e DIFFSTREAM_TOKEN=... diffstream   # production: no examples
+#   docker run -p 8080:8080 diffstream --demo                                             # the examples and the demo
+# docs/operations.md has the production command and what to set.
 
 FROM swift:6.3.1-bookworm AS build
 RUN apt-get update \
@@ -35,8 +37,16 @@ VOLUME /data
 WORKDIR /data
 USER diffstream
 EXPOSE 8080
-# The durable store lives in the volume (mount one to keep feeds across containers).
+# The durable store lives in the volume (mount one to keep feeds across containers). Where and how the
+# server listens and keeps its data is set here, in the environment, so it holds whatever arguments a
+# `docker run` gives; the CMD below only picks what is hosted. Nothing here sets DIFFSTREAM_EXAMPLES or
+# DIFFSTREAM_DEMO: `docker run IMAGE --demo` replaces the CMD and gets every example with its demo.
 ENV DIFFSTREAM_HOST=0.0.0.0 DIFFSTREAM_PORT=8080 DIFFSTREAM_PUBLIC=/usr/share/diffstream/Public DIFFSTREAM_DATA=/data
 HEALTHCHECK --interval=30s --timeout=3s --start-period=5s --retries=3 \
     CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
-CMD ["diffstream", "--host", "0.0.0.0", "--port", "8080", "--public", "/usr/share/diffstream/Public", "--data", "/data", "--demo"]
+# The image runs the server; its arguments are the CMD's, or what `docker run IMAGE ARG…` gives instead
+# (`--demo`; `watch URL FEED`, the client; `backup DIR`). By default a production server: the feeds
+# clients write, the page and the browser library, no example view models and no demo.
+# scripts/check-docker-runtime.sh runs exactly this ENTRYPOINT and CMD (and `--demo`) in a minimal root.
+ENTRYPOINT ["diffstream"]
+CMD ["--examples", "none"]
