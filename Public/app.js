@@ -125,9 +125,17 @@ function onChange(change, subscription) {
     case 'resync':
       setState('resyncing');
       break;
-    case 'state': // the transport: connecting, open, retrying, closed
+    case 'state': // the transport: connecting, open, retrying, unreachable (no answer to several tries), closed
       if (change.state === 'retrying' && !REFUSED.includes(app.state)) setState('reconnecting');
-      else if (change.state === 'open' && app.state === 'reconnecting' && subscription.version !== null) setState(subscription.stale ? 'unavailable' : 'live');
+      else if (change.state === 'unreachable' && !REFUSED.includes(app.state)) {
+        const detail = change.detail || 'no answer from the server (still trying)';
+        setState('unreachable');
+        showNotice(`${detail.charAt(0).toUpperCase()}${detail.slice(1)}.`);
+      } else if (change.state === 'open' && (app.state === 'reconnecting' || app.state === 'unreachable')) {
+        if (app.state === 'unreachable') showNotice(null);
+        if (subscription.version !== null) setState(subscription.stale ? 'unavailable' : 'live');
+        else setState('connecting'); // its snapshot is on the way
+      }
       break;
     case 'unavailable':
       setState('unavailable');

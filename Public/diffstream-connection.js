@@ -155,7 +155,7 @@ export class Connection {
         change = { type: event.type, data: event.data };
         break;
       case 'state':
-        // The transport's states: connecting, open, retrying, closed (docs/client-js-protocol.md).
+        // The transport's states: connecting, open, retrying, unreachable, closed (docs/client-js-protocol.md).
         entry.connection = event.state;
         // Closed with a status: the request was refused as invalid (an invalid feed name, which never
         // reaches the stream; or another 4xx answer to the stream that the transport cannot fix).
@@ -163,12 +163,23 @@ export class Connection {
           entry.status = 'invalid';
           entry.error = { feed: entry.feed, status: event.status, detail: event.detail || '' };
         } else if (event.state === 'retrying' && entry.status === 'live') entry.status = 'reconnecting';
-        else if (event.state === 'open' && (entry.status === 'reconnecting' || entry.status === 'invalid') && entry.state.version !== null && entry.state.version !== undefined) {
+        else if (event.state === 'unreachable') {
+          // Several tries got no answer (the server is down, or refuses this page's origin: CORS); the
+          // transport goes on trying. `error.detail` says so in words.
+          entry.status = 'unreachable';
+          entry.error = { feed: entry.feed, error: 'unreachable', detail: event.detail || '' };
+        } else if ((event.state === 'retrying' || event.state === 'open') && entry.status === 'unreachable') {
+          // The server answered again: live once open with a version held, else on the way.
+          const held = entry.state.version !== null && entry.state.version !== undefined;
+          entry.status = !held ? 'connecting' : event.state === 'open' ? 'live' : 'reconnecting';
+          entry.error = null;
+        } else if (event.state === 'open' && (entry.status === 'reconnecting' || entry.status === 'invalid') && entry.state.version !== null && entry.state.version !== undefined) {
           entry.status = 'live';
           entry.error = null;
         }
         change = { type: 'state', state: event.state };
         if (event.status !== undefined) Object.assign(change, { status: event.status, detail: event.detail || '' });
+        else if (event.detail !== undefined) change.detail = event.detail;
         break;
       default:
         return;
@@ -212,6 +223,7 @@ export class Connection {
       else if (change.type === 'unavailable' && h.unavailable) h.unavailable(subscription, change.detail);
       else if (change.type === 'available' && h.available) h.available(subscription);
       else if (['notfound', 'forbidden', 'unauthorized'].includes(change.type) && h.refused) h.refused(subscription, change.type, change.data);
+      if (change.type === 'state' && change.state === 'unreachable' && h.unreachable) h.unreachable(subscription, change.detail);
     };
     entry.listeners.add(listener);
     // A feed already live: the new subscriber starts from what is known.

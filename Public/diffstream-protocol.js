@@ -5,6 +5,7 @@
 //                                  → what a snapshot or a batch does to what the client holds
 //   eventsURL(base, feeds, token)  → the URL of one event stream for many feeds (`GET /events?feed=…`)
 //   isFeedName(feed)               → whether the server takes `feed` as a feed's name
+//   unreachableDetail(server, page) → what to say when the server gives no answer (and `--allow-origin`)
 //
 // Described in docs/client-js-protocol.md; tested in Node by tests/browser/diffstream_protocol.test.mjs.
 
@@ -232,4 +233,16 @@ export function eventsURL(base, feeds, token = null) {
   });
   if (token) query.push(`authorization=${encodeURIComponent(token)}`);
   return `${(base || '').replace(/\/+$/, '')}/events?${query.join('&')}`;
+}
+
+/// What to tell a page whose server gave no answer to several tries in a row (the transport's state
+/// `unreachable`). `serverOrigin` and `pageOrigin` are origins (`http://host:port`). A page on another
+/// origin than the server is refused by CORS unless the server was started with `--allow-origin` for
+/// it, and a page sees that refusal only as a network error, the same as a server that is down: so the
+/// words name the flag then. The transport goes on trying either way.
+export function unreachableDetail(serverOrigin, pageOrigin = null) {
+  const said = `no answer from the DiffStream server at ${serverOrigin} after several tries (still trying)`;
+  if (!pageOrigin || pageOrigin === serverOrigin) return `${said}: is it running?`;
+  return `${said}: it is down, or it refuses this page's origin ${pageOrigin}; start it with --allow-origin ${pageOrigin} `
+    + '(a browser reports a refusal by CORS to a page only as a network error)';
 }

@@ -5,7 +5,7 @@
 //   'own'    this tab alone (no SharedWorker, no Web Locks outside a secure context, or a server on
 //            another origin: a page cannot use another origin's shared worker).
 //
-//   import { openStreams } from '/diffstream-streams.js';
+//   import { openStreams } from '/_diffstream/current/diffstream-streams.js';
 //   const streams = openStreams({ baseURL, token, mode });
 //   const subscription = streams.subscribe('home', (event) => { … });
 //   subscription.resync();  // the feed could not be applied: a fresh snapshot follows
@@ -13,8 +13,8 @@
 //
 // Documented in docs/client-js-protocol.md. This module keeps the tab's subscriptions and chooses the
 // mode (`chooseMode`); how a tab reaches the hub in each mode is diffstream-transports.js.
-import { isFeedName, invalidFeedDetail } from './diffstream-protocol.js';
-import { randomId } from './diffstream-util.js';
+import { isFeedName, invalidFeedDetail, unreachableDetail } from './diffstream-protocol.js';
+import { randomId, warnOnce } from './diffstream-util.js';
 import { ownTransport, workerTransport, tabTransport } from './diffstream-transports.js';
 
 /// The modes, best first: the default is the first the browser supports.
@@ -129,6 +129,7 @@ export class TabStreams {
       const event = { type: 'state', feed: entry.feed, state: message.state };
       if (message.status !== undefined) event.status = message.status;
       if (message.detail !== undefined) event.detail = message.detail;
+      if (message.state === 'unreachable') event.detail = this.unreachable();
       this.call(entry, event);
       return;
     }
@@ -147,6 +148,14 @@ export class TabStreams {
     if (type === 'snapshot' || type === 'batch') Object.assign(entry, { history: data.history ?? null, version: data.version, id });
     if (type === 'deleted') this.subs.delete(message.sub);
     this.call(entry, { type, feed: entry.feed, id: id || null, data });
+  }
+
+  /// Why the hub calls the server unreachable, in words (`unreachableDetail`: `--allow-origin` when the
+  /// server is on another origin), said once in the console too.
+  unreachable() {
+    const detail = unreachableDetail(this.foreign ? this.baseURL : location.origin, location.origin);
+    warnOnce(detail);
+    return detail;
   }
 
   // ---- Subscriptions -------------------------------------------------------------------------------
@@ -257,8 +266,10 @@ export class TabStreams {
 /// `{type: 'unavailable', feed, id: null, data: {feed, detail}}` and `{type: 'available', feed, id: null,
 /// data: {feed}}` (the server cannot reach its store, Redis, and then can again: once each way, the
 /// position untouched; `stale` holds the unavailable event's data until then), and
-/// `{type: 'state', feed, state: 'connecting'|'open'|'retrying'|'closed', status?, detail?}` (an invalid
-/// feed name gets only `state: 'closed'`, `status: 400` and why, and is never put in the stream). Each
+/// `{type: 'state', feed, state: 'connecting'|'open'|'retrying'|'unreachable'|'closed', status?, detail?}` (an invalid
+/// feed name gets only `state: 'closed'`, `status: 400` and why, and is never put in the stream;
+/// `unreachable` is `retrying` after several tries with no answer at all, with why in `detail`, also said
+/// once in the console: a server on another origin that does not allow the page's is one). Each
 /// feed arrives as a snapshot and the batches that follow it: a batch the tab already got (around a
 /// change of hub) is skipped here, so the listener sees none twice; after `resync()`, batches are
 /// dropped until the fresh snapshot.

@@ -1,7 +1,7 @@
 // DiffStream's client library for the browser (docs/client-js.md): follow feeds over one shared
 // connection, and keep DOM regions equal to them with templates written in plain HTML.
 //
-//   import { connect, subscribe, render } from '/diffstream.js';
+//   import { connect, subscribe, render } from '/_diffstream/current/diffstream.js';
 //   connect();                                   // optional: the first subscribe or render connects
 //   render(document.querySelector('#scores'), 'scores');
 //
@@ -34,7 +34,7 @@ export function connect(options = {}) {
 }
 
 /// Follows one feed: `handlers` is a function (every change) or `{snapshot, batch, state, deleted,
-/// refused, unavailable, available, change}`. Returns a subscription with `version`, `history`,
+/// refused, unavailable, available, unreachable, change}`. Returns a subscription with `version`, `history`,
 /// `sections`, `status`, `connection`, `stale`, `state`, `resync()` and `close()`.
 export function subscribe(feed, handlers) { return connect().subscribe(feed, handlers); }
 

@@ -17,7 +17,7 @@ import { isFeedName, invalidFeedDetail } from './diffstream-protocol.js';
 import { FeedSlot } from './stream-feed.js';
 import { Stream } from './stream-source.js';
 
-export { HUB_LOG_LIMIT, HUB_LOG_CHARS, RETRY_FIRST_MS, RETRY_MAX_MS, OUTAGE_GRACE_MS } from './stream-limits.js';
+export { HUB_LOG_LIMIT, HUB_LOG_CHARS, RETRY_FIRST_MS, RETRY_MAX_MS, OUTAGE_GRACE_MS, UNREACHABLE_AFTER } from './stream-limits.js';
 
 /// Holds the event streams for all the feeds any of its clients (tabs) subscribe to: one stream while
 /// they are at most `maxStreamFeeds`, more beyond (the server takes at most that many per stream); each
@@ -26,7 +26,8 @@ export { HUB_LOG_LIMIT, HUB_LOG_CHARS, RETRY_FIRST_MS, RETRY_MAX_MS, OUTAGE_GRAC
 /// Messages in: subscribe {sub, feed, history, version, id, stale}, unsubscribe {sub}, resync {sub}, retry {sub},
 /// token {token}, many {messages} (several of these, sent in one task). Messages out (to the subscription's `send`, with `sub` and `feed`):
 /// event {event: snapshot|batch|deleted|notfound|forbidden|unauthorized|unavailable|available, data, id} and
-/// state {state: connecting|open|retrying|closed, status?, detail?}. A subscription to an invalid feed name
+/// state {state: connecting|open|retrying|unreachable|closed, status?, detail?} (unreachable: retrying, and
+/// UNREACHABLE_AFTER tries in a row got no answer at all; the hub goes on trying). A subscription to an invalid feed name
 /// (docs/protocol.md: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a dot) gets only state closed with
 /// status 400 and the reason, and is never listed in a stream (the server would refuse the whole stream).
 ///

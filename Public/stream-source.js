@@ -2,7 +2,7 @@
 // assigned to it: the EventSource, its failures, backoff and reconnects, and the probe that asks the
 // server why a stream was refused. Each event goes to its feed (a FeedSlot, stream-feed.js).
 import { eventsURL } from './diffstream-protocol.js';
-import { backoff } from './stream-limits.js';
+import { backoff, UNREACHABLE_AFTER } from './stream-limits.js';
 
 /// One event stream of the hub: the feeds assigned to it (at most the hub's `maxStreamFeeds`), the
 /// EventSource that carries them, and its own failures, backoff and probe. A feed keeps its stream while
@@ -17,6 +17,7 @@ export class Stream {
     this.url = null;
     this.generation = 0;      // events of an EventSource we closed are ignored
     this.failures = 0;        // failed connections in a row, for the backoff
+    this.unanswered = 0;      // tries in a row that got no answer at all (never opened, no status)
     this.retryTimer = 0;      // the reconnect after a failure
     this.forced = false;      // reconnect even if the feeds are the same (a feed asked afresh)
   }
@@ -66,6 +67,7 @@ export class Stream {
     const epochs = new Map(slots.map((slot) => [slot, slot.epoch]));
     const url = eventsURL(hub.baseURL, slots.map((slot) => ({ feed: slot.feed, lastEventId: slot.lastEventId })), hub.token);
     const source = new hub.EventSource(url);
+    let opened = false;
     this.source = source;
     this.listed = slots;
     this.url = url;
@@ -90,7 +92,9 @@ export class Stream {
     });
     source.addEventListener('open', () => {
       if (g !== this.generation) return;
+      opened = true;
       this.failures = 0;
+      this.unanswered = 0;
       for (const slot of slots) if (this.carries(slot)) { slot.setState('open'); slot.expectOutage(); }
     });
     on('snapshot', (slot, data, id) => slot.onSnapshot(data, id));
@@ -103,12 +107,21 @@ export class Stream {
     // position: the stream is closed on any error and reconnected with all of them in the URL.
     source.addEventListener('error', () => {
       if (g !== this.generation) return;
-      const refused = source.readyState === 2; // CLOSED: the answer was not a stream (a status, or no server)
+      const refused = source.readyState === 2; // CLOSED: the answer was not a stream (a status, a CORS refusal, or no server)
       this.closeSource();
-      for (const slot of slots) if (this.carries(slot)) slot.setState('retrying');
+      if (!refused && !opened) this.unanswered++; // a network error before any answer (the probe tells the refused ones apart)
+      this.tellDown(slots);
       if (refused) this.probe(url, this.generation, slots);
       else this.retryLater();
     });
+  }
+
+  /// The stream is down and will be tried again: its feeds are `retrying`, or `unreachable` once
+  /// UNREACHABLE_AFTER tries in a row got no answer at all (the server is down, or refuses the page's
+  /// origin: a CORS refusal reaches a page as a plain network error). Either way it goes on trying.
+  tellDown(slots) {
+    const state = this.unanswered >= UNREACHABLE_AFTER ? 'unreachable' : 'retrying';
+    for (const slot of slots) if (this.carries(slot)) slot.setState(state);
   }
 
   /// The slot is still this stream's to report on (not refused, not moved to another stream).
@@ -148,6 +161,9 @@ export class Stream {
     } catch (_) { /* the server is away: keep trying */ }
     if (g !== this.generation || this.retryTimer) return;
     const ours = slots.filter((slot) => this.carries(slot) && slot.subs.size > 0);
+    // No status: no answer (the server is away, or the browser hid a CORS refusal). Any status is an answer.
+    this.unanswered = status === 0 ? this.unanswered + 1 : 0;
+    this.tellDown(ours);
     const event = { 401: 'unauthorized', 403: 'forbidden', 404: 'notfound' }[status];
     const each = Array.isArray(body.feeds) ? new Map(body.feeds.filter((f) => f && typeof f.feed === 'string').map((f) => [f.feed, f])) : null;
     if (each && event) {
