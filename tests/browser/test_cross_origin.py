@@ -71,6 +71,15 @@ def elsewhere(tmp_path):
     site.server_close()
 
 
+@pytest.fixture
+def browser(browser):
+    """The session's browser, left on a blank page with its console read: the refused streams' errors
+    (CORS, a stopped server) are this module's, not the next test's."""
+    yield browser
+    browser.get("about:blank")
+    browser.get_log("browser")
+
+
 def state_text(browser):
     return browser.execute_script("return document.getElementById('state').textContent")
 
