@@ -19,15 +19,15 @@ struct DiffableTestItem: Identifiable, Equatable, Sendable {
 
 typealias DiffableTestSnapshot = Snapshot<DiffableTestSection, DiffableTestItem>
 
-/// One line of `../shared/vectors/diff-cases.jsonl` (see its README).
+/// One line of `tests/fixtures/diff-cases.jsonl` (see its README).
 struct DiffableVector: CustomTestStringConvertible, Sendable {
     var name: String
     var old: WireSnapshot
     var new: WireSnapshot
     var testDescription: String { name }
 
-    /// The vectors file (`SharedVectors.diffCases`).
-    static var url: URL { SharedVectors.diffCases }
+    /// The vectors file (`TestFixtures.diffCases`).
+    static var url: URL { TestFixtures.diffCases }
 
     static func loadAll() throws -> [DiffableVector] {
         let text = try String(contentsOf: url, encoding: .utf8)
@@ -208,7 +208,7 @@ struct DiffableTranslationTests {
     // MARK: Every shared vector
 
     @Test func theVectorsFileIsPresent() throws {
-        #expect(try DiffableVector.loadAll().count >= 300, "expected the shared vectors at \(DiffableVector.url.path)")
+        #expect(try DiffableVector.loadAll().count >= 300, "expected the diff cases at \(DiffableVector.url.path)")
     }
 
     /// Items whose kind changed get `reloadItems` (a new cell), the others `reconfigureItems`.

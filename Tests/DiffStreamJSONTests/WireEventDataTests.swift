@@ -179,14 +179,13 @@ struct WireEventDataTests {
         #expect(throws: WireError.self) { try WireCodec.decodeEventData(bytes.dropLast(), carrying: .batch) }
     }
 
-    /// The batches the engine makes for the shared diff vectors (`tests/fixtures/vector-batches.jsonl`),
+    /// The batches the engine makes for the diff cases (`tests/fixtures/vector-batches.jsonl`),
     /// as event data: read as the tree reads them, and (with the vectors) each turns `old` into `new`.
     @Test func theVectorBatches() throws {
-        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("tests/fixtures/vector-batches.jsonl")
-        let lines = try String(contentsOf: fixture, encoding: .utf8).split(separator: "\n")
+        let lines = try String(contentsOf: TestFixtures.vectorBatches, encoding: .utf8).split(separator: "\n")
         #expect(lines.count >= 300)
-        let vectors = (try? String(contentsOf: SharedVectors.diffCases, encoding: .utf8).split(separator: "\n")) ?? []
+        let vectors = try String(contentsOf: TestFixtures.diffCases, encoding: .utf8).split(separator: "\n")
+        #expect(vectors.count == lines.count)
         for (index, line) in lines.enumerated() {
             let data = try WireCodec.decodeEventData(Array(line.utf8), carrying: .batch)
             #expect(Oracle.lossy(data) == Oracle.read(Array(line.utf8), .batch), "line \(index + 1)")

@@ -2,8 +2,9 @@ import DiffStream
 import DiffStreamJSON
 import Foundation
 import Testing
+import TestSupport
 
-/// The batches the engine makes for every case of `../shared/vectors/diff-cases.jsonl`, committed as
+/// The batches the engine makes for every case of `tests/fixtures/diff-cases.jsonl`, committed as
 /// `tests/fixtures/vector-batches.jsonl` for the page's protocol module (its Node tests apply them;
 /// see tests/fixtures/README.md). One line per case, in the vectors' order:
 /// `{"name":"…","ops":[…]}` with the ops in their wire form.
@@ -13,9 +14,7 @@ import Testing
 ///
 ///     DIFFSTREAM_WRITE_FIXTURES=1 swift test --filter VectorBatchFixtureTests
 struct VectorBatchFixtureTests {
-    static let fixture: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("tests/fixtures/vector-batches.jsonl")
+    static let fixture: URL = TestFixtures.vectorBatches
 
     /// The fixture's text: one line per vector, each ending with a newline.
     static func render(_ vectors: [DiffVector]) -> String {

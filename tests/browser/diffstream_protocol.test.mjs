@@ -1,5 +1,5 @@
 // Node tests of the protocol module (Public/diffstream-protocol.js):
-// - every case of ../shared/vectors/diff-cases.jsonl (DIFFSTREAM_VECTORS overrides the path): the
+// - every case of tests/fixtures/diff-cases.jsonl (DIFFSTREAM_VECTORS overrides the path): the
 //   Swift engine's batch for it (tests/fixtures/vector-batches.jsonl, see tests/fixtures/README.md),
 //   applied to the old snapshot, gives the new one, with the vectors' minimal count of each op;
 // - FeedState's rule for snapshots, batches, duplicates, gaps and other histories;
@@ -15,7 +15,7 @@ const { applyOps, FeedState, ProtocolError, eventsURL, streamPosition, isFeedNam
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const lines = (path) => readFileSync(path, 'utf8').split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line));
-const vectors = lines(process.env.DIFFSTREAM_VECTORS || here('../../../shared/vectors/diff-cases.jsonl'));
+const vectors = lines(process.env.DIFFSTREAM_VECTORS || here('../fixtures/diff-cases.jsonl'));
 const batches = lines(here('../fixtures/vector-batches.jsonl'));
 
 /// JSON values compared as the protocol does: object key order does not matter.
@@ -29,7 +29,7 @@ const KINDS = ['deleteSection', 'insertSection', 'moveSection', 'updateSection',
 const counts = (ops) => Object.fromEntries(KINDS.map((kind) => [kind, ops.filter((op) => op.op === kind).length]));
 
 test('the fixture holds one batch per vector, in order', () => {
-  assert.ok(vectors.length >= 300, `expected the shared vectors (${vectors.length} found)`);
+  assert.ok(vectors.length >= 300, `expected the diff cases (${vectors.length} found)`);
   assert.equal(batches.length, vectors.length, 'regenerate tests/fixtures/vector-batches.jsonl (see its README)');
   assert.deepEqual(batches.map((b) => b.name), vectors.map((v) => v.name));
 });

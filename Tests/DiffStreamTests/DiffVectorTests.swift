@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// One line of `../shared/vectors/diff-cases.jsonl`.
+/// One line of `tests/fixtures/diff-cases.jsonl`.
 struct DiffVector: CustomTestStringConvertible, Sendable {
     var name: String
     var old: WireSnapshot
@@ -12,8 +12,8 @@ struct DiffVector: CustomTestStringConvertible, Sendable {
     var minimal: OperationCounts
     var testDescription: String { name }
 
-    /// The vectors file (`SharedVectors.diffCases`).
-    static var url: URL { SharedVectors.diffCases }
+    /// The vectors file (`TestFixtures.diffCases`).
+    static var url: URL { TestFixtures.diffCases }
 
     static func loadAll() throws -> [DiffVector] {
         let text = try String(contentsOf: url, encoding: .utf8)
@@ -32,10 +32,10 @@ struct DiffVector: CustomTestStringConvertible, Sendable {
     }
 }
 
-struct SharedVectorTests {
+struct DiffVectorTests {
     @Test func theVectorsFileIsPresentAndComplete() throws {
         let vectors = try DiffVector.loadAll()
-        #expect(vectors.count >= 300, "expected the shared vectors at \(DiffVector.url.path)")
+        #expect(vectors.count >= 300, "expected the diff cases at \(DiffVector.url.path)")
     }
 
     @Test(arguments: try DiffVector.loadAll())
