@@ -3,7 +3,7 @@
 #  1. installs what is missing (scripts/setup.sh --test)
 #  2. builds debug with warnings as errors; then starts, in the background at the lowest priority, the
 #     builds the later steps need (the release binaries diffstream and diffstream-watch in .build-release, then the example packages
-#     Examples/Scoreboard and Examples/Shelves in release in the same directory), so they use the CPU the tests leave idle (the end-to-end tests mostly wait on
+#     Examples/Scoreboard and Examples/Shelves and the docs' Swift snippets, Examples/DocSnippets, in release in the same directory), so they use the CPU the tests leave idle (the end-to-end tests mostly wait on
 #     sockets). Each later step runs its build again in the foreground:
 #     a no-op when the background one finished, a wait on SwiftPM's lock when it is under way, and the
 #     build's own errors when it failed (the background log is test-artifacts/background-builds.log)
@@ -15,7 +15,8 @@
 #     (tests/e2e/test_redis.py and test_redis_families.py start instances on a redis-server of their own); then the API, stream,
 #     limit and view-model tests again with every server on --redis (DIFFSTREAM_E2E_REDIS=1)
 #  5. browser tests in headless Chromium (tests/browser)
-#  6. the example packages Examples/Scoreboard and Examples/Shelves (a family), built and driven over HTTP (tests/e2e/test_embedding.py)
+#  6. the example packages Examples/Scoreboard and Examples/Shelves (a family), built and driven over HTTP, and the Swift
+#     snippets of the README, docs/view-models.md and docs/client-swift.md, built (Examples/DocSnippets; tests/e2e/test_embedding.py)
 #  7. the Dockerfile: hadolint, and the release binary (static Swift runtime, warnings as errors) in a
 #     minimal Debian root (scripts/check-docker-runtime.sh; the root is made in the background from the start);
 #     then the release binary's memory per idle subscriber against its budget (Benchmarks/idle-memory.py)
@@ -52,12 +53,14 @@ release_build=(swift build -c release --static-swift-stdlib -Xswiftc -warnings-a
 watch_build=(swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product diffstream-watch --scratch-path .build-release)
 scoreboard_build=(swift build --package-path Examples/Scoreboard -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product Scoreboard --scratch-path .build-release)
 shelves_build=(swift build --package-path Examples/Shelves -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product Shelves --scratch-path .build-release)
+# Every target of the package (tests/structure/test_doc_snippets.py: each swift block of the docs is in it, verbatim).
+doc_snippets_build=(swift build --package-path Examples/DocSnippets -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --scratch-path .build-release)
 step "starting the release build and the examples' in the background (nice 19; log: test-artifacts/background-builds.log)"
 # setsid: its own process group, so that a failing step stops the whole chain (the EXIT trap). A new
 # session is also a new scheduler autogroup where the kernel has them (sched_autogroup_enabled), and
 # `nice` only ranks processes inside their autogroup: the group itself gets nice 19 too, else the
 # builds would take half the CPU from the tests.
-setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 bash -c '${release_build[*]} && ${watch_build[*]} && ${scoreboard_build[*]} && ${shelves_build[*]}'" \
+setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 bash -c '${release_build[*]} && ${watch_build[*]} && ${scoreboard_build[*]} && ${shelves_build[*]} && ${doc_snippets_build[*]}'" \
     >test-artifacts/background-builds.log 2>&1 </dev/null &
 background_groups+=("$!")
 
@@ -100,11 +103,12 @@ DIFFSTREAM_E2E_REDIS=1 python3 -m pytest tests/e2e -q -p no:cacheprovider --igno
 step "browser tests"
 python3 -m pytest tests/browser -q -p no:cacheprovider --deselect tests/browser/test_stream_hub.py  # the node tests ran above
 
-step "the example packages Examples/Scoreboard and Examples/Shelves (tests/e2e/test_embedding.py)"
+step "the example packages Examples/Scoreboard and Examples/Shelves, and the docs' Swift snippets (tests/e2e/test_embedding.py)"
 "${scoreboard_build[@]}"
 "${shelves_build[@]}"
+"${doc_snippets_build[@]}"
 DIFFSTREAM_EXAMPLE_BINARY="$PWD/.build-release/release/Scoreboard" DIFFSTREAM_SHELVES_BINARY="$PWD/.build-release/release/Shelves" \
-    python3 -m pytest tests/e2e/test_embedding.py -q -p no:cacheprovider
+    DIFFSTREAM_DOC_SNIPPETS_BUILD="${doc_snippets_build[*]}" python3 -m pytest tests/e2e/test_embedding.py -q -p no:cacheprovider
 
 step "build (release, static Swift runtime, warnings as errors) and the Dockerfile checks"
 "${release_build[@]}"

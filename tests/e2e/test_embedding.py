@@ -3,7 +3,9 @@ depends on DiffStream by path and hosts its own view model through `DiffStreamSe
 and drives it over HTTP: its action reaches a subscriber as a minimal batch, its swift-log handler gets
 the request line, and its own swift-metrics counter is on `/metrics`. Then `Examples/Shelves`, a second
 program that hosts a family (`shelf.<user>`, issue 38) with its own view model and loader: each key is a
-member of its own, and a change to one reaches that member's subscribers only.
+member of its own, and a change to one reaches that member's subscribers only. And `Examples/DocSnippets`, the
+Swift snippets of the README, docs/view-models.md and docs/client-swift.md (issue 50), built with warnings as errors,
+so a snippet the library no longer compiles fails here (tests/structure/test_doc_snippets.py keeps them verbatim).
 
 The first build of an example takes minutes (it is a separate package with its own `.build`); set
 DIFFSTREAM_SKIP_EMBEDDING=1 to skip this module. It runs in the suite's first pass only: the second pass's
@@ -12,6 +14,7 @@ settings (`E2E_LOOPS`, `DIFFSTREAM_E2E_DATA`) are the `diffstream` command's, wh
 import http.client
 import os
 import re
+import shlex
 import socket
 import subprocess
 import threading
@@ -23,6 +26,7 @@ from e2e_helpers import BINARY, ROOT, SSEClient, apply_ops, check_minimal, clean
 
 PACKAGE = ROOT / "Examples" / "Scoreboard"
 SHELVES = ROOT / "Examples" / "Shelves"
+DOC_SNIPPETS = ROOT / "Examples" / "DocSnippets"
 
 if os.environ.get("DIFFSTREAM_SKIP_EMBEDDING"):
     pytest.skip("DIFFSTREAM_SKIP_EMBEDDING is set: the example package is not built", allow_module_level=True)
@@ -261,3 +265,17 @@ def test_the_second_program_hosts_a_family_of_its_own(shelves):
     assert shelves.http("POST", "/feeds/shelf.alice/actions/add", json_body={"title": "..."}).status == 422
     assert shelves.http("POST", "/feeds/shelf.alice/actions/add", json_body={"title": "x" * 101}).status == 422
     assert shelves.http("POST", "/feeds/shelf.alice/actions/add", json_body={"title": "DUNE"}).status == 422  # already on it
+
+
+def test_the_docs_swift_snippets_build():
+    """Every target of Examples/DocSnippets compiles, warnings as errors: DIFFSTREAM_DOC_SNIPPETS_BUILD, the command
+    scripts/test.sh built it with (release, in the release binary's scratch directory: a no-op when its build
+    succeeded), run from the repository's root; else a debug build in the package's own scratch directory."""
+    command = os.environ.get("DIFFSTREAM_DOC_SNIPPETS_BUILD")
+    arguments = shlex.split(command) if command else [
+        "swift", "build", "--package-path", str(DOC_SNIPPETS), "--scratch-path", str(DOC_SNIPPETS / ".build"), "-Xswiftc", "-warnings-as-errors"]
+    assert arguments[:2] == ["swift", "build"] and "Examples/DocSnippets" in " ".join(arguments), arguments
+    build = subprocess.run(arguments, cwd=ROOT, capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
+    errors = [line for line in build.stdout.splitlines() + build.stderr.splitlines() if re.search(r"\b(error|warning): ", line)]
+    assert build.returncode == 0, "a snippet of the docs does not compile (its file in Examples/DocSnippets/Sources names the document):\n" + \
+        "\n".join(dict.fromkeys(errors[:60]) or [build.stdout[-4000:], build.stderr[-4000:]])
