@@ -12,7 +12,7 @@ extension FeedAPI {
         try await prepareMember(name)
         let found: Feed?
         do { found = try await registry.read(name) } catch { throw APIError(readError: error) }
-        guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
+        guard let feed = found else { throw Self.noFeed(name) }
         // A stream opened with a signed token ends when the token does (issue 13).
         let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }
         let now = options.now

@@ -193,8 +193,11 @@ public struct FeedAPI: Sendable {
     }
 
     /// Finds the request's row of the table: its path's pattern (a `{feed}` must be a feed id, else
-    /// `404`), the rows that apply to it (none: `404`), the row of its method (none: `405` with
-    /// `Allow`), then runs the row's handler.
+    /// `404`), the row of its method that applies, and runs its handler. With no such row, the answer
+    /// names what is wrong, in this order: a `{feed}` the caller may not read (`401`/`403`, as `GET`
+    /// answers), a `{feed}` that does not exist (`404` naming it, as `GET` does), no row that applies
+    /// (`404`: no such action), else `405` with `Allow`. A row that applies takes a missing feed
+    /// itself: `PUT` creates it, `GET` and `DELETE` answer `404`, a family's member is made on first use.
     /// - Complexity: O(rows of the pattern); the `{feed}`'s host is looked up at most once of each kind.
     nonisolated(nonsending) func route(_ request: HTTPRequest, _ index: Int, _ parameters: RouteParameters) async throws(APIError) -> HTTPResponse {
         guard Self.knownMethods.contains(request.method) else {
@@ -209,6 +212,7 @@ public struct FeedAPI: Sendable {
         if let route = rows.first(where: { $0.method == method && conditions.hold($0.condition) }) {
             return try await handle(route.handler, request, parameters)
         }
+        if parameters.value("feed") != nil { try await requireFeed(parameters["feed"], request) }
         let applicable = rows.filter { conditions.hold($0.condition) }
         guard !applicable.isEmpty else {
             throw APIError(ViewModelError.unknownAction(feed: parameters["feed"], action: parameters["action"]))
@@ -247,7 +251,7 @@ public struct FeedAPI: Sendable {
             try await prepareMember(name)
             let found: Feed?
             do { found = try await registry.read(name) } catch { throw APIError(readError: error) }
-            guard let feed = found else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
+            guard let feed = found else { throw Self.noFeed(name) }
             return Self.document(await feed.readDocument(), ifNoneMatch: request.headers["If-None-Match"],
                                  acceptsGzip: options.compression && Gzip.isAccepted(by: request.headers["Accept-Encoding"]))
         case .putFeed:
@@ -268,7 +272,7 @@ public struct FeedAPI: Sendable {
             let writeID = try Self.idempotencyKey(request)
             let deleted: Bool
             do { deleted = try await registry.delete(name, writeID: writeID) } catch { throw APIError(writeError: error) }
-            guard deleted else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
+            guard deleted else { throw Self.noFeed(name) }
             return HTTPResponse(status: .noContent)
         case .refuseViewModelWrite:
             try await authorize(.write(name), request)
@@ -277,7 +281,7 @@ public struct FeedAPI: Sendable {
                 : "'\(name)' is rendered by a view model; change it with PATCH or its actions"
             throw APIError(HTTPStatus(409, "Conflict"), "conflict", detail)
         case .patchFeed:
-            guard let host = hosted?.hosted(name) else { throw APIError(.notFound, "not found", "no feed named '\(name)'") }
+            guard let host = hosted?.hosted(name) else { throw Self.noFeed(name) }
             try await authorize(.write(name), request)
             let writeID = try Self.idempotencyKey(request)
             let result: FeedWriteResult
@@ -293,6 +297,23 @@ public struct FeedAPI: Sendable {
             if let response = files?.response(for: request, compression: options.compression) { return response }
             throw APIError(.notFound, "not found", "no file or route at \(request.path)")
         }
+    }
+
+    /// For a request no row takes: the `{feed}` must exist, else `404` naming it, checked after the
+    /// read check `GET` makes (`--private`: `401`/`403`), so that a caller who may not read a feed
+    /// learns nothing of whether it exists. A hosted feed and a family's member exist (a member is made
+    /// on first use); any other is looked up as `GET` looks it up (with `--redis`, in Redis).
+    nonisolated(nonsending) func requireFeed(_ name: String, _ request: HTTPRequest) async throws(APIError) {
+        try await authorize(.read(name), request)
+        if hosted?.isHosted(name) == true { return }
+        let found: Feed?
+        do { found = try await registry.read(name) } catch { throw APIError(readError: error) }
+        guard found != nil else { throw Self.noFeed(name) }
+    }
+
+    /// `404` for a feed that does not exist: `no feed named 'news'`.
+    package static func noFeed(_ name: String) -> APIError {
+        APIError(.notFound, "not found", "no feed named '\(name)'")
     }
 
     func feedName(_ text: String) throws(APIError) -> String {

@@ -100,6 +100,8 @@ struct FeedAPITests {
         #expect(await api.handle(request("GET", "/feeds/nope/events")).status == .notFound)
         #expect(await api.handle(request("PUT", "/feeds/counter", body: #"{"sections":[]}"#)).status.code == 409)
         #expect(await api.handle(request("DELETE", "/feeds/counter")).status.code == 409)
+        #expect(await api.handle(request("PATCH", "/feeds/plain")).status == .notFound)  // no such feed
+        _ = await api.handle(request("PUT", "/feeds/plain", body: #"{"sections":[]}"#))
         #expect(await api.handle(request("PATCH", "/feeds/plain")).status == .methodNotAllowed)
         // The path is split before it is decoded: an encoded slash is part of a name.
         _ = await api.handle(request("PUT", "/feeds/news", body: #"{"sections":[]}"#))

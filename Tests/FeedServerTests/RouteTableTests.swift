@@ -52,6 +52,7 @@ extension FeedAPITests {
     ])
     func aMethodARouteDoesNotTakeIs405WithAllowFromTheTable(method: String, path: String, allow: String) async throws {
         let api = try await makeAPI()
+        #expect(await api.handle(request("PUT", "/feeds/plain", body: #"{"sections":[]}"#)).status == .created)  // a feed that exists
         let response = await api.handle(request(method, path))
         #expect(response.status == .methodNotAllowed)
         #expect(response.headers["Allow"] == allow)
@@ -86,6 +87,71 @@ extension FeedAPITests {
         let delete = await api.handle(request("DELETE", "/feeds/counter"))
         #expect(try json(delete) == ["error": "conflict", "detail": "'counter' is rendered by a view model and cannot be deleted"])
         #expect(await api.handle(request("POST", "/feeds/counter")).headers["Allow"] == "GET, HEAD, PATCH")
+    }
+
+    /// A typo in a feed's name is not a wrong verb: a request no route takes, on a feed that does not
+    /// exist, is `404` naming the feed (as `GET` answers), before the method or the action is checked.
+    @Test(arguments: [
+        ("PATCH", "/feeds/nothere"), ("POST", "/feeds/nothere"), ("OPTIONS", "/feeds/nothere"),
+        ("POST", "/feeds/nothere/actions/add"), ("GET", "/feeds/nothere/actions/add"), ("HEAD", "/feeds/nothere/actions/add"),
+        ("DELETE", "/feeds/nothere/actions/add"), ("POST", "/feeds/nothere/events"), ("PUT", "/feeds/nothere/events"),
+        ("GET", "/feeds/nothere"), ("DELETE", "/feeds/nothere"), ("GET", "/feeds/nothere/events"),
+    ])
+    func anyMethodOnAMissingFeedIs404NamingTheFeed(method: String, path: String) async throws {
+        let api = try await makeAPI()
+        let response = await api.handle(request(method, path, body: "{}"))
+        if method == "OPTIONS" {  // a preflight may come before a PUT creates the feed
+            #expect(response.status == .noContent)
+            return
+        }
+        #expect(response.status == .notFound && response.headers["Allow"] == nil)
+        if method != "HEAD" { #expect(try json(response) == ["error": "not found", "detail": "no feed named 'nothere'"]) }
+    }
+
+    /// The answers a missing feed does not change: `PUT` creates it, and a request no route takes on a
+    /// feed that exists is still `405`.
+    @Test func aMissingFeedIsStillCreatedByPutAndAnExistingOneStillAnswers405() async throws {
+        let api = try await makeAPI()
+        #expect(await api.handle(request("PATCH", "/feeds/later", body: "{}")).status == .notFound)
+        #expect(await api.handle(request("PUT", "/feeds/later", body: #"{"sections":[]}"#)).status == .created)
+        let patch = await api.handle(request("PATCH", "/feeds/later", body: "{}"))
+        #expect(patch.status == .methodNotAllowed && patch.headers["Allow"] == "GET, HEAD, PUT, DELETE")
+        let action = await api.handle(request("POST", "/feeds/later/actions/add"))
+        #expect(try json(action) == ["error": "not found", "detail": "no action 'add' on feed 'later'"])
+        #expect(await api.handle(request("DELETE", "/feeds/later")).status == .noContent)
+        #expect(try json(await api.handle(request("PATCH", "/feeds/later", body: "{}"))) == ["error": "not found", "detail": "no feed named 'later'"])
+    }
+
+    /// A family's member is made on first use: a `PATCH` or an action to one not made yet works, and
+    /// a method its family does not take is `405`, not `404`.
+    @Test func aFamilysMemberNotMadeYetIsNotMissing() async throws {
+        let registry = FeedRegistry(replayLimit: 8)
+        let hosted = HostedFeeds(registry: registry)
+        _ = try await hosted.host(family: "count", Counter()) { member in Counter.State(count: 0, label: member.key) }
+        let api = FeedAPI(registry: registry, hosted: hosted, files: nil, options: .init(), serverMetrics: { nil })
+        #expect(try json(await api.handle(request("PATCH", "/feeds/count.alice", body: #"{"label":"x"}"#)))["feed"] == "count.alice")
+        #expect(try json(await api.handle(request("POST", "/feeds/count.bob/actions/increment")))["feed"] == "count.bob")
+        #expect(await api.handle(request("POST", "/feeds/count.carol")).status == .methodNotAllowed)
+        #expect(try json(await api.handle(request("POST", "/feeds/count.dave/actions/nope"))) == ["error": "not found", "detail": "no action 'nope' on feed 'count.dave'"])
+    }
+
+    /// With private reads, the read check comes first, as on `GET`: a caller who may not read a feed
+    /// gets the same answer whether it exists or not (never a `404` that a `405` would contradict).
+    @Test(arguments: ["PATCH /feeds/plain", "PATCH /feeds/nothere", "POST /feeds/plain/actions/add", "POST /feeds/nothere/actions/add",
+                      "GET /feeds/plain", "GET /feeds/nothere"])
+    func withPrivateReadsAnUnauthorizedCallerCannotTellAMissingFeed(line: String) async throws {
+        let registry = FeedRegistry(replayLimit: 8)
+        var options = FeedAPI.Options(token: "admin-token")
+        options.privateReads = true
+        let api = FeedAPI(registry: registry, hosted: HostedFeeds(registry: registry), files: nil, options: options, serverMetrics: { nil })
+        let admin: HTTPHeaders = ["Host": "x", "Authorization": "Bearer admin-token"]
+        #expect(await api.handle(request("PUT", "/feeds/plain", body: #"{"sections":[]}"#, headers: admin)).status == .created)
+        let parts = line.split(separator: " ").map(String.init)
+        #expect(await api.handle(request(parts[0], parts[1])).status == .unauthorized)
+        // With the right to read, the answer tells.
+        let exists = parts[1].contains("plain")
+        let expected: HTTPStatus = parts[0] == "GET" ? (exists ? .ok : .notFound) : parts[0] == "PATCH" && exists ? .methodNotAllowed : .notFound
+        #expect(await api.handle(request(parts[0], parts[1], headers: admin)).status == expected)
     }
 
     @Test func anUnknownActionOrABadFeedIdIs404WhateverTheMethod() async throws {

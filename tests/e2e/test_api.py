@@ -402,6 +402,32 @@ def test_known_methods_a_route_does_not_take_are_405_with_allow(shared_server, m
     assert server.http("GET", "/feeds/news").status == 200
 
 
+@pytest.mark.parametrize("method,path", [
+    ("PATCH", "/feeds/nothere-404"), ("POST", "/feeds/nothere-404/actions/add"), ("POST", "/feeds/nothere-404"),
+    ("DELETE", "/feeds/nothere-404"), ("GET", "/feeds/nothere-404/actions/add"), ("PUT", "/feeds/nothere-404/events"),
+])
+def test_any_method_on_a_missing_feed_is_404_naming_the_feed(shared_server, method, path):
+    """A typo in a feed's name is not a wrong verb: 404 naming the feed, as GET answers, before the
+    method or the action is checked."""
+    reply = shared_server.http(method, path, body=b"{}" if method in ("PUT", "POST", "PATCH") else None)
+    assert reply.status == 404, reply
+    assert reply.json() == {"error": "not found", "detail": "no feed named 'nothere-404'"}
+    assert reply.headers["Allow"] is None
+    assert shared_server.http("GET", "/feeds/nothere-404").status == 404  # nothing was made
+
+
+def test_a_missing_feed_is_created_by_put_and_then_patch_is_405(server):
+    assert server.http("PATCH", "/feeds/later", json_body={}).status == 404
+    assert server.http("PUT", "/feeds/later", json_body=snapshot()).status == 201
+    reply = server.http("PATCH", "/feeds/later", json_body={})
+    assert reply.status == 405 and {m.strip() for m in reply.headers["Allow"].split(",")} == {"GET", "HEAD", "PUT", "DELETE"}
+    reply = server.http("POST", "/feeds/later/actions/add", json_body={})
+    assert reply.status == 404 and reply.json()["detail"] == "no action 'add' on feed 'later'"
+    # A family's member is made on first use: a PATCH to one never used before is not a missing feed.
+    reply = server.http("PATCH", "/feeds/home.first-use", json_body={"recommendedHeader": {"title": "Mine", "isFeatured": False}})
+    assert reply.status == 200 and reply.json()["feed"] == "home.first-use", reply
+
+
 def test_unknown_methods_are_501_and_close(server):
     conn = Conn(server.port)
     conn.send(b"BREW /pot HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
