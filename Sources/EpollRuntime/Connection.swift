@@ -176,7 +176,8 @@ final class Connection: EventHandler, @unchecked Sendable {
                 if let lineLog = server.lineLog {
                     lineLog.log(level: .info) { line.write(to: &$0) }
                 } else {
-                    server.logger.info("\(line.message)", metadata: line.metadata, source: HTTPServer.logSource)  // both made only if the level admits the line
+                    // Both made only if the level admits the line.
+                    server.logger.info("\(line.message)", metadata: server.requestLinesAreText ? line.unshownMetadata : line.metadata, source: HTTPServer.logSource)
                 }
             case .count(let counter):
                 count(counter, in: server.metrics)

@@ -19,6 +19,10 @@ final class ServerCore: @unchecked Sendable {
     /// lines are written through it directly from their fields, without a swift-log metadata
     /// dictionary or a `String` per field.
     let lineLog: LineLogHandler?
+    /// The logger's handler is a ``LineLogHandler`` writing text, that adds metadata of its own (so
+    /// request lines go through swift-log): they get only the fields their message does not show
+    /// (`RequestLogLine.unshownMetadata`), as when written directly.
+    let requestLinesAreText: Bool
     let metrics: ServerMetrics
     let boundPort = Atomic<UInt16>(0)
     let tlsContext: TLSContext?
@@ -30,6 +34,7 @@ final class ServerCore: @unchecked Sendable {
         self.configuration = configuration
         self.logger = configuration.logger
         self.lineLog = (configuration.logger.handler as? LineLogHandler).flatMap { $0.writesLinesDirectly ? $0 : nil }
+        self.requestLinesAreText = (configuration.logger.handler as? LineLogHandler)?.format == .text
         self.metrics = ServerMetrics(loops: configuration.loops)
         self.machineSettings = ConnectionMachine.SharedSettings(ConnectionMachine.Settings(
             limits: configuration.limits, compression: configuration.compression, minimumCompressedSize: configuration.minimumCompressedSize,
@@ -88,5 +93,8 @@ final class ServerCore: @unchecked Sendable {
     }
 }
 
-/// A request's line is written straight into a ``LineLogHandler``'s line.
-extension LogLineWriter: RequestLogLineSink {}
+/// A request's line is written straight into a ``LineLogHandler``'s line: a JSON line with every
+/// field, a text line with the fields its message does not show.
+extension LogLineWriter: RequestLogLineSink {
+    package var isStructured: Bool { format == .json }
+}

@@ -3,6 +3,11 @@ import Logging
 /// A request's access-log line as its fields: `PUT /feeds/a 201 57B 3ms`, with the metadata `method`,
 /// `path`, `status`, `bytes`, `ms` and the handler's own (``HTTPResponse/logMetadata``, say `feed`).
 ///
+/// Each field appears once in a text line: the message already shows the method, path, status, bytes
+/// and duration, and the path shows the feed of `/feeds/{feed}…`, so a text line adds only the
+/// fields it does not show (``unshownMetadata``): `PUT /feeds/a 201 57B 3ms`. A structured line (JSON,
+/// a program's own swift-log backend) keeps every field as metadata (``metadata``).
+///
 /// It is kept as fields until someone writes it, because it is on every request's path: a handler that
 /// formats lines itself takes ``sortedFields`` (no dictionary is built), and a swift-log backend gets
 /// ``message`` and ``metadata``, made only when its level admits the line.
@@ -44,8 +49,41 @@ package struct RequestLogLine: Equatable, Sendable {
         return metadata
     }
 
+    /// The handler's metadata that the message does not show: without a key of the request's own
+    /// (`method`, `path`, `status`, `bytes`, `ms`), and without `feed` when the path shows it
+    /// (`/feeds/news…` for the feed `news`; a name sent percent-encoded is kept). A text line's fields.
+    package var unshownMetadata: Logger.Metadata {
+        guard !handlerMetadata.isEmpty else { return handlerMetadata }
+        return handlerMetadata.filter { !isShownByMessage($0.key, $0.value) }
+    }
+
+    /// Whether the message shows the field `key` (the handler's, of value `value`).
+    private func isShownByMessage(_ key: String, _ value: Logger.MetadataValue) -> Bool {
+        switch key {
+        case "method", "path", "status", "bytes", "ms": return true
+        case "feed":
+            guard case .string(let feed) = value else { return false }
+            return Self.path(path, shows: feed)
+        default: return false
+        }
+    }
+
+    /// Whether `path` is `/feeds/<feed>`, or continues it with `/`: the feed's name is in the line as is.
+    /// - Complexity: O(length of the name).
+    static func path(_ path: String, shows feed: String) -> Bool {
+        let prefix = "/feeds/".utf8
+        var rest = path.utf8[...]
+        guard rest.starts(with: prefix) else { return false }
+        rest = rest.dropFirst(prefix.count)
+        guard rest.starts(with: feed.utf8) else { return false }
+        rest = rest.dropFirst(feed.utf8.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: "/")
+    }
+
     /// Writes the line into `sink`: the message's parts, then the metadata's fields in key order (the
     /// handler's keys merged in among the request's own), with no dictionary and no `String` per number.
+    /// A sink that is not ``RequestLogLineSink/isStructured`` gets only the fields the message does not
+    /// show (``unshownMetadata``).
     /// - Complexity: O(m log m) for m keys of the handler's metadata (one, the feed, on a feed's request).
     package func write<Sink: RequestLogLineSink>(to sink: inout Sink) {
         sink.message(method)
@@ -58,6 +96,12 @@ package struct RequestLogLine: Equatable, Sendable {
         sink.message("B ")
         sink.message(milliseconds)
         sink.message("ms")
+        guard sink.isStructured else {
+            let unshown = unshownMetadata
+            let extra = unshown.count < 2 ? Array(unshown) : unshown.sorted { $0.key < $1.key }
+            for (key, value) in extra { sink.field(key, value) }
+            return
+        }
         let extra = handlerMetadata.count < 2 ? Array(handlerMetadata) : handlerMetadata.sorted { $0.key < $1.key }
         var next = 0
         /// The handler's fields before `key`; one named `key` is dropped (the request's own wins).
@@ -84,6 +128,9 @@ package struct RequestLogLine: Equatable, Sendable {
 /// Where a ``RequestLogLine`` writes itself part by part: a log handler's line writer (`LineLogHandler`'s,
 /// in the HTTP server).
 package protocol RequestLogLineSink {
+    /// Whether the line is structured (JSON) and keeps every field as metadata; a text line gets only
+    /// the fields its message does not show.
+    var isStructured: Bool { get }
     /// A part of the message.
     mutating func message(_ part: String)
     mutating func message(_ number: Int)

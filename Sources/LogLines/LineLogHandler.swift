@@ -9,9 +9,11 @@ import Synchronization
 
 /// How ``LineLogHandler`` writes a message.
 public enum LogFormat: String, Sendable, CaseIterable {
-    /// `2026-11-25T13:41:34Z info [diffstream] GET /feeds/home 200 312B 1ms bytes=312 ms=1 status=200`:
-    /// the timestamp, the level, the label in brackets, the message, then the metadata as `key=value`,
-    /// sorted by key. A value with a space, a quote, `=` or nothing in it is written as a JSON string.
+    /// `2026-11-25T13:41:34Z info [diffstream] GET /feeds/home 200 312B 1ms`: the timestamp, the level,
+    /// the label in brackets, the message, then the metadata as `key=value`, sorted by key. A value with
+    /// a space, a quote, `=` or nothing in it is written as a JSON string. The HTTP server's request
+    /// lines carry only the fields their message does not show (none for that one; the JSON format
+    /// keeps every field).
     case text
     /// One JSON object per line, for log collectors: `timestamp`, `level`, `label`, `message`, and
     /// `metadata` (an object of the message's metadata, only when it has some). See docs/configuration.md, "Logs".

@@ -10,7 +10,8 @@ import JSONEscaping
 public struct LogLineWriter {
     /// The line so far.
     private(set) var bytes: [UInt8]
-    let format: LogFormat
+    /// The handler's format: a text line or a JSON object.
+    public let format: LogFormat
     private var fields = 0
 
     /// A line's start, up to its message: `<timestamp> <level> [<label>] ` as text, or

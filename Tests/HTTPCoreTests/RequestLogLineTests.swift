@@ -4,6 +4,7 @@ import Testing
 
 /// Records what a request line writes, as text.
 private struct RecordingSink: RequestLogLineSink {
+    var isStructured = true
     var message = ""
     var fields: [(key: String, value: String)] = []
     mutating func message(_ part: String) { message += part }
@@ -38,5 +39,31 @@ struct RequestLogLineTests {
         #expect(sink.fields.map(\.value) == oracle.map(\.value.description))
         #expect(line.metadata["path"] == "/feeds/a" && line.metadata["status"] == "404" && line.metadata["bytes"] == "2"
                 && line.metadata["ms"] == "0" && line.metadata["method"] == "GET")
+    }
+
+    /// A text line shows each field once: what its message shows (method, path, status, bytes,
+    /// duration, and the feed when the path names it as is) is not repeated as `key=value`.
+    @Test(arguments: [
+        ("/feeds/news", ["feed": "news"], ""),
+        ("/feeds/news/events", ["feed": "news"], ""),
+        ("/feeds/news/actions/add", ["feed": "news", "zz": "last"], "zz=last"),
+        ("/feeds/n%65ws", ["feed": "news"], "feed=news"),  // sent percent-encoded: the path does not show it as is
+        ("/feeds/newsroom", ["feed": "news"], "feed=news"),
+        ("/feeds/new", ["feed": "news"], "feed=news"),
+        ("/other/news", ["feed": "news"], "feed=news"),
+        ("/feeds/a", ["a": "first", "bytes": "no", "method": "no", "ms": "no", "path": "no", "status": "no"], "a=first"),
+        ("/feeds/a", [:], ""),
+    ] as [(String, Logger.Metadata, String)])
+    func aTextLineWritesOnlyTheFieldsItsMessageDoesNotShow(path: String, handlerMetadata: Logger.Metadata, fields: String) {
+        let line = RequestLogLine(method: "PUT", path: path, status: 400, bytes: 85, milliseconds: 0, handlerMetadata: handlerMetadata)
+        var text = RecordingSink(isStructured: false)
+        line.write(to: &text)
+        #expect(text.message == "PUT \(path) 400 85B 0ms")
+        #expect(text.fields.map { "\($0.key)=\($0.value)" }.joined(separator: " ") == fields)
+        #expect(text.fields.map(\.key) == line.unshownMetadata.keys.sorted())
+        // A structured line keeps every field.
+        var structured = RecordingSink()
+        line.write(to: &structured)
+        #expect(structured.fields.map(\.key) == line.metadata.keys.sorted())
     }
 }
