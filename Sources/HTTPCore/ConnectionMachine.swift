@@ -287,7 +287,7 @@ package struct ConnectionMachine: Sendable {
         case .awaitingRequest:
             if let started = bodyStartedAt, now - started > limits.bodyTimeout {
                 actions.append(.count(.timeout))
-                let info = RequestInfo.unknown(at: now)
+                let info = refusedRequestInfo(at: now)
                 current = info
                 phase = .processing
                 let response = HTTPResponse.error(.requestTimeout, "request timeout", detail: "the request body did not arrive within \(limits.bodyTimeout == limits.bodyTimeout.rounded() ? String(Int(limits.bodyTimeout)) : String(limits.bodyTimeout)) s",
@@ -384,7 +384,7 @@ package struct ConnectionMachine: Sendable {
                 write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), now: now, into: &actions)
             case .error(let error):
                 actions.append(.count(.badRequest))
-                let info = RequestInfo.unknown(at: now)
+                let info = refusedRequestInfo(at: now)
                 current = info
                 let response = HTTPResponse.error(error.status, error.status.reason.lowercased(), detail: error.detail, headers: ["Connection": "close"])
                 respond(PreparedResponse.prepare(response, for: info, compressAbove: .max), now: now, date: date, into: &actions)
@@ -406,6 +406,13 @@ package struct ConnectionMachine: Sendable {
                 return
             }
         }
+    }
+
+    /// What the log line of a request the connection refuses shows: the method and path of its head
+    /// when the head was read (a body too large or too slow, a framing refused), else `- -`.
+    private func refusedRequestInfo(at now: Double) -> RequestInfo {
+        guard let head = parser.refusedHead else { return .unknown(at: now) }
+        return RequestInfo(method: head.method, path: head.path, start: now, keepAlive: false, head: false, gzip: false)
     }
 
     private mutating func respond(_ response: PreparedResponse, now: Double, date: String, into actions: inout [Action]) {

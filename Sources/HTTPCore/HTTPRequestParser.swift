@@ -41,6 +41,9 @@ public struct HTTPRequestParser: Sendable {
         indirect case chunkDataEnd(Pending)
         indirect case trailers(Pending)
         case failed(HTTPParseError)
+        /// Failed after the head was parsed (a body too large, a framing refused): the head is kept
+        /// for the log line (``refusedHead``).
+        indirect case failedAfterHead(HTTPParseError, HTTPRequest)
     }
 
     /// A request whose head is parsed and whose body is being read.
@@ -78,17 +81,34 @@ public struct HTTPRequestParser: Sendable {
 
     /// Whether a request has started arriving (head or body) but is not complete.
     public var isMidRequest: Bool {
-        if case .head = state { return bufferedByteCount > 0 }
-        if case .failed = state { return false }
-        return true
+        switch state {
+        case .head: bufferedByteCount > 0
+        case .failed, .failedAfterHead: false
+        default: true
+        }
     }
 
     /// Whether the head is complete and the body is being read.
     public var isReadingBody: Bool {
         switch state {
-        case .head, .failed: false
+        case .head, .failed, .failedAfterHead: false
         default: true
         }
+    }
+
+    /// The method and path (as sent, without the query: ``HTTPRequest/rawPath``) of the request whose
+    /// head was parsed and whose body is being read, or was refused (a body over the limit, a framing
+    /// refused): what its log line shows. Nil before a head is complete, and after an error in one.
+    public var refusedHead: (method: String, path: String)? {
+        let request: HTTPRequest
+        switch state {
+        case .head, .failed: return nil
+        case .body(let pending, _), .chunkSize(let pending), .chunkData(let pending, _), .chunkDataEnd(let pending), .trailers(let pending):
+            request = pending.request
+        case .failedAfterHead(_, let head):
+            request = head
+        }
+        return (request.method, request.rawPath)
     }
 
     /// Adds received bytes.
@@ -113,7 +133,7 @@ public struct HTTPRequestParser: Sendable {
     public mutating func next() -> Event {
         while true {
             switch state {
-            case .failed(let error):
+            case .failed(let error), .failedAfterHead(let error, _):
                 return .error(error)
             case .head:
                 guard let result = parseHead() else { return checkHeadLimits() }
@@ -134,17 +154,17 @@ public struct HTTPRequestParser: Sendable {
                 return .needMore
             case .chunkSize(let pending):
                 guard let line = takeLine(limit: 1024) else {
-                    return bufferedByteCount > 1024 ? fail(.init(.badRequest, "chunk size line too long")) : .needMore
+                    return bufferedByteCount > 1024 ? fail(.init(.badRequest, "chunk size line too long"), after: pending) : .needMore
                 }
-                guard let line = line.success else { return fail(line.failure!) }
+                guard let line = line.success else { return fail(line.failure!, after: pending) }
                 let sizeText = line.split(separator: UInt8(ascii: ";"), maxSplits: 1, omittingEmptySubsequences: false)[0]
                 // chunk-size = 1*HEXDIG (RFC 9112 §7.1): no sign, no spaces; at most 15 digits fit an Int.
                 guard !sizeText.isEmpty, sizeText.count <= 15, sizeText.allSatisfy(\.isHexDigit),
                       let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16) else {
-                    return fail(.init(.badRequest, "invalid chunk size"))
+                    return fail(.init(.badRequest, "invalid chunk size"), after: pending)
                 }
                 if pending.body.count + size > limits.maxBodyBytes {
-                    return fail(.init(.contentTooLarge, "the body is larger than \(limits.maxBodyBytes) bytes"))
+                    return fail(.init(.contentTooLarge, "the body is larger than \(limits.maxBodyBytes) bytes"), after: pending)
                 }
                 state = size == 0 ? .trailers(pending) : .chunkData(pending, remaining: size)
             case .chunkData(var pending, let remaining):
@@ -158,15 +178,15 @@ public struct HTTPRequestParser: Sendable {
                 state = .chunkDataEnd(pending)
             case .chunkDataEnd(let pending):
                 guard buffer.count - start >= 2 else { return .needMore }
-                guard buffer[start] == 0x0D, buffer[start + 1] == 0x0A else { return fail(.init(.badRequest, "chunk data not followed by CRLF")) }
+                guard buffer[start] == 0x0D, buffer[start + 1] == 0x0A else { return fail(.init(.badRequest, "chunk data not followed by CRLF"), after: pending) }
                 start += 2
                 state = .chunkSize(pending)
             case .trailers(let pending):
                 // Trailer fields are read and dropped (RFC 9112 §7.1.2); an empty line ends them.
                 guard let line = takeLine(limit: limits.maxHeaderBytes) else {
-                    return bufferedByteCount > limits.maxHeaderBytes ? fail(.init(.headerFieldsTooLarge, "trailer section too large")) : .needMore
+                    return bufferedByteCount > limits.maxHeaderBytes ? fail(.init(.headerFieldsTooLarge, "trailer section too large"), after: pending) : .needMore
                 }
-                guard let line = line.success else { return fail(line.failure!) }
+                guard let line = line.success else { return fail(line.failure!, after: pending) }
                 if line.isEmpty {
                     state = .head
                     return complete(pending)
@@ -179,6 +199,12 @@ public struct HTTPRequestParser: Sendable {
 
     private mutating func fail(_ error: HTTPParseError) -> Event {
         state = .failed(error)
+        return .error(error)
+    }
+
+    /// Fails the request whose head `pending` holds: its head is kept (``refusedHead``), its body dropped.
+    private mutating func fail(_ error: HTTPParseError, after pending: Pending) -> Event {
+        state = .failedAfterHead(error, pending.request)
         return .error(error)
     }
 
@@ -491,7 +517,7 @@ public struct HTTPRequestParser: Sendable {
         case .length(let length):
             // One Content-Length of plain digits: what the general rules below make of it, directly.
             if length > limits.maxBodyBytes {
-                return fail(.init(.contentTooLarge, "the body is larger than \(limits.maxBodyBytes) bytes"))
+                return fail(.init(.contentTooLarge, "the body is larger than \(limits.maxBodyBytes) bytes"), after: pending)
             }
             if length == 0 {
                 state = .head
@@ -519,11 +545,11 @@ public struct HTTPRequestParser: Sendable {
         let transferEncodings = headers.values("Transfer-Encoding")
         let lengths = headers.values("Content-Length")
         if !transferEncodings.isEmpty {
-            if !lengths.isEmpty { return fail(.init(.badRequest, "both Transfer-Encoding and Content-Length")) }
-            if pending.request.version == .http10 { return fail(.init(.badRequest, "Transfer-Encoding in an HTTP/1.0 request")) }
+            if !lengths.isEmpty { return fail(.init(.badRequest, "both Transfer-Encoding and Content-Length"), after: pending) }
+            if pending.request.version == .http10 { return fail(.init(.badRequest, "Transfer-Encoding in an HTTP/1.0 request"), after: pending) }
             let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces().lowercased() }
             guard codings == ["chunked"] else {
-                return fail(.init(.notImplemented, "only Transfer-Encoding: chunked is supported"))
+                return fail(.init(.notImplemented, "only Transfer-Encoding: chunked is supported"), after: pending)
             }
             state = .chunkSize(pending)
             return expectContinue(pending)
@@ -531,10 +557,10 @@ public struct HTTPRequestParser: Sendable {
         if !lengths.isEmpty {
             let values = Set(lengths.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map { $0.trimmingSpaces() })
             guard values.count == 1, let text = values.first, !text.isEmpty, text.count <= 18, text.utf8.allSatisfy(\.isDigit), let length = Int(text) else {
-                return fail(.init(.badRequest, values.count > 1 ? "differing Content-Length values" : "invalid Content-Length"))
+                return fail(.init(.badRequest, values.count > 1 ? "differing Content-Length values" : "invalid Content-Length"), after: pending)
             }
             if length > limits.maxBodyBytes {
-                return fail(.init(.contentTooLarge, "the body is larger than \(limits.maxBodyBytes) bytes"))
+                return fail(.init(.contentTooLarge, "the body is larger than \(limits.maxBodyBytes) bytes"), after: pending)
             }
             if length > 0 {
                 state = .body(pending, remaining: length)

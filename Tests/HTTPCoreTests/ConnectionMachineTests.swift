@@ -149,6 +149,27 @@ struct ConnectionMachineTests {
         #expect(driver.shutWrite)
     }
 
+    /// A body over the limit is refused once the head is read: its log line has the head's method and
+    /// path (not `- - 413`), never the query string.
+    @Test func anOversizedBodyIsLoggedWithItsMethodAndPath() {
+        var settings = ConnectionMachine.Settings()
+        settings.limits.maxBodyBytes = 4
+        var driver = MachineDriver(settings: settings)
+        driver.receive("PUT /feeds/big?token=secret HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+        #expect(driver.statusLines == ["HTTP/1.1 413 Content Too Large"])
+        #expect(driver.dispatched.isEmpty)
+        let line = driver.actions.lazy.compactMap { if case .logRequest(let line) = $0 { line } else { nil } }.first
+        #expect(line?.method == "PUT" && line?.path == "/feeds/big" && line?.status == 413)
+        #expect(line?.message.hasPrefix("PUT /feeds/big 413 ") == true)
+    }
+
+    /// A request refused in its head has no method or path to show.
+    @Test func aHeadRefusedIsLoggedWithoutMethodOrPath() {
+        var driver = MachineDriver()
+        driver.receive("GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n")
+        #expect(driver.logLines.map(\.message).first?.hasPrefix("- - 400 ") == true)
+    }
+
     @Test func theHeaderTimeoutClosesASlowHead() {
         var settings = ConnectionMachine.Settings()
         settings.limits.headerTimeout = 2
@@ -170,6 +191,7 @@ struct ConnectionMachineTests {
         #expect(driver.written.isEmpty)
         driver.advance(to: 1003.1)
         #expect(driver.statusLines == ["HTTP/1.1 408 Request Timeout"])
+        #expect(driver.logLines.map(\.message).first?.hasPrefix("PUT /a 408 ") == true)  // the head was read
         driver.flush()
         #expect(driver.shutWrite)
     }

@@ -208,6 +208,42 @@ struct HTTPRequestParserTests {
         #expect(error.status == .contentTooLarge)
     }
 
+    /// A request refused after its head was read keeps its method and path (as sent, no query) for
+    /// the log line; one refused in its head has none.
+    @Test(arguments: [
+        ("PUT /feeds/big?token=x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", 413, "PUT", "/feeds/big"),
+        ("POST /feeds/a%20b/actions/add HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\nContent-Length: 9\r\n\r\n", 413, "POST", "/feeds/a%20b/actions/add"),
+        ("PUT /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n9\r\n", 413, "PUT", "/c"),
+        ("PUT /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, "PUT", "/c"),
+        ("PUT /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "PUT", "/c"),
+        ("PUT /c HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "PUT", "/c"),
+        ("GET /c HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400, nil, nil),
+        ("GET /c HTTP/2.0\r\nHost: x\r\n\r\n", 505, nil, nil),
+    ] as [(String, Int, String?, String?)])
+    func aRequestRefusedAfterItsHeadKeepsItsMethodAndPath(raw: String, status: Int, method: String?, path: String?) {
+        var limits = HTTPLimits()
+        limits.maxBodyBytes = 4
+        var parser = HTTPRequestParser(limits: limits)
+        #expect(parser.refusedHead == nil)
+        parser.append(Array(raw.utf8))
+        guard case .error(let error) = parser.next() else { Issue.record("expected \(status)"); return }
+        #expect(error.status.code == status)
+        #expect(parser.refusedHead?.method == method && parser.refusedHead?.path == path)
+        guard case .error(let again) = parser.next() else { Issue.record("expected the error again"); return }
+        #expect(again == error && parser.refusedHead?.method == method)
+        #expect(!parser.isMidRequest && !parser.isReadingBody)
+    }
+
+    @Test func theHeadOfARequestWhoseBodyIsStillComingIsKnown() {
+        var parser = HTTPRequestParser()
+        parser.append(Array("PUT /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf".utf8))
+        #expect(parser.next() == .needMore)
+        #expect(parser.refusedHead?.method == "PUT" && parser.refusedHead?.path == "/slow")
+        parser.append(Array("-done".utf8) + [UInt8(ascii: "!")])
+        guard case .request(let request) = parser.next() else { Issue.record("expected the request"); return }
+        #expect(request.body.count == 10 && parser.refusedHead == nil)
+    }
+
     @Test func keepAliveFollowsVersionAndConnectionHeader() {
         #expect(HTTPRequest(method: "GET", target: "/", version: .http11).wantsKeepAlive)
         #expect(!HTTPRequest(method: "GET", target: "/", version: .http11, headers: ["Connection": "close"]).wantsKeepAlive)

@@ -72,6 +72,16 @@ def test_bad_request_gets_its_answer_and_the_connection_closes(start, data, stat
     assert server.get("/healthz") == {"status": "ok"}
 
 
+def test_an_oversized_body_is_logged_with_its_method_and_path(server):
+    """The head is read before the body is refused: the 413's log line names them, not `- - 413`
+    (and, like every line, without the query string)."""
+    mark = server.mark()
+    response, closed = raw(server.port, b"PUT /feeds/toobig?token=never-logged HTTP/1.1\r\n" + H + b"Content-Length: 99999999\r\n\r\n")
+    assert closed and response.startswith(b"HTTP/1.1 413 ")
+    line = server.wait_log(r"PUT /feeds/toobig 413 \d+B \d+ms", since=mark).string
+    assert "never-logged" not in server.log_text() and " - - 413" not in line
+
+
 def test_smuggling_attempt_does_not_reach_a_second_request(server):
     before = server.get("/feeds/blackjack")["version"]
     response, closed = raw(server.port, b"POST /feeds/blackjack/actions/deal HTTP/1.1\r\n" + H
