@@ -49,12 +49,17 @@ def expected(token_name, feed, route):
     """The oracle: the answer a route must give to a token for a feed."""
     claims = TOKENS[token_name]
     exists = feed != "user-7-missing"
-    if route == "deal" and feed != "blackjack":
-        return 404  # no such action: nothing to authorize
-    if route == "PATCH" and feed != "home":
-        return 405  # only the home view model takes PATCH
+    readable = feed in PUBLIC or claims == "admin" or (claims and matches(claims["diffstream"]["subscribe"], feed))
+    if (route == "deal" and feed != "blackjack") or (route == "PATCH" and feed != "home"):
+        # No route takes it: as a read, the right to read first (a missing feed is not told apart from
+        # one that may not be read), then a missing feed named as missing (issue 50), then no such
+        # action (404) or only the home view model takes PATCH (405).
+        if not readable:
+            return 401 if claims is None else 403
+        if not exists:
+            return 404
+        return 404 if route == "deal" else 405
     if route in ("GET", "events"):
-        readable = feed in PUBLIC or claims == "admin" or (claims and matches(claims["diffstream"]["subscribe"], feed))
         if not readable:
             return 401 if claims is None else 403
         return 200 if exists else 404
