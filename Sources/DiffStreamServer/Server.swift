@@ -228,7 +228,7 @@ public final class Server: Service, Sendable {
     /// see ``HostedFeeds/host(family:_:limits:truth:shards:load:)``. Its members' sources stop at
     /// shutdown. `shards`: the lease shards of its keys under `--redis` (decision 0008).
     @discardableResult
-    public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(), truth: FamilyTruth = .program,
+    public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(), truth: FamilyTruth = .kept,
                                              shards: FamilyShards = FamilyShards(),
                                              load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) async throws(HostingError) -> ViewModelFamily<Model> {
         try await hosted.host(family: prefix, model, limits: limits, truth: truth, shards: shards, load: load)

@@ -43,7 +43,7 @@ public final class FamilyHarness<Model: HostedViewModel>: Sendable {
     /// Hosts `model` as the family `prefix`, each member made by `load`.
     /// - Parameter keeping: keep members in a store on disk (a temporary directory), as `--data` does.
     /// - Throws: the store's error when its directory cannot be made.
-    public init(_ model: Model, prefix: String = "family", limits: FamilyLimits = FamilyLimits(), truth: FamilyTruth = .program, keeping: Bool = true,
+    public init(_ model: Model, prefix: String = "family", limits: FamilyLimits = FamilyLimits(), truth: FamilyTruth = .kept, keeping: Bool = true,
                 load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) throws {
         let registry = FeedRegistry()
         var directory: String?

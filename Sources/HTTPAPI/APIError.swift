@@ -112,6 +112,7 @@ public struct APIError: Error, Sendable, Equatable {
     /// | `stateNotEncodable`     | 500    | `state not encodable` |
     /// | `unknownAction`         | 404    | `not found`           |
     /// | `patchNotAccepted`      | 405    | `method not allowed` (with `Allow`) |
+    /// | `patchUndoneByLoader`   | 409    | `conflict`            |
     /// | `notPublished`          | 507 or 503, as ``init(writeError:)`` |
     /// | `noSuchMember`          | 404    | `not found`           |
     /// | `loaderFailed`          | 500    | `loader failed`       |
@@ -130,6 +131,7 @@ public struct APIError: Error, Sendable, Equatable {
             // As the route table answers a PATCH of such a feed: the methods its rows allow.
             let rows = FeedAPI.routes.filter { $0.pattern == FeedAPI.feedPattern && [.always, .viewModelFeed].contains($0.condition) }
             self = MethodNotAllowed(allowed: FeedAPI.allowed(rows), method: "PATCH").error
+        case .patchUndoneByLoader: self.init(HTTPStatus(409, "Conflict"), "conflict", error.description)
         case .notPublished(let writeError): self.init(writeError: writeError)
         case .noSuchMember: self.init(.notFound, "not found", error.description)
         case .loaderFailed: self.init(.internalServerError, "loader failed", error.description)

@@ -21,7 +21,7 @@ extension FeedAPI {
         }
         for family in hosted?.hostedFamilies ?? [] where authorizer.mayList(family: family.prefix, as: principal) {
             entries.append(FeedListing(feed: family.prefix + ".*", version: nil, kind: "family", family: family.prefix, live: await family.liveCount,
-                                       patch: family.acceptsPatch, actions: family.actionList.map(ActionListing.init)))
+                                       patch: family.acceptsPatch && family.truth == .kept, actions: family.actionList.map(ActionListing.init)))
         }
         entries.sort { $0.feed < $1.feed }  // the list is sorted by name, families among the feeds
         return entries

@@ -19,11 +19,16 @@ public final class FamilyMember<Model: HostedViewModel>: Sendable {
     public let key: String
     /// The member's feed: `home.alice`.
     public let feed: String
+    /// The state kept for this key when it is made again (with a store for members, or a store several
+    /// instances share), else nil. With ``FamilyTruth/kept`` it is what the member is made from; a
+    /// ``FamilyTruth/program`` loader may merge from it what its program does not hold.
+    public let kept: Model.State?
     private let sources = Mutex<[@Sendable (ViewModelHost<Model>, SharedLease?) -> Task<Void, any Error>]>([])
 
-    init(key: String, feed: String) {
+    init(key: String, feed: String, kept: Model.State? = nil) {
         self.key = key
         self.feed = feed
+        self.kept = kept
     }
 
     /// Drives this member from `source` while it is live (``ViewModelHost/follow(_:update:)``): each

@@ -11,7 +11,11 @@ package protocol HostedFamily: Sendable {
     var prefix: String { get }
     var limits: FamilyLimits { get }
     var actionList: [ActionDescription] { get }
+    /// Whether its view model takes `PATCH` (``HostedViewModel/acceptsPatch``): the route is found; a
+    /// member whose family's ``truth`` is ``FamilyTruth/program`` still refuses it (409).
     var acceptsPatch: Bool { get }
+    /// Where a member's state comes from when it is made again.
+    var truth: FamilyTruth { get }
     /// The live member `key`, made if need be (a use).
     func use(_ key: String) async throws(ViewModelError) -> any HostedFeed
     func joined(_ key: String) async

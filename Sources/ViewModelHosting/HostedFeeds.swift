@@ -95,11 +95,12 @@ public final class HostedFeeds: @unchecked Sendable {
     /// - Throws: when the prefix is not a valid feed id of at most 29 characters, a family of that prefix
     ///   is hosted already, or `limits` are not usable.
     @discardableResult
-    /// - Parameter truth: with a store for members, whether the loader's render (``FamilyTruth/program``,
-    ///   the default) or the state kept (``FamilyTruth/kept``) makes a member again.
+    /// - Parameter truth: whether the state kept (``FamilyTruth/kept``, the default: what clients wrote
+    ///   comes back) or the loader's render (``FamilyTruth/program``, which refuses `PATCH`) makes a
+    ///   member again.
     /// - Parameter shards: with a store several instances share, the lease shards of the keys: a key's
     ///   sources run on the instance holding its shard's lease (decision 0008).
-    public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(), truth: FamilyTruth = .program,
+    public func host<Model: HostedViewModel>(family prefix: String, _ model: Model, limits: FamilyLimits = FamilyLimits(), truth: FamilyTruth = .kept,
                                              shards: FamilyShards = FamilyShards(),
                                              load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) async throws(HostingError) -> ViewModelFamily<Model> {
         if let problem = FamilyMemberName.prefixProblem(prefix) { throw HostingError(description: problem) }

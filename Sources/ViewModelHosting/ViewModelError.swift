@@ -25,6 +25,9 @@ public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible 
     case unknownAction(feed: String, action: String)
     /// The view model does not take `PATCH` (``HostedViewModel/acceptsPatch``).
     case patchNotAccepted(feed: String)
+    /// A member of a family whose loader is the truth (``FamilyTruth/program``): a `PATCH` would be undone
+    /// when the member is made again, so it is refused.
+    case patchUndoneByLoader(feed: String, family: String)
     /// The feed refused the new snapshot: a storage limit, or the durable store failed.
     case notPublished(FeedWriteError)
     /// A family's loader answered that `key` names nothing (``NoSuchMember``).
@@ -51,6 +54,8 @@ public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible 
             "no action '\(action.prefix(80))' on feed '\(feed)'"
         case .patchNotAccepted(let feed):
             "the view model of feed '\(feed)' does not take PATCH"
+        case .patchUndoneByLoader(let feed, let family):
+            "the family '\(family)' makes its members from its loader (truth: .program), which would undo a PATCH of '\(feed)' when it is made again; nothing changed (a family hosted with truth: .kept keeps what clients write)"
         case .notPublished(.limit(let exceeded)):
             exceeded.description
         case .notPublished(.store(let error)):

@@ -53,7 +53,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     let live: Gauge, made: Counter, dropped: Counter, loaderErrors: Counter, refusedFull: Counter, shardsHeld: Gauge
     let loaderTime: CoreMetrics.Timer
 
-    package init(prefix: String, model: Model, limits: FamilyLimits, truth: FamilyTruth = .program, registry: FeedRegistry, kept: MemberStore? = nil,
+    package init(prefix: String, model: Model, limits: FamilyLimits, truth: FamilyTruth = .kept, registry: FeedRegistry, kept: MemberStore? = nil,
                  shards: FamilyShards = FamilyShards(), clock: @escaping @Sendable () -> Double, releaseMemory: (@Sendable () -> Void)? = nil, load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) {
         self.prefix = prefix
         self.model = model
@@ -233,7 +233,6 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     /// member's sources.
     private func make(_ key: String) async -> Result<(host: ViewModelHost<Model>, sources: [Task<Void, any Error>]), ViewModelError> {
         let name = feed(key)
-        let member = FamilyMember<Model>(key: key, feed: name)
         // With a store for members: what it kept (the feed goes on from there), and with `.kept`, the
         // state itself.
         var keptState: [UInt8]?
@@ -259,6 +258,8 @@ public actor ViewModelFamily<Model: HostedViewModel> {
             }
         }
         let restored = keptState.flatMap { try? JSONDecoder().decode(Model.State.self, from: Data($0)) }
+        let member = FamilyMember<Model>(key: key, feed: name, kept: restored)
+        let remadeBy = truth == .program ? prefix : nil
         // The state made from, when it is not the loader's: with `.kept`, the state kept. Under lease
         // shards (decision 0008), also with `.program` when the member is live on another instance (its
         // key recorded there in its shard's interest): its state is the one being served, changed by
@@ -268,7 +269,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
             // Without shards, the loader does not run; with them it runs for the sources it attaches
             // (this instance may hold the key's shard: they must run here), and its render is not used.
             guard interest != nil else {
-                let host = ViewModelHost(name: name, model: model, state: restored, registry: registry)
+                let host = ViewModelHost(name: name, model: model, state: restored, registry: registry, remadeByLoaderOf: remadeBy)
                 return .success((host, member.start(on: host, shard: nil)))
             }
             adopted = restored
@@ -287,7 +288,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
         case .success(let value)?: state = value
         }
         if let adopted {
-            let host = ViewModelHost(name: name, model: model, state: adopted, registry: registry)
+            let host = ViewModelHost(name: name, model: model, state: adopted, registry: registry, remadeByLoaderOf: remadeBy)
             await recordLive(key)
             return .success((host, member.start(on: host, shard: shardLease(of: key))))
         }
@@ -300,7 +301,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
         } catch {
             return .failure(.loaderFailed(feed: name, reason: error.description))
         }
-        let host = ViewModelHost(name: name, model: model, state: state, registry: registry)
+        let host = ViewModelHost(name: name, model: model, state: state, registry: registry, remadeByLoaderOf: remadeBy)
         await recordLive(key)
         return .success((host, member.start(on: host, shard: shardLease(of: key))))
     }

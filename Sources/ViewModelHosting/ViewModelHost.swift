@@ -38,12 +38,16 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// ``state`` was decoded from; a change is committed only if the store still holds them, else
     /// it runs again on the state the store holds. Nil: not known yet (read it first).
     private var basis: FeedBasis?
+    /// The family whose loader makes this member again (``FamilyTruth/program``): a `PATCH` would be
+    /// undone then, so it is refused. Nil for a feed hosted on its own and a ``FamilyTruth/kept`` member.
+    private let remadeByLoaderOf: String?
 
-    package init(name: String, model: Model, state: Model.State, registry: FeedRegistry) {
+    package init(name: String, model: Model, state: Model.State, registry: FeedRegistry, remadeByLoaderOf family: String? = nil) {
         self.name = name
         self.model = model
         self.state = state
         self.registry = registry
+        self.remadeByLoaderOf = family
     }
 
     /// The wire form of a typed snapshot: the single conversion point between a view model's typed
@@ -200,6 +204,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
     public func patch(body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult {
         guard turn.waitingCount < Feed.maxQueuedWrites else { throw .notPublished(.busy(limit: Feed.maxQueuedWrites)) }
         guard model.acceptsPatch else { throw .patchNotAccepted(feed: name) }
+        if let family = remadeByLoaderOf { throw .patchUndoneByLoader(feed: name, family: family) }
         let patch: JSONValue
         do { patch = try JSONParser.parse(body) } catch { throw .malformedJSON(error.description) }
         guard case .object = patch else {

@@ -12,6 +12,7 @@ struct APIErrorTests {
         (.stateNotEncodable("nan"), 500, #"{"error":"state not encodable","detail":"the view model's state cannot be written as JSON: nan"}"#),
         (.unknownAction(feed: "todo", action: "fly"), 404, #"{"error":"not found","detail":"no action 'fly' on feed 'todo'"}"#),
         (.patchNotAccepted(feed: "todo"), 405, #"{"error":"method not allowed","detail":"PATCH is not allowed here; allowed: GET, HEAD"}"#),
+        (.patchUndoneByLoader(feed: "shelf.bob", family: "shelf"), 409, #"{"error":"conflict","detail":"the family 'shelf' makes its members from its loader (truth: .program), which would undo a PATCH of 'shelf.bob' when it is made again; nothing changed (a family hosted with truth: .kept keeps what clients write)"}"#),
         (.notPublished(.store(.full(path: "/data"))), 503, #"{"error":"storage full","detail":"no space left on the device holding '/data'; the write was not stored, retry once space is freed"}"#),
         (.notPublished(.busy(limit: 256)), 429, #"{"error":"too many writes","detail":"256 writes already wait for this feed; nothing was written: retry after the Retry-After seconds"}"#),
         (.noSuchMember(feed: "home.zed", family: "home", key: "zed"), 404, #"{"error":"not found","detail":"no feed named 'home.zed': the family 'home' has no such key 'zed'"}"#),

@@ -1,5 +1,7 @@
 import FeedCore
 import FeedServer
+import FeedStorage
+import Foundation
 import Synchronization
 import Testing
 import ViewModelHosting
@@ -176,5 +178,71 @@ struct ViewModelFamilyTests {
     @Test func aLoadWithinItsDeadlineAnswersAndLeavesNoTimer() async throws {
         let result = await ViewModelFamily<Counter>.withDeadline(seconds: 3600) { 42 }
         #expect(try result?.get() == 42)
+    }
+}
+
+/// The rule for writes and truth (issue 52, docs/view-models.md "Writes and truth"): no acknowledged
+/// write is undone when a member is made again, after an idle drop or a restart.
+struct FamilyWritesTests {
+    /// A member store in a directory of its own, removed with it.
+    final class KeptDirectory: Sendable {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("family-writes-\(UUID().uuidString)").path
+        init() throws { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+        func open() throws -> MemberStore { try MemberStore(directory: path) }
+    }
+
+    typealias ManualClock = ViewModelFamilyTests.ManualClock
+
+    /// The kept state each make handed the loader.
+    final class Loads: Sendable {
+        let seen = Mutex<[Counter.State?]>([])
+    }
+
+    static func family(_ truth: FamilyTruth, kept: MemberStore?, clock: ManualClock, loads: Loads = Loads()) -> ViewModelFamily<Counter> {
+        ViewModelFamily(prefix: "count", model: Counter(), limits: FamilyLimits(idle: 60), truth: truth, registry: FeedRegistry(), kept: kept,
+                        clock: { clock.now }) { member in
+            loads.seen.withLock { $0.append(member.kept) }
+            return Counter.State(count: 100, label: "from the loader")
+        }
+    }
+
+    @Test func aKeptMembersPatchAndActionSurviveADropAndARestart() async throws {
+        let directory = try KeptDirectory(), clock = ManualClock()
+        var store = try directory.open()
+        var family = Self.family(.kept, kept: store, clock: clock)
+        _ = try await family.member("ann").patch(body: Array(#"{"label":"mine"}"#.utf8), writeID: nil)
+        _ = try await family.member("ann").perform("increment", body: [], writeID: nil)
+        clock.advance(by: 61)
+        await family.expire()
+        #expect(await family.liveCount == 0)
+        var state = try await family.member("ann").state
+        #expect(state == Counter.State(count: 101, label: "mine"), "made again after a drop: what was written, not the loader's")
+        await family.stop()
+        store.close()
+        store = try directory.open()
+        family = Self.family(.kept, kept: store, clock: clock)
+        state = try await family.member("ann").state
+        #expect(state == Counter.State(count: 101, label: "mine"), "made again after a restart")
+        store.close()
+    }
+
+    @Test func aProgramFamilyRefusesPatchAndItsLoaderSeesTheKeptState() async throws {
+        let directory = try KeptDirectory(), clock = ManualClock()
+        let store = try directory.open()
+        defer { store.close() }
+        let loads = Loads()
+        let family = Self.family(.program, kept: store, clock: clock, loads: loads)
+        let member = try await family.member("bob")
+        await #expect(throws: ViewModelError.patchUndoneByLoader(feed: "count.bob", family: "count")) {
+            try await member.patch(body: Array(#"{"label":"lost"}"#.utf8), writeID: nil)
+        }
+        let label = await member.state.label
+        #expect(label == "from the loader", "nothing changed")
+        _ = try await member.perform("increment", body: [], writeID: nil)
+        clock.advance(by: 61)
+        await family.expire()
+        _ = try await family.member("bob")
+        #expect(loads.seen.withLock { $0 } == [nil, Counter.State(count: 101, label: "from the loader")], "the second make was handed what was kept")
     }
 }
