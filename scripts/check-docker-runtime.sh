@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Proves that the release binary runs in a minimal Debian 12 root holding only the packages the
-# Dockerfile's runtime stage installs: no missing shared library, /healthz answers, the page is served,
-# and `diffstream watch` (diffstream-watch, beside the binary) follows a feed.
+# Dockerfile's runtime stage installs: no missing shared library; the image's own command (its ENV, its
+# ENTRYPOINT and its CMD, read from the Dockerfile) starts a production server: /healthz answers, the
+# page is served, no example is hosted (GET /feeds/home is 404), and `diffstream watch` (diffstream-watch,
+# beside the binary) follows a feed; and `docker run IMAGE --demo` (the ENTRYPOINT with `--demo` in
+# place of the CMD) hosts the examples with the demo running (the home feed changes).
 # A binary with `--redis` (issue 26) must link libhiredis, find it in the root (libhiredis0.14), and run
 # there against a real redis-server on loopback: /readyz says Redis is ok and a PUT reaches Redis.
 #   scripts/check-docker-runtime.sh .build/release/diffstream   (scripts/test.sh: .build-release/release/diffstream)
 #   scripts/check-docker-runtime.sh --prepare-root   only makes the root (scripts/test.sh: in the background,
 #                                                    while it builds; debootstrap takes minutes)
-# Needs root (debootstrap, chroot, mount), debootstrap and curl; for a binary with --redis also
-# redis-server, redis-cli, readelf and python3 (scripts/setup.sh --test installs them). The root is
+# Needs root (debootstrap, chroot, mount), debootstrap, curl and python3 (it reads the Dockerfile's ENV,
+# ENTRYPOINT and CMD); for a binary with --redis also redis-server, redis-cli and readelf
+# (scripts/setup.sh --test installs them). The root is
 # cached in ${DIFFSTREAM_ROOTFS_CACHE:-/var/tmp/diffstream-rootfs}/<hash of the package list>.
 set -euo pipefail
 
@@ -39,6 +43,39 @@ packages=$(sed -E 's/.*apt-get install//; s/&&.*//; s/\\//g' <<<"$install_line" 
     | tr ' ' '\n' | grep -v '^-' | grep -v '^$' | xargs)
 [[ -n "$packages" ]] || fail "no packages on the Dockerfile's runtime-packages line"
 echo "runtime packages: $packages"
+
+# The image's command: the runtime stage's ENV, ENTRYPOINT and CMD (exec form, the last of each, as
+# Docker takes them), as bash arrays image_env, image_entrypoint and image_cmd.
+command -v python3 >/dev/null || fail "python3 is not installed (it reads the Dockerfile's ENV, ENTRYPOINT and CMD)"
+image_command=$(python3 - Dockerfile <<'PYTHON'
+import json, shlex, sys
+text = open(sys.argv[1]).read().replace("\\\n", " ")
+stage, found = [], {}
+for line in text.splitlines():
+    words = line.split(None, 1)
+    if not words or words[0].startswith("#"):
+        continue
+    instruction, rest = words[0].upper(), (words[1] if len(words) > 1 else "")
+    if instruction == "FROM":
+        stage, found = [], {}
+    elif instruction == "ENV":
+        stage += shlex.split(rest)
+    elif instruction in ("ENTRYPOINT", "CMD"):
+        try:
+            found[instruction] = json.loads(rest)
+        except ValueError:
+            sys.exit(f"the Dockerfile's {instruction} is not in exec form (a JSON array): {rest}")
+if "ENTRYPOINT" not in found:
+    sys.exit("the Dockerfile's runtime stage has no ENTRYPOINT")
+for name, value in [("image_env", stage), ("image_entrypoint", found["ENTRYPOINT"]), ("image_cmd", found.get("CMD", []))]:
+    print(f"{name}=(" + " ".join(shlex.quote(word) for word in value) + ")")
+PYTHON
+) || fail "cannot read the image's command from the Dockerfile"
+eval "$image_command"
+for assignment in "${image_env[@]}"; do
+    [[ "$assignment" == *=* ]] || fail "the Dockerfile's ENV has '$assignment', not NAME=VALUE (the check reads that form only)"
+done
+echo "image: ENV ${image_env[*]}; ENTRYPOINT ${image_entrypoint[*]}; CMD ${image_cmd[*]}"
 
 # The Debian mirror this machine uses, else deb.debian.org.
 mirror=""
@@ -103,6 +140,9 @@ fi
 flock -u 9
 
 install -D -m 0755 "$binary" "$root/usr/local/bin/diffstream"
+# The image's /data starts empty (the root is cached: a previous run's feeds are dropped).
+rm -rf --one-file-system "$root/data"
+mkdir -p "$root/data"
 # `diffstream watch` runs diffstream-watch, found beside the binary (the Dockerfile installs both).
 watcher="$(dirname "$binary")/diffstream-watch"
 [[ -x "$watcher" ]] || fail "no diffstream-watch beside $binary (build it with --product diffstream-watch)"
@@ -130,11 +170,13 @@ $(grep "not found" <<<"$watch_ldd")"
 
 show_log() { echo "--- server log ---" >&2; cat "$log" >&2; echo "------------------" >&2; }
 
-# Starts the binary in the root with the given flags (on 127.0.0.1, port 0) and sets pid and port.
+# Starts the image's ENTRYPOINT in the root with the given arguments (the CMD, or what replaces it, as
+# `docker run IMAGE ARG…`), in the image's environment only, and sets pid and port. One change: it
+# listens on 127.0.0.1, port 0 (DIFFSTREAM_HOST and DIFFSTREAM_PORT after the image's), not 0.0.0.0:8080.
 start_server() {
     : >"$log"
-    chroot "$root" /usr/local/bin/diffstream --host 127.0.0.1 --port 0 \
-        --public /usr/share/diffstream/Public "$@" 2>"$log" >/dev/null &
+    chroot "$root" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "${image_env[@]}" \
+        DIFFSTREAM_HOST=127.0.0.1 DIFFSTREAM_PORT=0 "${image_entrypoint[@]}" "$@" 2>"$log" >/dev/null &
     pid=$!
     port=""
     local deadline=$((SECONDS + 20))
@@ -154,11 +196,19 @@ stop_server() {
     pid=""
 }
 
-start_server --data /data
+# The status of GET path on the running server (curl's %{http_code}; 000 when it could not ask).
+status_of() { curl -s -o /dev/null --max-time 5 -w '%{http_code}' "http://127.0.0.1:$port$1" || true; }
+
+# The image's default: a production server, no example view models and no demo.
+start_server "${image_cmd[@]}"
 health=$(curl -fsS --max-time 5 "http://127.0.0.1:$port/healthz" 2>&1) \
     || { show_log; fail "GET /healthz failed: $health"; }
 page=$(curl -fsS --max-time 5 "http://127.0.0.1:$port/" 2>&1) || { show_log; fail "GET / failed: $page"; }
 grep -qi "<html" <<<"$page" || { show_log; fail "GET / did not return an HTML page"; }
+for example in home week; do
+    got=$(status_of "/feeds/$example")
+    [[ "$got" == 404 ]] || { show_log; fail "the image's default command (${image_cmd[*]}) hosts the example $example (GET /feeds/$example: $got, expected 404)"; }
+done
 # `diffstream watch` in the root: it runs diffstream-watch, whose libraries (libcurl4) must be there.
 curl -fsS --max-time 5 -X PUT "http://127.0.0.1:$port/feeds/runtime-watch" -d '{"sections":[]}' >/dev/null \
     || { show_log; fail "PUT /feeds/runtime-watch failed"; }
@@ -166,6 +216,20 @@ watched=$(chroot "$root" /usr/local/bin/diffstream watch --json --once "http://1
     || { show_log; fail "diffstream watch failed in the minimal root: $watched"; }
 grep -q '"feed":"runtime-watch"' <<<"$watched" || fail "diffstream watch printed no snapshot of runtime-watch: $watched"
 stop_server
+
+# `docker run IMAGE --demo`: the image's environment must not keep the examples off (DIFFSTREAM_EXAMPLES)
+# when --demo replaces the CMD. The home feed is hosted and changes (every 2 s): watch awaits two
+# snapshots of it, each a version apart, and ends when head closes the pipe (its next write fails).
+start_server --demo
+got=$(status_of /feeds/home)
+[[ "$got" == 200 ]] || { show_log; fail "--demo: GET /feeds/home answered $got, expected 200 (the examples with the demo)"; }
+demo_lines=$( { timeout 30 chroot "$root" /usr/local/bin/diffstream watch --json "http://127.0.0.1:$port" home 2>/dev/null || true; } | head -n 2)
+demo_versions=$(grep -oE '"version":[0-9]+' <<<"$demo_lines" | cut -d: -f2 | xargs)
+read -r first_version second_version <<<"$demo_versions" || true
+[[ -n "${second_version:-}" ]] && ((second_version > first_version)) \
+    || { show_log; fail "--demo: the home feed did not change within 30 s (versions seen: '$demo_versions')"; }
+stop_server
+demo_result="--demo: home v$first_version -> v$second_version"
 
 # Redis mode: only for a binary that has --redis. ldd above already failed on a missing libhiredis;
 # here the binary must actually need it (else the runtime package proves nothing) and talk to Redis.
@@ -215,4 +279,4 @@ if grep -q -- '--redis' <<<"$help_text"; then
     redis_result="/readyz: $ready; a PUT stored $keys keys in Redis"
 fi
 
-echo "check-docker-runtime: PASS: the release binary runs in a minimal bookworm root with only: $packages (/healthz: $health, / serves HTML; Redis mode: $redis_result)"
+echo "check-docker-runtime: PASS: the release binary runs in a minimal bookworm root with only: $packages (the image's command, ${image_entrypoint[*]} ${image_cmd[*]}: /healthz: $health, / serves HTML, no examples; $demo_result; Redis mode: $redis_result)"
