@@ -155,7 +155,7 @@ public final class Server: Service, Sendable {
         if let (store, _) = opened {
             // In a directory of its own, `members/`: the log's files (and their size on disk,
             // `diffstream_store_size_bytes`) are the data directory's regular files.
-            let directory = store.directory + "/members"
+            let directory = store.directory + "/" + MemberStore.directoryName
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                 members = try MemberStore(directory: directory)

@@ -46,6 +46,8 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
 
     public let directory: String
     let setAsideDamaged: Bool
+    /// A backup being checked: ``load()`` leaves its ``RestoreMarker`` in place.
+    let readsBackup: Bool
     /// Every file call goes through here (the system's, or a simulated disk in the tests).
     let files: any StoreFiles
     let tuning: Tuning
@@ -103,9 +105,12 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
         var compaction = Compaction.concurrent
     }
 
-    init(directory: String, setAsideDamaged: Bool = false, files: any StoreFiles, tuning: Tuning = Tuning()) throws(StoreError) {
+    /// - Parameter readsBackup: the store is a backup being checked (``backup(from:to:)``): its
+    ///   ``RestoreMarker`` is left for the start that restores it.
+    init(directory: String, setAsideDamaged: Bool = false, files: any StoreFiles, tuning: Tuning = Tuning(), readsBackup: Bool = false) throws(StoreError) {
         self.directory = directory
         self.setAsideDamaged = setAsideDamaged
+        self.readsBackup = readsBackup
         self.files = files
         self.tuning = tuning
         nextRotation = tuning.compactAfterBytes

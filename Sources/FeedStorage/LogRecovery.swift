@@ -17,6 +17,11 @@ extension LogFeedStore {
     }
 
     /// Reads everything back, once, before serving, and starts committing.
+    ///
+    /// A directory marked as a restored copy (``RestoreMarker``) starts every feed, and every family
+    /// member in `members/`, on a new history with an empty window (written as a new checkpoint, the
+    /// members in one transaction), then the marker is removed durably; a crash before that takes new
+    /// histories again at the next start.
     /// - Throws: ``StoreError/damaged(path:reason:)`` when the data cannot be trusted and the store was
     ///   not opened to set damage aside; ``StoreError/directory(path:reason:)`` when the directory's
     ///   files cannot be read or written.
@@ -30,14 +35,22 @@ extension LogFeedStore {
             try? files.remove(directory + "/" + name)
         }
         let found = names.compactMap(Self.parse)
+        let restoring = !readsBackup && names.contains(RestoreMarker.fileName)
         // The database of earlier versions is renamed, durably, before a migration's log takes a write:
         // still there beside files of generation 1 only, whose log holds no write, it is a migration a
         // crash cut short. Again. (A log with writes beside it is a store that went on: it is loaded.)
-        if names.contains(SQLiteMigrator.fileName), found.allSatisfy({ $0.generation == 1 }), !logHoldsWrites(1) { return try migrate() }
+        if names.contains(SQLiteMigrator.fileName), found.allSatisfy({ $0.generation == 1 }), !logHoldsWrites(1) {
+            var contents = try migrate(restoring: restoring)
+            if restoring { try finishRestore(&contents) }
+            startCommitting()
+            return contents
+        }
         if found.isEmpty {
             do { log = try createLog(1) } catch { throw .directory(path: directory, reason: error.description) }
+            var contents = StoreContents(feeds: [])
+            if restoring { try finishRestore(&contents) }
             startCommitting()
-            return StoreContents(feeds: [])
+            return contents
         }
         var notes: [String] = []
         var damage: [Damage] = []
@@ -138,7 +151,7 @@ extension LogFeedStore {
                 + "; start with --set-aside-damaged to keep what can be read and set the rest aside")
         }
         var contents = StoreContents(feeds: [], notes: notes)
-        if damage.isEmpty, let last = lastScan {
+        if damage.isEmpty, !restoring, let last = lastScan {
             // What was read may be only in the page cache (a process killed before its fdatasync, or
             // before the directory's fsync): make it durable before anything builds on it. An intact
             // group that was never synced looks like one that was, so syncing is the only safe choice.
@@ -148,17 +161,27 @@ extension LogFeedStore {
             try reopen(last, notes: &contents.notes)
             try makeDurable { () throws(FileError) in try files.syncDirectory(directory) }
         } else {
-            // Set aside: what could be read becomes a new checkpoint; the damaged files are kept aside.
+            // Set aside, or a restored copy: what could be read becomes a new checkpoint; the damaged
+            // files are kept aside.
+            if historiesInDoubt || restoring { state.restartHistories(RandomID.history) }
             if historiesInDoubt {
-                state.restartHistories(RandomID.history)
                 contents.setAside.append(("*", "damage hid which feeds it touched: every feed starts a new history, so clients resync"))
             }
             contents.setAside += setAside.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
             try rewrite(after: damage, generation: max(base, logs.last ?? 0) + 1, notes: &contents.notes)
         }
         contents.feeds = state.storedFeeds
+        if restoring { try finishRestore(&contents) }
         startCommitting()
         return contents
+    }
+
+    /// A restored copy, once its feeds' new histories are durable: the family members take new
+    /// histories too, then the marker goes.
+    private func finishRestore(_ contents: inout StoreContents) throws(StoreError) {
+        let members = try MemberStore.restartHistories(inData: directory, files: files)
+        try RestoreMarker.remove(from: directory, files: files)
+        contents.notes.append("restored from a copy (\(RestoreMarker.fileName)): \(state.feeds.count) feeds and \(members) family members start new histories, so clients resync with a snapshot; the marker is removed")
     }
 
     /// A sync at start that fails stops the start (it is not retried: after a failed `fsync` the
@@ -247,10 +270,11 @@ extension LogFeedStore {
 
     /// A database of the SQLite store of earlier versions: read it (``SQLiteMigrator``), write it as
     /// checkpoint 1, and keep the old file renamed (`feeds.sqlite3.migrated-<seconds>`).
-    private func migrate() throws(StoreError) -> StoreContents {
+    private func migrate(restoring: Bool) throws(StoreError) -> StoreContents {
         let old = SQLiteMigrator(directory: directory, setAsideDamaged: setAsideDamaged)
         let contents = try old.load()
         for feed in contents.feeds { try? state.apply(.feed(feed)) }
+        if restoring { state.restartHistories(RandomID.history) }
         let stamp = Int(Date().timeIntervalSince1970)
         do {
             // Log, checkpoint, then the database renamed aside: until that rename is durable, a start
@@ -264,7 +288,6 @@ extension LogFeedStore {
             throw .directory(path: directory, reason: "migrating \(SQLiteMigrator.fileName): \(error.description)")
         }
         try makeDurable { () throws(FileError) in try files.syncDirectory(directory) }
-        startCommitting()
         return StoreContents(feeds: state.storedFeeds, setAside: contents.setAside,
                              notes: ["migrated \(contents.feeds.count) feeds from \(old.path) (kept as \(SQLiteMigrator.fileName).migrated-\(stamp))"])
     }

@@ -108,6 +108,39 @@ final class MemberWriter: @unchecked Sendable {
         database = nil
     }
 
+    /// Every member starts a new history with an empty window, in one transaction (a start on a
+    /// restored backup, ``RestoreMarker``); the totals' bytes follow the emptied windows.
+    /// - Returns: the number of members.
+    /// - Complexity: O(n) row updates, one fsync.
+    func restartHistories(_ newHistory: () -> String) throws(StoreError) -> Int {
+        guard let database else { throw .io(path: path, reason: "the member store is closed") }
+        do throws(SQLiteError) {
+            try database.execute("BEGIN IMMEDIATE")
+            do throws(SQLiteError) {
+                let select = try database.prepare("SELECT name FROM members")
+                var names: [String] = []
+                while try select.step() { names.append(select.text(0) ?? "") }
+                let update = try database.prepare("UPDATE members SET history = ?2, batches = ?3 WHERE name = ?1")
+                for name in names { try update.run([.text(name), .text(newHistory()), .blob(MemberWindow.encode([]))]) }
+                try database.execute("""
+                    UPDATE totals SET members = (SELECT count(*) FROM members),
+                        bytes = (SELECT coalesce(sum(length(snapshot) + length(batches) + coalesce(length(view_state), 0)), 0) FROM members) WHERE id = 0
+                    """)
+                let totalsRow = try database.prepare("SELECT members, bytes FROM totals WHERE id = 0")
+                let next = try totalsRow.step() ? MemberTotals(members: totalsRow.integer(0), bytes: totalsRow.integer(1)) : MemberTotals()
+                try totalsRow.reset()
+                try database.execute("COMMIT")
+                totals = next
+                return names.count
+            } catch {
+                try? database.execute("ROLLBACK")
+                throw error
+            }
+        } catch {
+            throw StoreError(error, path: path)
+        }
+    }
+
     /// Commits `writes` in one transaction (one fsync); when that fails and there were several, each
     /// in a transaction of its own, so one write that does not fit on a nearly full disk does not fail
     /// the others. One result per write: whether its member existed before it.

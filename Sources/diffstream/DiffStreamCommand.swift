@@ -11,7 +11,7 @@ struct DiffStreamCommand: AsyncParsableCommand {
         commandName: "diffstream",
         abstract: "Streams list diffs to browsers over Server-Sent Events.",
         discussion: "Every option can also be set with an environment variable: DIFFSTREAM_ and the option's name in capitals with underscores (e.g. DIFFSTREAM_PORT, DIFFSTREAM_MAX_CONNECTIONS). A flag wins over the environment.",
-        subcommands: [TokenCommand.self, BackupCommand.self, WatchLauncher.self])
+        subcommands: [TokenCommand.self, BackupCommand.self, RestoreCommand.self, WatchLauncher.self])
 
     @Option(help: "Address to bind (IPv4 or IPv6). [env: DIFFSTREAM_HOST] (default: 127.0.0.1)") var host: String?
     @Option(help: "Port to listen on; 0 picks a free one. [env: DIFFSTREAM_PORT] (default: 8080)") var port: String?
