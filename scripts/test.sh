@@ -117,7 +117,7 @@ step "end-to-end tests again with --loops 1 and every server on a fresh --data d
 # subject is neither the loops nor the store (flags, static files, TLS, the Swift and Node clients).
 E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_redis_families.py \
     --ignore tests/e2e/test_families.py --ignore tests/e2e/test_family_writes.py --ignore tests/e2e/test_family_clients.py \
-    --ignore tests/e2e/test_cli.py --ignore tests/e2e/test_static.py --ignore tests/e2e/test_tls.py --ignore tests/e2e/test_watch_tls.py \
+    --ignore tests/e2e/test_cli.py --ignore tests/e2e/test_watch.py --ignore tests/e2e/test_static.py --ignore tests/e2e/test_tls.py --ignore tests/e2e/test_watch_tls.py \
     --ignore tests/e2e/test_swift_client.py --ignore tests/e2e/test_eventsource_node.py
 
 step "end-to-end tests again with every server on --redis (one redis-server for the run; issue 26: the existing suite on --redis)"

@@ -4,14 +4,25 @@ import Synchronization
 
 /// Feed counters for `/metrics`: subscribers per feed, batches, resyncs (published when `/metrics` is
 /// rendered), and the diff time (a swift-metrics histogram).
+///
+/// Bounded by the feeds that exist, not by every name ever seen (issue 52): a feed's series go when it
+/// is deleted or dropped (``removeFeed(_:)``), and a family's members (``familyOf``) are never a series
+/// of their own: their batches count in `diffstream_family_batches_total{family}`, their subscribers in
+/// `diffstream_family_subscribers{family}`.
 public final class FeedMetrics: Sendable {
     private struct State {
+        /// Per feed, live ones only (a dropped member leaves with its feed).
         var subscribers: [String: Int] = [:]
+        /// Per feed that is not a family's member.
         var batches: [String: Int] = [:]
+        /// Per family, for all its members ever (a counter: it never goes down when one is dropped).
+        var familyBatches: [String: Int] = [:]
         var resyncs = 0
     }
 
     private let state = Mutex(State())
+    /// The family a feed is a member of (its prefix), or nil: set once by hosting, which knows them.
+    private let familySlot = Mutex<(@Sendable (String) -> String?)?>(nil)
     private let storeSlot = Mutex<(any FeedStore)?>(nil)
     private let keptFiles = Mutex<[@Sendable () -> Int]>([])
 
@@ -29,10 +40,29 @@ public final class FeedMetrics: Sendable {
         keptFiles.withLock { $0.append(size) }
     }
 
+    /// Names the family a feed is a member of (its prefix), or nil for a feed of its own: members are
+    /// counted under their family's label, never one series each (set by hosting).
+    package var familyOf: (@Sendable (String) -> String?)? {
+        get { familySlot.withLock { $0 } }
+        set { familySlot.withLock { $0 = newValue } }
+    }
+
     package func setSubscribers(_ feed: String, _ count: Int) { state.withLock { $0.subscribers[feed] = count } }
-    package func recordBatch(_ feed: String) { state.withLock { $0.batches[feed, default: 0] += 1 } }
+    package func recordBatch(_ feed: String) {
+        if let family = familySlot.withLock({ $0 })?(feed) {
+            state.withLock { $0.familyBatches[family, default: 0] += 1 }
+        } else {
+            state.withLock { $0.batches[feed, default: 0] += 1 }
+        }
+    }
     package func recordResync() { state.withLock { $0.resyncs += 1 } }
-    package func removeFeed(_ feed: String) { state.withLock { $0.subscribers[feed] = nil } }
+    /// The feed was deleted or dropped: its series go (a member's batches stay in its family's count).
+    package func removeFeed(_ feed: String) {
+        state.withLock {
+            $0.subscribers[feed] = nil
+            $0.batches[feed] = nil
+        }
+    }
     package func recordDiff(seconds: Double) {
         MetricHandles.shared.timer(MetricName.diff).recordSeconds(seconds)
     }
@@ -41,8 +71,15 @@ public final class FeedMetrics: Sendable {
     /// they happen).
     package func samples() -> [MetricSample] {
         let copy = state.withLock { $0 }
-        var samples = copy.subscribers.map { MetricSample(name: "diffstream_feed_subscribers", labels: [("feed", $0.key)], value: Double($0.value), kind: .gauge) }
+        let familyOf = self.familyOf
+        var subscribers: [String: Int] = [:], familySubscribers: [String: Int] = [:]
+        for (feed, count) in copy.subscribers {
+            if let family = familyOf?(feed) { familySubscribers[family, default: 0] += count } else { subscribers[feed] = count }
+        }
+        var samples = subscribers.map { MetricSample(name: "diffstream_feed_subscribers", labels: [("feed", $0.key)], value: Double($0.value), kind: .gauge) }
+        samples += familySubscribers.map { MetricSample(name: "diffstream_family_subscribers", labels: [("family", $0.key)], value: Double($0.value), kind: .gauge) }
         samples += copy.batches.map { MetricSample(name: "diffstream_feed_batches_total", labels: [("feed", $0.key)], value: Double($0.value), kind: .counter) }
+        samples += copy.familyBatches.map { MetricSample(name: "diffstream_family_batches_total", labels: [("family", $0.key)], value: Double($0.value), kind: .counter) }
         samples.append(MetricSample(name: "diffstream_resyncs_total", value: Double(copy.resyncs), kind: .counter))
         if let store = store?.metrics() {
             let kept = keptFiles.withLock { $0 }.reduce(0) { $0 + $1() }

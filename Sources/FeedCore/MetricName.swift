@@ -37,6 +37,8 @@ public enum MetricName {
         "diffstream_loop_connections_open": "Open client connections on each event loop.",
         "diffstream_feed_subscribers": "Open event streams per feed.",
         "diffstream_feed_batches_total": "Batches published per feed.",
+        "diffstream_family_subscribers": "Open event streams on the live members of each family.",
+        "diffstream_family_batches_total": "Batches published on the members of each family.",
         "diffstream_diff_seconds": "Time spent diffing snapshots.",
         "diffstream_resyncs_total": "Slow subscribers caught up with a fresh snapshot.",
         "diffstream_store_commits_total": "Store commits (one fsync each).",

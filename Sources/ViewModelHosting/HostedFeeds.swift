@@ -115,6 +115,8 @@ public final class HostedFeeds: @unchecked Sendable {
             return false
         }
         guard !taken else { throw HostingError(description: "a family is already hosted as '\(prefix)'") }
+        // Members are counted under their family in /metrics, never one series each (issue 52).
+        registry.metrics.familyOf = { [weak self] name in self?.family(of: name)?.family.prefix }
         await family.start()
         return family
     }

@@ -71,3 +71,18 @@ def test_with_redis_a_patch_survives_the_idle_drop_and_a_restart(cluster):
     (server,) = cluster.launch(1, "--examples", "home")
     after = server.get("/feeds/home.alice")
     assert (header(after), after["history"], after["version"]) == ("Just for Alice", first["history"], 2)
+
+
+def test_metrics_count_members_under_their_family_and_keep_no_series_of_a_dropped_one(start):
+    """Issue 52, item 2: /metrics is bounded by families, not by users ever seen."""
+    server = start("--data", "none", "--examples", "home", "--family-idle", "0.2")
+    users = [f"wave{index:03d}" for index in range(60)]
+    for user in users:
+        server.ok("PATCH", f"/feeds/home.{user}", {"recommendedHeader": {"title": user}})
+    with SSEClient(server.port, "/feeds/home.keeper/events") as client:
+        client.expect_event("snapshot")
+        wait_until(lambda: server.metrics().get('diffstream_family_subscribers{family="home"}') == 1, message="one stream on a member")
+        dropped(server, len(users))
+        text = server.http("GET", "/metrics").body.decode()
+        assert "home.wave" not in text and 'feed="home.keeper"' not in text
+        assert server.metrics()['diffstream_family_batches_total{family="home"}'] == len(users)
