@@ -373,7 +373,7 @@ def test_a_backup_taken_while_writes_go_on_is_consistent_and_starts(start, tmp_p
     before = acked[-1][0]
     result = run_binary("backup", "--data", data, tmp_path / "backup")
     assert result.returncode == 0, result.stderr
-    assert re.search(r"backed up \d+ feeds from .* \(\d+ files", result.stdout), result.stdout
+    assert re.search(r"backed up \d+ feeds and \d+ family members from .* \(\d+ files", result.stdout), result.stdout
     after = acked[-1][0]
     server.stop()
     writer.join(timeout=10)
