@@ -5,8 +5,9 @@ public enum Examples {
     /// Every example's feed name.
     public static let names = ["home", "week", "blackjack", "forecast", "todo"]
 
-    /// Hosts the named examples. With `demo`, the home feed takes a demo step every 2 s and the week
-    /// follows the simulated weather service (a reading every 3 s); the returned tasks drive them.
+    /// Hosts the named examples. With `demo`, the home feed takes a demo step every 2 s, every user's
+    /// home feed follows a new edition of the catalogue every 20 s (one family-wide source), and the
+    /// week follows the simulated weather service (a reading every 3 s); the returned tasks drive them.
     /// `home` also hosts the family `home.<user>`: each user's home feed, built by ``HomeFamily``.
     @discardableResult
     public static func host(_ selected: [String], on feeds: HostedFeeds, demo: Bool, familyLimits: FamilyLimits = FamilyLimits()) async throws(HostingError) -> [Task<Void, any Error>] {
@@ -15,9 +16,10 @@ public enum Examples {
             switch name {
             case "home":
                 let home = try await feeds.host(HomeViewModel(), as: name)
-                try await feeds.host(family: name, HomeViewModel(), limits: familyLimits) { member in HomeFamily.state(for: member.key) }
+                let family = try await feeds.host(family: name, HomeViewModel(), limits: familyLimits) { member in HomeFamily.state(for: member.key) }
                 if demo {
                     sources.append(home.follow(Ticks(every: .seconds(2)).stream()) { state, step in HomeViewModel.demoStep(step, &state) })
+                    sources.append(family.follow(Ticks(every: .seconds(20)).stream()) { state, tick, user in HomeFamily.apply(edition: tick + 1, to: &state, user: user) })
                 }
             case "week":
                 let week = try await feeds.host(WeekViewModel(), as: name)

@@ -34,17 +34,44 @@ public enum HomeFamily {
     /// - Complexity: O(c) in the catalogue's size.
     public static func state(for user: String) -> HomeViewModel.State {
         let name = displayName(of: user)
+        let chosen = choose(for: user, from: catalogue)
+        return HomeViewModel.State(
+            banner: HomeViewModel.Banner(id: "welcome-\(user)", title: "Welcome back, \(name)", subtitle: "Picked for \(name) from \(catalogue.count) media"),
+            suggested: chosen.suggested,
+            recommended: chosen.recommended,
+            recommendedHeader: HomeViewModel.Header(title: "Recommended for \(name)", isFeatured: false))
+    }
+
+    /// ``picks`` suggested and ``picks`` recommended media of `catalogue` for `user` (none in both),
+    /// chosen by a stable hash of the key.
+    /// - Complexity: O(c) in the catalogue's size.
+    public static func choose(for user: String, from catalogue: [HomeViewModel.Media]) -> (suggested: [HomeViewModel.Media], recommended: [HomeViewModel.Media]) {
         var generator = KeyedGenerator(key: user)
         var pool = catalogue
         var chosen: [HomeViewModel.Media] = []
         for _ in 0..<min(2 * picks, pool.count) {
             chosen.append(pool.remove(at: Int(generator.next() % UInt64(pool.count))))
         }
-        return HomeViewModel.State(
-            banner: HomeViewModel.Banner(id: "welcome-\(user)", title: "Welcome back, \(name)", subtitle: "Picked for \(name) from \(catalogue.count) media"),
-            suggested: Array(chosen.prefix(picks)),
-            recommended: Array(chosen.dropFirst(picks)),
-            recommendedHeader: HomeViewModel.Header(title: "Recommended for \(name)", isFeatured: false))
+        return (Array(chosen.prefix(picks)), Array(chosen.dropFirst(picks)))
+    }
+
+    /// The catalogue after `edition` changes of the demo's simulated catalogue (0: ``catalogue``): each
+    /// edition adds a new arrival first and rotates the rest by one, so every user's picks move.
+    public static func catalogue(edition: Int) -> [HomeViewModel.Media] {
+        guard edition > 0 else { return catalogue }
+        let shift = edition % catalogue.count
+        let fresh = catalogue[(edition - 1) % catalogue.count]
+        let arrival = HomeViewModel.Media(id: "new-\(edition)", type: fresh.type, title: "New arrival \(edition)", url: fresh.url)
+        return [arrival] + Array(catalogue[shift...] + catalogue[..<shift])
+    }
+
+    /// The family-wide change of a new catalogue edition (``ViewModelFamily/follow(_:update:)``):
+    /// `user`'s picks from it; what the user changed elsewhere (the banner, the header) stays. Applying
+    /// it again changes nothing.
+    public static func apply(edition: Int, to state: inout HomeViewModel.State, user: String) {
+        let chosen = choose(for: user, from: catalogue(edition: edition))
+        state.suggested = chosen.suggested
+        state.recommended = chosen.recommended
     }
 
     /// The name a user is greeted with: their key with its first letter capitalized (`alice` → `Alice`).

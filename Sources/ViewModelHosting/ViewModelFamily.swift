@@ -50,6 +50,9 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     var shardTicker: Task<Void, Never>?
     /// ``stop()`` was called: no shard's lease is kept any more.
     var stopped = false
+    /// The family-wide sources' latest changes (``follow(_:update:)``), by source in the order they were
+    /// followed: applied to every live member when they come, and to each member made later.
+    var familyWide: [(@Sendable (inout Model.State, String) throws -> Void)?] = []
     let live: Gauge, made: Counter, dropped: Counter, loaderErrors: Counter, refusedFull: Counter, shardsHeld: Gauge
     let loaderTime: CoreMetrics.Timer
 
@@ -179,6 +182,61 @@ public actor ViewModelFamily<Model: HostedViewModel> {
     /// The feed name of `key`.
     public nonisolated func feed(_ key: String) -> String { prefix + "." + key }
 
+    /// Follows `source` once for the whole family (issue 52): each element is applied to every live
+    /// member's state with `update(&state, element, key)` (each member renders and diffs its own view,
+    /// and its subscribers get one batch), and the latest element is applied to every member made
+    /// later: a new key, or one dropped (or kept across a restart) that comes back. So `update` must
+    /// describe the shared part as it is now (the catalogue, not "one item added"), so that applying
+    /// an element again changes nothing. With a store several instances share, each instance follows
+    /// the source and applies an element to the live members whose shard's lease it holds (their own
+    /// sources run there too, decision 0008); a member made again anywhere catches up as it is made.
+    /// - Returns: the task following the source (cancel it to stop; it ends with the source).
+    /// - Complexity: O(live members) per element, their renders and diffs run concurrently.
+    @discardableResult
+    public nonisolated func follow<Source: AsyncSequence & Sendable>(
+        _ source: Source, update: @escaping @Sendable (inout Model.State, Source.Element, String) throws -> Void
+    ) -> Task<Void, any Error> where Source.Element: Sendable {
+        Task { [weak self] in
+            guard let index = await self?.addFamilyWideSource() else { return }
+            for try await element in source {
+                guard let self else { return }
+                await self.applyFamilyWide(index) { state, key in try update(&state, element, key) }
+            }
+        }
+    }
+
+    private func addFamilyWideSource() -> Int {
+        familyWide.append(nil)
+        return familyWide.count - 1
+    }
+
+    /// Keeps `change` as source `index`'s latest and applies it to the live members this instance
+    /// drives (all of them, or with shards those whose lease it holds), all at once.
+    private func applyFamilyWide(_ index: Int, _ change: @escaping @Sendable (inout Model.State, String) throws -> Void) async {
+        familyWide[index] = change
+        let targets = members.compactMap { key, member -> (String, ViewModelHost<Model>)? in
+            guard interest == nil || shardLeases[shards.shard(of: key)]?.lease.token != nil else { return nil }
+            return (key, member.host)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for (key, host) in targets {
+                group.addTask { await Self.apply(change, to: host, key: key) }
+            }
+        }
+    }
+
+    /// Applies every family-wide source's latest change to a member just made, in the order the
+    /// sources were followed (nothing changes when it has them already).
+    private func catchUpFamilyWide(_ host: ViewModelHost<Model>, key: String) async {
+        for change in familyWide { if let change { await Self.apply(change, to: host, key: key) } }
+    }
+
+    /// One member's update; a refusal (an update or a render that throws, a store that refuses) leaves
+    /// that member as it was, and the others go on.
+    private static func apply(_ change: @escaping @Sendable (inout Model.State, String) throws -> Void, to host: ViewModelHost<Model>, key: String) async {
+        _ = try? await host.update { state in try change(&state, key) }
+    }
+
     /// The number of live members.
     public var liveCount: Int { members.count }
 
@@ -209,6 +267,7 @@ public actor ViewModelFamily<Model: HostedViewModel> {
             case .failure: .failed
             }
             var answer = result
+            if case .success(let made) = result { await catchUpFamilyWide(made.host, key: key) }
             if roster.finishLoad(ticket, outcome, at: clock()) {
                 switch result {
                 case .success(let made):

@@ -31,6 +31,33 @@ struct HomeFamilyTests {
         #expect(ids.allSatisfy { id in HomeFamily.catalogue.contains { $0.id == id } })
     }
 
+    @Test(arguments: ["alice", "bob", "user-7"])
+    func aCatalogueEditionMovesEachUsersPicksAndKeepsTheRest(user: String) throws {
+        var state = HomeFamily.state(for: user)
+        state.recommendedHeader.title = "Mine"  // what the user changed
+        var unchanged = state
+        HomeFamily.apply(edition: 0, to: &unchanged, user: user)
+        #expect(unchanged == state, "edition 0 is the catalogue the loader picks from")
+        for edition in 1...3 {
+            var next = state
+            HomeFamily.apply(edition: edition, to: &next, user: user)
+            #expect(next.banner == state.banner && next.recommendedHeader.title == "Mine")
+            #expect(Set(next.suggested.map(\.id)).isDisjoint(with: next.recommended.map(\.id)))
+            #expect(next.suggested.count == HomeFamily.picks && next.recommended.count == HomeFamily.picks)
+            #expect(HomeFamily.catalogue(edition: edition).first?.id == "new-\(edition)")
+            var again = next
+            HomeFamily.apply(edition: edition, to: &again, user: user)
+            #expect(again == next, "applying an edition again changes nothing")
+            try HomeViewModel().validate(next)
+        }
+        let moved = (1...3).filter { edition in
+            var next = state
+            HomeFamily.apply(edition: edition, to: &next, user: user)
+            return next.suggested + next.recommended != state.suggested + state.recommended
+        }
+        #expect(!moved.isEmpty, "the picks follow the catalogue")
+    }
+
     @Test func aKnownUsersPicksDoNotChangeBetweenRuns() {
         // Fixed here so that a change of the hash (which would reshuffle every user's feed) is seen.
         #expect(HomeFamily.state(for: "alice").suggested.map(\.id) == Self.alicesSuggestions)

@@ -199,8 +199,8 @@ struct FamilyWritesTests {
         let seen = Mutex<[Counter.State?]>([])
     }
 
-    static func family(_ truth: FamilyTruth, kept: MemberStore?, clock: ManualClock, loads: Loads = Loads()) -> ViewModelFamily<Counter> {
-        ViewModelFamily(prefix: "count", model: Counter(), limits: FamilyLimits(idle: 60), truth: truth, registry: FeedRegistry(), kept: kept,
+    static func family(_ truth: FamilyTruth, kept: MemberStore?, clock: ManualClock, loads: Loads = Loads(), registry: FeedRegistry = FeedRegistry()) -> ViewModelFamily<Counter> {
+        ViewModelFamily(prefix: "count", model: Counter(), limits: FamilyLimits(idle: 60), truth: truth, registry: registry, kept: kept,
                         clock: { clock.now }) { member in
             loads.seen.withLock { $0.append(member.kept) }
             return Counter.State(count: 100, label: "from the loader")
@@ -244,5 +244,45 @@ struct FamilyWritesTests {
         await family.expire()
         _ = try await family.member("bob")
         #expect(loads.seen.withLock { $0 } == [nil, Counter.State(count: 101, label: "from the loader")], "the second make was handed what was kept")
+    }
+}
+
+/// A family-wide source (issue 52, item 4): followed once, applied to every live member, and to members
+/// made later, new or made again after a drop.
+struct FamilyWideSourceTests {
+    typealias ManualClock = ViewModelFamilyTests.ManualClock
+
+    /// Waits (yielding, no clock) until `key`'s state has `label`.
+    static func label(_ family: ViewModelFamily<Counter>, _ key: String, becomes label: String) async throws {
+        while try await family.member(key).state.label != label { await Task.yield() }
+    }
+
+    @Test func anElementReachesLiveMembersAndMembersMadeLater() async throws {
+        let directory = try FamilyWritesTests.KeptDirectory(), clock = ManualClock(), registry = FeedRegistry()
+        let store = try directory.open()
+        defer { store.close() }
+        let family = FamilyWritesTests.family(.kept, kept: store, clock: clock, registry: registry)
+        let (catalogue, publish) = AsyncStream<Int>.makeStream()
+        let following = family.follow(catalogue) { state, version, key in state.label = "\(key) sees \(version)" }
+        defer { following.cancel() }
+        _ = try await family.member("bob")
+        clock.advance(by: 61)
+        _ = try await family.member("ann")
+        await family.expire()
+        #expect(await family.liveCount == 1, "bob dropped, ann live")
+
+        let before = try await #require(try await registry.read("count.ann")).version
+        publish.yield(1)
+        try await Self.label(family, "ann", becomes: "ann sees 1")
+        let after = try await #require(try await registry.read("count.ann")).version
+        #expect(after == before + 1, "one batch")
+        let bob = try await family.member("bob").state.label, cat = try await family.member("cat").state.label
+        #expect(bob == "bob sees 1", "dropped, made again from what was kept: caught up")
+        #expect(cat == "cat sees 1", "a new key starts from it")
+
+        publish.yield(2)
+        for key in ["ann", "bob", "cat"] { try await Self.label(family, key, becomes: "\(key) sees 2") }
+        let counts = try await family.member("ann").state.count
+        #expect(counts == 100, "the rest of the state is the member's own")
     }
 }
