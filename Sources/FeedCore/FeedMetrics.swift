@@ -2,6 +2,12 @@ import CoreMetrics
 import FeedStorage
 import Synchronization
 
+/// What knows which feeds are a family's members (hosting): the metrics count them under their family.
+package protocol FeedFamilies: AnyObject, Sendable {
+    /// The prefix of the family `name` is a member of, or nil for a feed of its own.
+    func familyPrefix(of name: String) -> String?
+}
+
 /// Feed counters for `/metrics`: subscribers per feed, batches, resyncs (published when `/metrics` is
 /// rendered), and the diff time (a swift-metrics histogram).
 ///
@@ -21,8 +27,9 @@ public final class FeedMetrics: Sendable {
     }
 
     private let state = Mutex(State())
-    /// The family a feed is a member of (its prefix), or nil: set once by hosting, which knows them.
-    private let familySlot = Mutex<(@Sendable (String) -> String?)?>(nil)
+    /// Who knows the families (hosting), held weakly: it holds the registry that holds these metrics.
+    private struct FamiliesReference { weak var families: (any FeedFamilies)? }
+    private let familiesSlot = Mutex(FamiliesReference())
     private let storeSlot = Mutex<(any FeedStore)?>(nil)
     private let keptFiles = Mutex<[@Sendable () -> Int]>([])
 
@@ -40,16 +47,21 @@ public final class FeedMetrics: Sendable {
         keptFiles.withLock { $0.append(size) }
     }
 
-    /// Names the family a feed is a member of (its prefix), or nil for a feed of its own: members are
-    /// counted under their family's label, never one series each (set by hosting).
-    package var familyOf: (@Sendable (String) -> String?)? {
-        get { familySlot.withLock { $0 } }
-        set { familySlot.withLock { $0 = newValue } }
+    /// Counts the members of `families`' families under their family's label, never one series each
+    /// (called by hosting when it hosts a family).
+    package func countMembers(of families: any FeedFamilies) {
+        familiesSlot.withLock { $0.families = families }
+    }
+
+    /// The family `feed` is a member of (its prefix), or nil for a feed of its own (or when no family
+    /// is hosted).
+    package func familyPrefix(of feed: String) -> String? {
+        familiesSlot.withLock { $0.families }?.familyPrefix(of: feed)
     }
 
     package func setSubscribers(_ feed: String, _ count: Int) { state.withLock { $0.subscribers[feed] = count } }
     package func recordBatch(_ feed: String) {
-        if let family = familySlot.withLock({ $0 })?(feed) {
+        if let family = familyPrefix(of: feed) {
             state.withLock { $0.familyBatches[family, default: 0] += 1 }
         } else {
             state.withLock { $0.batches[feed, default: 0] += 1 }
@@ -71,10 +83,10 @@ public final class FeedMetrics: Sendable {
     /// they happen).
     package func samples() -> [MetricSample] {
         let copy = state.withLock { $0 }
-        let familyOf = self.familyOf
+        let families = familiesSlot.withLock { $0.families }
         var subscribers: [String: Int] = [:], familySubscribers: [String: Int] = [:]
         for (feed, count) in copy.subscribers {
-            if let family = familyOf?(feed) { familySubscribers[family, default: 0] += count } else { subscribers[feed] = count }
+            if let family = families?.familyPrefix(of: feed) { familySubscribers[family, default: 0] += count } else { subscribers[feed] = count }
         }
         var samples = subscribers.map { MetricSample(name: "diffstream_feed_subscribers", labels: [("feed", $0.key)], value: Double($0.value), kind: .gauge) }
         samples += familySubscribers.map { MetricSample(name: "diffstream_family_subscribers", labels: [("family", $0.key)], value: Double($0.value), kind: .gauge) }

@@ -116,7 +116,7 @@ public final class HostedFeeds: @unchecked Sendable {
         }
         guard !taken else { throw HostingError(description: "a family is already hosted as '\(prefix)'") }
         // Members are counted under their family in /metrics, never one series each (issue 52).
-        registry.metrics.familyOf = { [weak self] name in self?.family(of: name)?.family.prefix }
+        registry.metrics.countMembers(of: self)
         await family.start()
         return family
     }
@@ -185,4 +185,9 @@ public final class HostedFeeds: @unchecked Sendable {
         guard let (family, key) = family(of: name) else { return nil }
         return FamilyMemberFeed(name: name, key: key, family: family)
     }
+}
+
+extension HostedFeeds: FeedFamilies {
+    /// The prefix of the family `name` is a member of (``family(of:)``), for the metrics.
+    package func familyPrefix(of name: String) -> String? { family(of: name)?.family.prefix }
 }

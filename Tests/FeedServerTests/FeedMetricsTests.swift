@@ -3,6 +3,11 @@ import Testing
 
 /// `/metrics` is bounded by the feeds that exist and by families, not by every user ever seen (issue 52).
 struct FeedMetricsTests {
+    /// `home.*` are the members of `home`.
+    final class HomeMembers: FeedFamilies {
+        func familyPrefix(of name: String) -> String? { name.hasPrefix("home.") ? "home" : nil }
+    }
+
     static func series(_ metrics: FeedMetrics) -> [String: Double] {
         Dictionary(uniqueKeysWithValues: metrics.samples().map { sample in
             ("\(sample.name){\(sample.labels.map { "\($0.0)=\($0.1)" }.joined(separator: ","))}", sample.value)
@@ -10,8 +15,8 @@ struct FeedMetricsTests {
     }
 
     @Test func membersCountUnderTheirFamilyAndADroppedFeedLeavesNoSeries() {
-        let metrics = FeedMetrics()
-        metrics.familyOf = { $0.hasPrefix("home.") ? "home" : nil }
+        let metrics = FeedMetrics(), families = HomeMembers()
+        metrics.countMembers(of: families)
         for user in ["a", "b", "b"] { metrics.recordBatch("home.\(user)") }
         metrics.recordBatch("news")
         metrics.setSubscribers("home.a", 2)
