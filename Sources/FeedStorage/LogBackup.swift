@@ -6,8 +6,9 @@ import Darwin
 
 /// What ``LogFeedStore/backup(from:to:)`` copied.
 public struct StoreBackup: Sendable, Equatable {
-    /// The log's files copied, and their bytes.
+    /// The log's files copied.
     public var files: Int
+    /// The bytes of the log's files copied.
     public var bytes: Int
     /// The feeds in the copy, as it loads.
     public var feeds: Int
@@ -57,7 +58,8 @@ extension LogFeedStore {
 
     static func backup(from directory: String, to destination: String, files: any StoreFiles) throws(StoreError) -> StoreBackup {
         do {
-            try files.createDirectory(destination)
+            // Each name it made durable in its parent, as the data directory's own (a restore's is one).
+            for made in try files.createDirectory(destination) { try files.syncDirectory(DirectoryLock.parent(of: made)) }
         } catch {
             throw .directory(path: destination, reason: "cannot create it (\(error.description))")
         }
