@@ -20,6 +20,9 @@ public enum MetricName {
     public static let familyLoaderDuration = "diffstream_family_loader_seconds"
     /// The lease shards of each family this instance holds, with a store several instances share.
     public static let familyShardsHeld = "diffstream_family_shards_held"
+    /// Kept states of hosted view models that the program could neither decode nor migrate, by family
+    /// (or by feed, for a view model hosted on its own): each was left as it is and its feed not made.
+    public static let keptStateUnreadable = "diffstream_kept_state_unreadable_total"
 
     /// `# HELP` texts by name. The names and texts that existed before swift-metrics are unchanged.
     package static let help: [String: String] = [
@@ -65,6 +68,7 @@ public enum MetricName {
         familyRefusedFull: "Requests refused with 503 because the family had its most live members.",
         familyLoaderDuration: "Time a family's loader took to make a member.",
         familyShardsHeld: "Lease shards of each family this instance holds: their members' sources run here (with a shared store).",
+        keptStateUnreadable: "Kept view-model states the program could neither decode nor migrate (left as they are, the feed not made), by family or feed.",
     ]
 
     /// Labelled families `/metrics` declares (`# HELP`, `# TYPE`) even before their first series.

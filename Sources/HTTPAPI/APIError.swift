@@ -118,6 +118,7 @@ public struct APIError: Error, Sendable, Equatable {
     /// | `loaderFailed`          | 500    | `loader failed`       |
     /// | `loaderTimedOut`        | 504    | `loader timed out`    |
     /// | `familyFull`            | 503    | `family full` (with `Retry-After`) |
+    /// | `keptStateUnreadable`   | 500    | `kept state unreadable` |
     public init(_ error: ViewModelError) {
         switch error {
         case .malformedJSON: self.init(.badRequest, "malformed json", error.description)
@@ -139,6 +140,7 @@ public struct APIError: Error, Sendable, Equatable {
         case .familyFull(_, _, _, let retryAfter):
             self.init(.serviceUnavailable, "family full", error.description)
             self.retryAfter = retryAfter
+        case .keptStateUnreadable: self.init(.internalServerError, "kept state unreadable", error.description)
         }
     }
 }

@@ -275,6 +275,7 @@ public struct FeedAPI: Sendable {
             guard deleted else { throw Self.noFeed(name) }
             return HTTPResponse(status: .noContent)
         case .refuseViewModelWrite:
+            if request.method == "DELETE", request.queryValue("reset") != nil { return try await resetKeptState(request, name: name) }
             try await authorize(.write(name), request)
             let detail = request.method == "DELETE"
                 ? "'\(name)' is rendered by a view model and cannot be deleted"

@@ -41,13 +41,19 @@ public final class HostedFeeds: @unchecked Sendable {
     }
 
     /// Hosts `model` as the feed `name`. It starts from `state` if given; else from the state a
-    /// durable store kept with the feed (if it still decodes as `Model.State`); else from the model's
-    /// initial state. Throws if the name is not a valid feed id or is hosted already, if the first
-    /// render throws, or if the store refuses the first snapshot. A feed of that name that is not
-    /// hosted (say, restored from the store after a `PUT`) is taken over.
+    /// durable store kept with the feed, decoded or migrated (``HostedViewModel/stateVersion``,
+    /// ``HostedViewModel/migrate(from:_:)``); else from the model's initial state. Throws if the name is
+    /// not a valid feed id or is hosted already, if the first render throws, or if the store refuses the
+    /// first snapshot. A feed of that name that is not hosted (say, restored from the store after a `PUT`)
+    /// is taken over.
+    ///
+    /// A kept state that can be neither decoded nor migrated is never replaced: the feed is hosted but
+    /// left as it is, and every request to it answers ``ViewModelError/keptStateUnreadable(feed:reason:)``
+    /// (`500`) until a program reads it or it is reset (``resetKeptState(_:)``).
     @discardableResult
     public func host<Model: HostedViewModel>(_ model: Model, as name: String, state: Model.State? = nil) async throws(HostingError) -> ViewModelHost<Model> {
         guard FeedID.isValid(name) else { throw HostingError(description: "'\(name)' is not a feed id (1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot)") }
+        guard Model.stateVersion >= 1 else { throw HostingError(description: "'\(name)': stateVersion must be 1 or more, not \(Model.stateVersion)") }
         let taken = lock.withLock { () -> Bool in
             if reserved.contains(name) { return true }
             reserved.insert(name)
@@ -57,9 +63,11 @@ public final class HostedFeeds: @unchecked Sendable {
         if registry.shared != nil {
             // Several instances host it: start from the state the store holds (unless `state` is
             // given), committed only if no other instance changed it meanwhile.
-            let host = ViewModelHost(name: name, model: model, state: state ?? model.initialState, registry: registry)
+            let host = ViewModelHost(name: name, model: model, state: state ?? model.initialState, registry: registry, hostedAlone: true)
             do {
                 _ = try await host.update(options: FeedWriteOptions()) { current in if let state { current = state } }
+            } catch .keptStateUnreadable {
+                // Left as it is: hosted, refusing every request until it is read or reset.
             } catch {
                 lock.withLock { _ = reserved.remove(name) }
                 throw HostingError(description: "'\(name)': \(error.description)")
@@ -68,9 +76,15 @@ public final class HostedFeeds: @unchecked Sendable {
             return host
         }
         var start = state ?? model.initialState
-        if state == nil, let bytes = await (try? await registry.read(name))?.viewState,
-           let stored = try? JSONDecoder().decode(Model.State.self, from: Data(bytes)) {
-            start = stored
+        if state == nil, let bytes = await (try? await registry.read(name))?.viewState {
+            do {
+                start = try ViewModelHost<Model>.readKept(bytes, model: model, feed: name, dimension: ("feed", name), registry: registry)
+            } catch {
+                // Never replaced: nothing is written, and the host refuses every request until it is reset.
+                let host = ViewModelHost(name: name, model: model, state: model.initialState, registry: registry, hostedAlone: true, unreadable: error)
+                lock.withLock { hosts[name] = host }
+                return host
+            }
         }
         do throws(ViewModelError) {
             let snapshot = try ViewModelHost<Model>.wire(model, start)
@@ -80,7 +94,7 @@ public final class HostedFeeds: @unchecked Sendable {
             lock.withLock { _ = reserved.remove(name) }
             throw HostingError(description: "'\(name)': \(error.description)")
         }
-        let host = ViewModelHost(name: name, model: model, state: start, registry: registry)
+        let host = ViewModelHost(name: name, model: model, state: start, registry: registry, hostedAlone: true)
         lock.withLock { hosts[name] = host }
         return host
     }
@@ -104,6 +118,7 @@ public final class HostedFeeds: @unchecked Sendable {
                                              shards: FamilyShards = FamilyShards(),
                                              load: @escaping @Sendable (FamilyMember<Model>) async throws -> Model.State) async throws(HostingError) -> ViewModelFamily<Model> {
         if let problem = FamilyMemberName.prefixProblem(prefix) { throw HostingError(description: problem) }
+        guard Model.stateVersion >= 1 else { throw HostingError(description: "family '\(prefix)': stateVersion must be 1 or more, not \(Model.stateVersion)") }
         if let problem = limits.problem { throw HostingError(description: "family '\(prefix)': \(problem)") }
         if members != nil, registry.shared != nil { throw HostingError(description: "family '\(prefix)': a store for members and a shared store together") }
         let family = ViewModelFamily(prefix: prefix, model: model, limits: limits, truth: truth, registry: registry, kept: members, shards: shards,
@@ -138,11 +153,31 @@ public final class HostedFeeds: @unchecked Sendable {
         lock.withLock { families.keys.sorted().compactMap { families[$0] } }
     }
 
-    /// Makes the family member `name` live if it is one (a use); nothing for any other feed.
-    /// - Throws: the family's refusal (no such key, loader failed or timed out, family full).
+    /// Makes the family member `name` live if it is one (a use); nothing for any other feed, but a hosted
+    /// one whose kept state cannot be read refuses.
+    /// - Throws: the family's refusal (no such key, loader failed or timed out, family full), or
+    ///   ``ViewModelError/keptStateUnreadable(feed:reason:)``.
     package func prepare(_ name: String) async throws(ViewModelError) {
+        if let host = lock.withLock({ hosts[name] }) { return try await host.checkKeptState() }
         guard let (family, key) = family(of: name) else { return }
-        _ = try await family.use(key)
+        try await family.use(key).checkKeptState()
+    }
+
+    /// Discards the state kept for the hosted feed or family member `name`, readable or not (an
+    /// operator's deliberate act: `DELETE /feeds/{feed}?reset=kept-state`). A hosted feed starts again
+    /// from its view model's initial state (one batch); a member is deleted with what is kept of it
+    /// (``ViewModelFamily/delete(_:)``: its subscribers get `event: deleted`), and its next use makes it
+    /// afresh with its loader.
+    /// - Returns: false when `name` is neither.
+    package func resetKeptState(_ name: String) async throws(ViewModelError) -> Bool {
+        if let host = lock.withLock({ hosts[name] }) {
+            guard let host = host as? any KeptStateResetting else { return false }
+            try await host.resetKeptState(key: nil)
+            return true
+        }
+        guard let (family, key) = family(of: name), let family = family as? any KeptStateResetting else { return false }
+        try await family.resetKeptState(key: key)
+        return true
     }
 
     /// A stream subscribed to `name`: a family member stays live while it has one.

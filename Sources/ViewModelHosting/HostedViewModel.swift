@@ -1,6 +1,7 @@
 import FeedCore
 import DiffStream
 import DiffStreamJSON
+import Foundation
 
 /// A view model the server hosts. The framework owns its ``State``: it runs the actions one at a
 /// time, renders every new state, and publishes the difference from the previous snapshot as one
@@ -44,12 +45,32 @@ public protocol HostedViewModel: Sendable {
     /// Checks a state that a `PATCH` produced, before it is rendered. Throw ``InvalidInput`` naming
     /// the field to refuse it (`422`, nothing changes). Accepts everything by default.
     func validate(_ state: State) throws
+
+    /// The version of ``State``'s kept JSON form, 1 by default. Raise it, and give ``migrate(from:_:)``,
+    /// with every change under which a state kept by the previous program no longer decodes, or decodes
+    /// to something else: a new field (even one with a default: synthesized `Codable` ignores property
+    /// defaults), a removed or renamed field or case, a changed type or meaning. From version 2 on, the
+    /// state is kept with the key `"_stateVersion"` beside its fields, which earlier programs ignore.
+    static var stateVersion: Int { get }
+
+    /// A state kept by a program of an earlier ``stateVersion`` (`version`, 1 for bytes without a version),
+    /// as this program's ``State``: `bytes` are the kept JSON object (with its `"_stateVersion"`, if any).
+    /// By default they are decoded as ``State``, which throws when they no longer fit.
+    ///
+    /// A throw leaves the kept state as it is: the feed or family member is not made or changed, its
+    /// requests answer `500` naming the feed and the reason, until a program reads it or an operator
+    /// resets it (`DELETE /feeds/{feed}?reset=kept-state`).
+    func migrate(from version: Int, _ bytes: [UInt8]) throws -> State
 }
 
 extension HostedViewModel {
     public var actions: [HostedAction<State>] { [] }
     public var acceptsPatch: Bool { false }
     public func validate(_ state: State) throws {}
+    public static var stateVersion: Int { 1 }
+    public func migrate(from version: Int, _ bytes: [UInt8]) throws -> State {
+        try JSONDecoder().decode(State.self, from: Data(bytes))
+    }
 }
 
 /// Input that a view model refuses: answered `422` with the field and the reason, and the state is

@@ -38,6 +38,10 @@ public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible 
     case loaderTimedOut(feed: String, seconds: Double)
     /// The family has ``FamilyLimits/maxLive`` members and none is idle: try again in `retryAfter` seconds.
     case familyFull(feed: String, family: String, maxLive: Int, retryAfter: Int)
+    /// The state kept for `feed` can be neither decoded nor migrated by this program
+    /// (``HostedViewModel/stateVersion``, ``HostedViewModel/migrate(from:_:)``): the reason. It is left as
+    /// it is, and the feed is not made or changed until a program reads it or it is reset.
+    case keptStateUnreadable(feed: String, reason: String)
 
     /// What went wrong, in words a user can act on (the `detail` of an HTTP error body).
     public var description: String {
@@ -76,6 +80,8 @@ public enum ViewModelError: Error, Sendable, Equatable, CustomStringConvertible 
             "the loader of '\(feed)' took longer than \(seconds) s, so nothing was made (the next request tries again)"
         case .familyFull(let feed, let family, let maxLive, _):
             "'\(feed)' cannot be made now: the family '\(family)' has its most live members (\(maxLive)) and none is idle"
+        case .keptStateUnreadable(let feed, let reason):
+            "the state kept for '\(feed)' cannot be read by this program, so it is left as it is and '\(feed)' is not made or changed: \(reason). A program whose view model migrates it reads it; DELETE /feeds/\(feed)?reset=kept-state discards it"
         }
     }
 }

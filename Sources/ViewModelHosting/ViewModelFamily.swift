@@ -316,7 +316,15 @@ public actor ViewModelFamily<Model: HostedViewModel> {
                 return .failure(.notPublished(.store(error)))
             }
         }
-        let restored = keptState.flatMap { try? JSONDecoder().decode(Model.State.self, from: Data($0)) }
+        // Decoded or migrated (``HostedViewModel/stateVersion``); a kept state this program cannot read
+        // is never replaced: nothing is made or written (the feed adopted above is let go, unwritten).
+        var restored: Model.State?
+        if let keptState {
+            do { restored = try ViewModelHost<Model>.readKept(keptState, model: model, feed: name, dimension: ("family", prefix), registry: registry) } catch {
+                if kept != nil { await registry.drop(name) }
+                return .failure(error)
+            }
+        }
         let member = FamilyMember<Model>(key: key, feed: name, kept: restored)
         let remadeBy = truth == .program ? prefix : nil
         // The state made from, when it is not the loader's: with `.kept`, the state kept. Under lease

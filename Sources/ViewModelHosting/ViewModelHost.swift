@@ -3,6 +3,7 @@ import FeedReplication
 import DiffStream
 import DiffStreamJSON
 import Foundation
+import Synchronization
 
 /// What a change did to a hosted feed: the version it left the feed at and the size of its batch
 /// (`0` when the snapshot came out the same, and then no new version).
@@ -41,13 +42,28 @@ public actor ViewModelHost<Model: HostedViewModel> {
     /// The family whose loader makes this member again (``FamilyTruth/program``): a `PATCH` would be
     /// undone then, so it is refused. Nil for a feed hosted on its own and a ``FamilyTruth/kept`` member.
     private let remadeByLoaderOf: String?
+    /// Why the state kept with the feed cannot be read by this program (``readKept(_:model:feed:dimension:registry:)``),
+    /// while it cannot: every change and every use (``checkKeptState()``) is refused with it, and nothing
+    /// is written until it is read or reset (``resetKeptState()``). Nil: the state is this host's.
+    private let unreadable: Mutex<ViewModelError?>
+    /// Hosted on its own (``HostedFeeds/host(_:as:state:)``), not as a family's member.
+    private let hostedAlone: Bool
+    /// What ``readKept(_:model:feed:dimension:registry:)`` counts this feed's unreadable kept states under:
+    /// the feed hosted on its own, else its family, never a member.
+    private nonisolated var keptDimension: (String, String) {
+        if hostedAlone { return ("feed", name) }
+        return ("family", remadeByLoaderOf ?? registry.metrics.familyPrefix(of: name) ?? String(name.prefix { $0 != "." }))
+    }
 
-    package init(name: String, model: Model, state: Model.State, registry: FeedRegistry, remadeByLoaderOf family: String? = nil) {
+    package init(name: String, model: Model, state: Model.State, registry: FeedRegistry, remadeByLoaderOf family: String? = nil,
+                 hostedAlone: Bool = false, unreadable: ViewModelError? = nil) {
         self.name = name
         self.model = model
         self.state = state
         self.registry = registry
         self.remadeByLoaderOf = family
+        self.hostedAlone = hostedAlone
+        self.unreadable = Mutex(unreadable)
     }
 
     /// The wire form of a typed snapshot: the single conversion point between a view model's typed
@@ -61,12 +77,15 @@ public actor ViewModelHost<Model: HostedViewModel> {
     }
 
     /// The state as the JSON bytes a durable store keeps (keys sorted, so equal states are equal bytes).
+    /// From ``HostedViewModel/stateVersion`` 2 on, with the version beside the fields (``KeptState``).
     package static func storedBytes(_ state: Model.State) throws(ViewModelError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        do { return Array(try encoder.encode(state)) } catch {
+        let bytes: [UInt8]
+        do { bytes = Array(try encoder.encode(state)) } catch {
             throw .stateNotEncodable("\(error)")
         }
+        return try KeptState.stamp(bytes, version: Model.stateVersion)
     }
 
     /// Renders `next`, publishes the difference with `next` as the stored state, and keeps `next`.
@@ -93,10 +112,62 @@ public actor ViewModelHost<Model: HostedViewModel> {
         let current: FeedBasis
         do { current = try await registry.basis(name) } catch { throw .notPublished(.store(error)) }
         if current != basis {
-            if let bytes = current.state, let decoded = try? JSONDecoder().decode(Model.State.self, from: Data(bytes)) { state = decoded }
+            // A state this program cannot read (another program's, during a rolling upgrade) is never
+            // taken over: the change is refused, and the basis stays, so the next one reads it again.
+            if let bytes = current.state {
+                do { state = try Self.readKept(bytes, model: model, feed: name, dimension: keptDimension, registry: registry) } catch {
+                    unreadable.withLock { $0 = error }
+                    throw error
+                }
+            }
+            unreadable.withLock { $0 = nil }
             basis = current
         }
         return current
+    }
+
+    /// Refuses a use of the feed while the state kept with it cannot be read (with a shared store, once
+    /// it is read again: another instance may have migrated or reset it). Nothing when it is readable.
+    /// - Throws: ``ViewModelError/keptStateUnreadable(feed:reason:)``.
+    package nonisolated func checkKeptState() async throws(ViewModelError) {
+        guard unreadable.withLock({ $0 }) != nil else { return }
+        try await readKeptAgain()
+    }
+
+    private func readKeptAgain() async throws(ViewModelError) {
+        await takeTurn()
+        defer { passTurn() }
+        if registry.shared == nil {
+            if let error = unreadable.withLock({ $0 }) { throw error }
+            return
+        }
+        _ = try await catchUp()
+    }
+
+    /// Discards the state kept with the feed, readable or not, and starts it again from the view model's
+    /// ``HostedViewModel/initialState``: published as one batch (the difference from the feed's snapshot)
+    /// with the new state, in turn with every other change. An operator's deliberate act
+    /// (`DELETE /feeds/{feed}?reset=kept-state`).
+    /// - Throws: ``ViewModelError``: the render or the store's refusal; nothing changed then.
+    @discardableResult
+    package func resetKeptState() async throws(ViewModelError) -> FeedWriteResult {
+        await takeTurn()
+        defer { passTurn() }
+        for _ in 0..<SharedFeedCopy.maxAttempts {
+            var options = FeedWriteOptions()
+            if registry.shared != nil {
+                // On whatever the store holds now, read or not: it is what is replaced.
+                do { options.basis = try await registry.basis(name) } catch { throw .notPublished(.store(error)) }
+            }
+            do {
+                let result = try await commit(model.initialState, options: options)
+                unreadable.withLock { $0 = nil }
+                return result
+            } catch .notPublished(.conflict) where options.basis != nil {
+                continue
+            }
+        }
+        throw .notPublished(.conflict)
     }
 
     /// With a shared store, after a change was refused on the copy's state: whether the store holds
@@ -152,6 +223,7 @@ public actor ViewModelHost<Model: HostedViewModel> {
         }
         var refused: ViewModelError?
         for _ in 0..<SharedFeedCopy.maxAttempts {
+            if registry.shared == nil, let error = unreadable.withLock({ $0 }) { throw error }
             var options = options
             options.basis = try await catchUp()
             var next = state
@@ -296,6 +368,12 @@ package protocol HostedFeed: Sendable {
     var acceptsPatch: Bool { get }
     func perform(_ actionName: String, body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult
     func patch(body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult
+    /// Refuses a use while the state kept with the feed cannot be read (``ViewModelError/keptStateUnreadable(feed:reason:)``).
+    func checkKeptState() async throws(ViewModelError)
+}
+
+extension HostedFeed {
+    package func checkKeptState() async throws(ViewModelError) {}
 }
 
 /// An action as `GET /feeds` lists it.
