@@ -11,8 +11,9 @@ import RedisFeedStore
 /// configuration.sharing = RedisSharing(url: "redis://redis:6379")
 /// ```
 ///
-/// At start: a malformed URL or prefix, an evicting `maxmemory-policy`, or settings unlike the other
-/// instances' stop the start; a Redis that cannot be reached is tried again every 2 seconds, said in
+/// At start: a malformed URL or prefix, an evicting `maxmemory-policy`, keys written with a newer key
+/// schema (``RedisSchema``), or settings unlike the other instances' stop the start; a Redis that
+/// cannot be reached is tried again every 2 seconds, said in
 /// the log, until it answers or the server is stopped (an orchestrator starts both at once).
 public struct RedisSharing: FeedSharing {
     /// `redis://[user:password@]host[:port][/db]` (`--redis`, `DIFFSTREAM_REDIS`).
@@ -52,6 +53,10 @@ public struct RedisSharing: FeedSharing {
             let check = try await RedisServerCheck.run(client)
             for warning in check.warnings { logger.warning("\(warning)") }
             if !check.errors.isEmpty { return .failure(Server.StartError(.redis, check.errors.joined(separator: "; "))) }
+            let verdict = try await client.run { connection throws(RedisError) in try RedisSchema.check(connection, keys: keys) }
+            if case .newer(let stored) = verdict {
+                return .failure(Server.StartError(.redis, RedisSchema.refusal(stored: stored, keys: keys, url: url.description)))
+            }
             let instance = RandomID.token()
             let differing = try RedisStore.agree(on: settings, url: url, keys: keys, instance: instance, timeout: timeout)
             if !differing.isEmpty {

@@ -268,8 +268,8 @@ public actor SharedFeeds: FeedCopies {
         return (try? await self.feed(feed.name)) ?? feed
     }
 
-    /// Whether the shared store can be reached and holds this instance's data (nil: ready), checked
-    /// now: `GET /readyz`. Not ready while its events are down either (after a restart of the store, until
+    /// Whether the shared store can be reached, holds this instance's data and takes writes (nil:
+    /// ready), checked now: `GET /readyz`. Not ready while its events are down either (after a restart of the store, until
     /// the pub/sub connection is back): streams opened then would be told of the outage
     /// (``FeedRegistry/readiness()`` asks it).
     public func readiness() async -> String? {
@@ -281,7 +281,8 @@ public actor SharedFeeds: FeedCopies {
                 return eventsDown
             }
             await setCommandsDown(nil, call: call)
-            return eventsDown  // commands answer, but commits from other instances do not arrive yet
+            if let eventsDown { return eventsDown }  // commands answer, but commits from other instances do not arrive yet
+            return await store.writeRefusal()  // it answers, but refuses writes (full): not an outage for the streams
         } catch {
             await setCommandsDown(error.description, call: call)
             return error.description

@@ -57,6 +57,9 @@ public protocol FeedChangeFeed: Sendable {
     /// Where each feed is (a name without a feed is absent), and whether the store still holds this
     /// instance's data.
     func positions(_ names: [String]) async throws(StoreError) -> StorePositions
+    /// Why the store, which answers, refuses writes now (a Redis whose memory is full), checked without
+    /// writing anything; nil when it takes them or cannot say. `GET /readyz` reports it.
+    func writeRefusal() async -> String?
     /// Follows a feed's commits (``events``); idempotent.
     func follow(_ name: String)
     /// Stops following a feed.
@@ -98,6 +101,11 @@ public protocol IdempotencyLedger: Sendable {
     /// returned (the first attempt committed meanwhile, on another instance): that is the answer then.
     /// nil when `answer` is the one kept.
     func recordAnswer(_ name: String, writeID: String, version: Int, answer: [UInt8]) async throws(StoreError) -> (version: Int, answer: [UInt8])?
+}
+
+extension FeedChangeFeed {
+    /// A store that cannot be full: nil.
+    public func writeRefusal() async -> String? { nil }
 }
 
 extension VersionedFeedStore {

@@ -12,6 +12,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case io(path: String, reason: String)
     /// A store on the network (Redis at `url`) cannot be reached, or did not answer in time.
     case unreachable(url: String, reason: String)
+    /// A store on the network (Redis at `url`) is full: its memory reached `maxmemory`, and under
+    /// `noeviction` it refuses writes rather than dropping keys. Writes work again once memory is freed.
+    case outOfMemory(url: String, reason: String)
 
     public var description: String {
         switch self {
@@ -21,6 +24,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .full(let path): "no space left on the device holding '\(path)'"
         case .io(let path, let reason): "a write to '\(path)' failed: \(reason)"
         case .unreachable(let url, let reason): "Redis at \(url) cannot be reached: \(reason)"
+        case .outOfMemory(let url, let reason): "Redis at \(url) is full: \(reason)"
         }
     }
 }

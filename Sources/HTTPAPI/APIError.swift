@@ -90,10 +90,14 @@ public struct APIError: Error, Sendable, Equatable {
         }
     }
 
-    /// A write the store could not make durable: 503, so the client retries; nothing changed.
+    /// A write the store could not make durable: 503, so the client retries, or 507 when Redis is full
+    /// (``StoreError/outOfMemory(url:reason:)``: it takes writes again only once memory is freed); nothing changed.
     package init(storeError: StoreError) {
         switch storeError {
         case .full: self.init(.serviceUnavailable, "storage full", "\(storeError.description); the write was not stored, retry once space is freed")
+        case .outOfMemory:
+            self.init(HTTPStatus(507, "Insufficient Storage"), "storage full",
+                      "\(storeError.description); nothing was written: retry once Redis has memory again (feeds deleted, or its maxmemory raised)")
         case .unreachable: self.init(.serviceUnavailable, "redis unavailable", "\(storeError.description); the write was not acknowledged (if Redis stopped answering mid-way it may have been made): retry it with the same Idempotency-Key, which runs it at most once")
         default: self.init(.serviceUnavailable, "storage error", "\(storeError.description); the write was not stored, retry later")
         }

@@ -36,6 +36,13 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
         return ["LOADING", "BUSY", "MASTERDOWN", "READONLY", "NOREPLICAS", "TRYAGAIN"].contains { message.hasPrefix($0 + " ") || message == $0 }
     }
 
+    /// True for Redis's `OOM` answer: its memory reached `maxmemory`, and under `noeviction` it refuses
+    /// commands that could grow it (and scripts that call one before any other write). Nothing ran.
+    public var outOfMemory: Bool {
+        guard case .server(_, let message) = self else { return false }
+        return message.hasPrefix("OOM ") || message == "OOM"
+    }
+
     /// True when the connection is broken after this error (anything but an answer from the server).
     public var breaksConnection: Bool {
         switch self {

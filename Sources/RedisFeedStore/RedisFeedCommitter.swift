@@ -1,5 +1,6 @@
 import Redis
 import FeedStorage
+import Timekeeping
 
 /// One write of one feed, as the commit script takes it. Everything but the names is opaque bytes, as
 /// in the `FeedStore` seam: the snapshot as `WireCodec` encodes it, the batch as the SSE event sent.
@@ -88,51 +89,72 @@ public struct RedisFeedCommitter: Sendable {
     /// Seconds a write id (and a given-up attempt) is kept: how long a retry with the same
     /// `Idempotency-Key` gets the first answer.
     public let writeTTL: Int
-    /// Seconds the answer of a write id the instance drew is kept: long enough to settle a lost answer
-    /// (that follows the failure at once, on a new connection), short enough that writes do not pile
-    /// up keys in Redis (a key per write, about 140 bytes).
+    /// Seconds the answer of a write id the instance drew is kept at most: settling a lost answer follows
+    /// the failure at once, on a new connection (and ``drawnCap`` bounds them by count too).
     public static let drawnTTL = 600
     /// The committing instance's id, published with each commit (``RedisStore/instanceID``).
     public let origin: String
+    /// The most clients' `Idempotency-Key`s kept per feed (``RedisKeys/writeOrder(_:keyed:)``): a retry
+    /// gets the first answer within ``writeTTL`` and while its key is among the feed's latest this many;
+    /// the oldest is dropped first.
+    public let keyedCap: Int
+    /// The most drawn write ids kept per feed: settling a lost answer follows it at once, and an id
+    /// dropped meanwhile makes the settling say "unknown", never "not written" (``RedisScripts/resolve``).
+    public let drawnCap: Int
+    /// The default ``keyedCap``: about 1,000 × 300 bytes, some 300 kB, for a feed written that often with keys.
+    public static let defaultKeyedCap = 1_000
+    /// The default ``drawnCap``.
+    public static let defaultDrawnCap = 512
     private let shas: ScriptCache
 
-    public init(client: RedisClient, keys: RedisKeys, writeTTL: Int = 24 * 3600, origin: String = "") {
+    public init(client: RedisClient, keys: RedisKeys, writeTTL: Int = 24 * 3600, origin: String = "",
+                keyedCap: Int = RedisFeedCommitter.defaultKeyedCap, drawnCap: Int = RedisFeedCommitter.defaultDrawnCap) {
         self.client = client
         self.keys = keys
         self.writeTTL = writeTTL
         self.origin = origin
+        self.keyedCap = max(1, keyedCap)
+        self.drawnCap = max(1, drawnCap)
         self.shas = ScriptCache()
+    }
+
+    /// The ids kept for a write id's kind: `(seconds, most)`.
+    private func retention(clientKey: Bool) -> (ttl: Int, cap: Int) {
+        clientKey ? (writeTTL, keyedCap) : (min(writeTTL, Self.drawnTTL), drawnCap)
     }
 
     /// Runs the commit script once (a fresh attempt), settling a lost answer.
     /// - Throws: ``RedisError`` when Redis cannot be reached, or did not answer and could not be asked
     ///   again; the write may then have happened (``RedisError/outcomeUnknown``).
     public func commit(_ write: RedisFeedWrite) async throws(RedisError) -> RedisCommitOutcome {
-        let attempt = RandomID.perWrite()
+        let attempt = RandomID.perWrite(), sent = MonotonicClock.now()
         do {
             return try await run(write, attempt: attempt)
         } catch where error.outcomeUnknown {
-            return try await settle(feed: write.feed, writeID: write.writeID, attempt: attempt, lost: error)
+            return try await settle(feed: write.feed, writeID: write.writeID, attempt: attempt, sent: sent, lost: error)
         }
     }
 
     /// Deletes a feed (``RedisScripts/delete``), settling a lost answer as ``commit(_:)`` does.
     /// - Returns: `.committed(version: 1, …)` when the feed existed, `version: 0` when it did not.
     public func delete(feed: String, epoch: String, writeID: String, clientKey: Bool = true, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
-        let attempt = RandomID.perWrite()
+        let attempt = RandomID.perWrite(), sent = MonotonicClock.now()
         do {
-            let ttl = clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)
-            let outcome = try Self.outcome(try await evaluate(RedisScripts.delete, name: "delete", capacity: answer.count + 512) { command in
-                appendScriptKeys(feed, writeID: writeID, attempt: attempt, fence: nil, to: &command)
+            let (ttl, cap) = retention(clientKey: clientKey)
+            let outcome = try Self.outcome(try await evaluate(RedisScripts.delete, name: "delete", capacity: answer.count + writeID.utf8.count + 640) { command in
+                appendScriptKeys(feed, writeID: writeID, keyed: clientKey, attempt: attempt, fence: nil, to: &command)
                 command.append(epoch)
                 command.append(ttl)
                 command.append(self.keys.channel(feed))
                 command.append(answer)
+                command.append(writeID)
+                command.append(cap)
+                command.append(writeTTL)
             }, first: true)
             if case .committed(let existed, _, true) = outcome { return .committed(version: existed, answer: answer, first: true) }
             return outcome
         } catch where error.outcomeUnknown {
-            return try await settle(feed: feed, writeID: writeID, attempt: attempt, lost: error)
+            return try await settle(feed: feed, writeID: writeID, attempt: attempt, sent: sent, lost: error)
         }
     }
 
@@ -142,12 +164,12 @@ public struct RedisFeedCommitter: Sendable {
     /// - Parameter fence: a lease's fencing token the lease must still hold (nil: none).
     public func setViewState(feed: String, epoch: String, version: Int, history: String? = nil, state: [UInt8], writeID: String, clientKey: Bool = true,
                              expectedState: [UInt8]? = nil, fence: String? = nil, answer: [UInt8] = []) async throws(RedisError) -> RedisCommitOutcome {
-        let attempt = RandomID.perWrite()
+        let attempt = RandomID.perWrite(), sent = MonotonicClock.now()
         do {
-            let ttl = clientKey ? writeTTL : min(writeTTL, Self.drawnTTL)
-            let capacity = state.count + (expectedState?.count ?? 0) + answer.count + 512
+            let (ttl, cap) = retention(clientKey: clientKey)
+            let capacity = state.count + (expectedState?.count ?? 0) + answer.count + writeID.utf8.count + 640
             let outcome = try Self.outcome(try await evaluate(RedisScripts.viewState, name: "viewState", capacity: capacity) { command in
-                appendScriptKeys(feed, writeID: writeID, attempt: attempt, fence: fence, to: &command)
+                appendScriptKeys(feed, writeID: writeID, keyed: clientKey, attempt: attempt, fence: fence, to: &command)
                 command.append(epoch)
                 command.append(version)
                 command.append(state)
@@ -159,11 +181,14 @@ public struct RedisFeedCommitter: Sendable {
                 command.append(origin)
                 command.append(history ?? "")
                 command.append(fence ?? "")
+                command.append(writeID)
+                command.append(cap)
+                command.append(writeTTL)
             }, first: true)
             if case .committed(let version, _, true) = outcome { return .committed(version: version, answer: answer, first: true) }
             return outcome
         } catch where error.outcomeUnknown {
-            return try await settle(feed: feed, writeID: writeID, attempt: attempt, lost: error)
+            return try await settle(feed: feed, writeID: writeID, attempt: attempt, sent: sent, lost: error)
         }
     }
 
@@ -178,9 +203,11 @@ public struct RedisFeedCommitter: Sendable {
 
     /// Runs the commit script for `attempt` and decodes its answer (no settling).
     public func run(_ write: RedisFeedWrite, attempt: String) async throws(RedisError) -> RedisCommitOutcome {
-        let capacity = write.snapshot.count + write.batch.count + write.answer.count + (write.viewState?.count ?? 0) + (write.expectedState?.count ?? 0) + 640
+        let capacity = write.snapshot.count + write.batch.count + write.answer.count + (write.viewState?.count ?? 0) + (write.expectedState?.count ?? 0)
+            + write.writeID.utf8.count + 768
+        let (ttl, cap) = retention(clientKey: write.clientKey)
         let reply = try await evaluate(RedisScripts.commit, name: "commit", capacity: capacity) { command in
-            appendScriptKeys(write.feed, writeID: write.writeID, attempt: attempt, fence: write.fence, to: &command)
+            appendScriptKeys(write.feed, writeID: write.writeID, keyed: write.clientKey, attempt: attempt, fence: write.fence, to: &command)
             command.append(write.epoch)
             command.append(write.baseVersion)
             command.append(write.history)
@@ -189,7 +216,7 @@ public struct RedisFeedCommitter: Sendable {
             command.append(write.viewState ?? [])
             command.append(write.batch)
             command.append(max(0, write.window))
-            command.append(write.clientKey ? writeTTL : min(writeTTL, Self.drawnTTL))
+            command.append(ttl)
             command.append(keys.channel(write.feed))
             command.append(write.fence ?? "")
             command.append(write.answer)
@@ -199,6 +226,9 @@ public struct RedisFeedCommitter: Sendable {
             command.append(write.maxBytes ?? -1)
             command.append(write.counted ? "1" : "0")
             command.append(origin)
+            command.append(write.writeID)
+            command.append(cap)
+            command.append(writeTTL)
         }
         let outcome = try Self.outcome(reply, first: true)
         if case .committed(let version, _, true) = outcome { return .committed(version: version, answer: write.answer, first: true) }
@@ -207,23 +237,31 @@ public struct RedisFeedCommitter: Sendable {
 
     /// Appends the scripts' keys, in the order ``RedisScripts/commit`` names them; the lease is the one
     /// `fence` is a token of (``RedisLease/leaseName(ofToken:)``: a family's shard), else the feed's own.
-    private func appendScriptKeys(_ feed: String, writeID: String, attempt: String, fence: String?, to command: inout RedisCommand) {
-        keys.appendScriptKeys(feed: feed, writeID: writeID, attempt: attempt, lease: fence.flatMap(RedisLease.leaseName(ofToken:)) ?? feed, to: &command)
+    private func appendScriptKeys(_ feed: String, writeID: String, keyed: Bool, attempt: String, fence: String?, to command: inout RedisCommand) {
+        keys.appendScriptKeys(feed: feed, writeID: writeID, keyed: keyed, attempt: attempt, lease: fence.flatMap(RedisLease.leaseName(ofToken:)) ?? feed, to: &command)
     }
 
     /// ``resolve(feed:writeID:attempt:)``; when that fails too, the error of the call whose answer was
     /// `lost` (its outcome stays unknown: a retry with the same write id settles it), never the
     /// settling call's own, which could read as "nothing was written".
-    private func settle(feed: String, writeID: String, attempt: String, lost: RedisError) async throws(RedisError) -> RedisCommitOutcome {
-        do { return try await resolve(feed: feed, writeID: writeID, attempt: attempt) } catch { throw lost }
+    /// `sent` is when the attempt was sent (``MonotonicClock``).
+    private func settle(feed: String, writeID: String, attempt: String, sent: Double, lost: RedisError) async throws(RedisError) -> RedisCommitOutcome {
+        do { return try await resolve(feed: feed, writeID: writeID, attempt: attempt, sentMillisecondsAgo: Int(((MonotonicClock.now() - sent) * 1000).rounded(.up))) } catch { throw lost }
     }
 
-    /// Settles an attempt whose answer was lost (``RedisScripts/resolve``).
-    public func resolve(feed: String, writeID: String, attempt: String) async throws(RedisError) -> RedisCommitOutcome {
-        let keys = [self.keys.write(feed, id: writeID), self.keys.attempt(feed, nonce: attempt)]
-        let reply = try await evaluate(RedisScripts.resolve, name: "resolve", keyCount: 2) { command in
+    /// Settles an attempt whose answer was lost (``RedisScripts/resolve``), sent `sentMillisecondsAgo`.
+    /// - Throws: ``RedisError/server(command:message:)`` when Redis cannot say whether it was committed
+    ///   (its id may have been dropped by the cap since): the attempt can no longer run, but may have.
+    public func resolve(feed: String, writeID: String, attempt: String, sentMillisecondsAgo: Int = 0) async throws(RedisError) -> RedisCommitOutcome {
+        let keys = [self.keys.write(feed, id: writeID), self.keys.attempt(feed, nonce: attempt), self.keys.writes(feed)]
+        let reply = try await evaluate(RedisScripts.resolve, name: "resolve", keyCount: 3) { command in
             for key in keys { command.append(key) }
             command.append(writeTTL)
+            command.append(writeID)
+            command.append(max(0, sentMillisecondsAgo))
+        }
+        if reply.array?.first?.string == "unknown" {
+            throw .server(command: "EVALSHA (resolve)", message: "the write id \(writeID) of \(feed) may have been dropped by its cap since the attempt was sent: whether it was committed cannot be said")
         }
         return try Self.outcome(reply, first: false)
     }
@@ -232,10 +270,10 @@ public struct RedisFeedCommitter: Sendable {
     /// when this process has not, or when Redis forgot it (`NOSCRIPT` after a restart or `SCRIPT FLUSH`:
     /// the script did not run, so running it again is safe).
     /// - Parameters:
-    ///   - keyCount: the keys `fill` appends first (the commit's seven, unless said).
+    ///   - keyCount: the keys `fill` appends first (the commit's ten, unless said).
     ///   - capacity: about the bytes `fill` appends.
     ///   - fill: appends the keys, then the arguments, to `EVALSHA <sha> <keyCount>`.
-    private func evaluate(_ script: String, name: String, keyCount: Int = 7, capacity: Int = 512,
+    private func evaluate(_ script: String, name: String, keyCount: Int = 10, capacity: Int = 512,
                           _ fill: (inout RedisCommand) -> Void) async throws(RedisError) -> RedisReply {
         for _ in 0..<2 {
             let sha: String

@@ -9,10 +9,13 @@ import Redis
 ///
 /// | key | type | holds |
 /// |-----|------|-------|
+/// | `<prefix>:schema` (outside `v<schema>`) | string | the highest key schema written under the prefix (``RedisSchema``) |
 /// | `epoch` | string | random; made at the first start. Missing: Redis lost its data |
 /// | `feed:<name>` | hash | `history`, `version`, `snapshot`, `state` |
 /// | `batches:<name>` | stream | the replay window: entry id `<version>-0`, field `e` = the batch event |
-/// | `write:<name>:<id>` | string, with a TTL | `done <version> <answer>`: a committed write's answer |
+/// | `writes:<name>` | hash, with a TTL | write id → `done <version> <answer>`: the answers of the feed's recent writes, and ` trimmed` (ms): the latest commit time of an id dropped from it (``RedisScripts/remember``) |
+/// | `keyed:<name>`, `drawn:<name>` | sorted set, with a TTL | the ids in `writes:<name>` of clients' `Idempotency-Key`s and of ids the instances drew, scored by commit time (ms, Redis's clock), each capped by count and age |
+/// | `write:<name>:<id>` | string, with a TTL | `done <version> <answer>`: a write's answer as builds before issue 51 kept it (read, never written) |
 /// | `attempt:<name>:<nonce>` | string, with a TTL | an attempt given up after a lost answer |
 /// | `lease:<name>` | string, with a TTL | the fencing token of the instance that runs the feed's source |
 /// | `interest:<family>:<shard>` | sorted set, with a TTL | the keys of a family's shard live on some instance, scored by when that ends (ms, Redis's clock) |
@@ -44,17 +47,26 @@ public struct RedisKeys: Sendable, Equatable {
     }
 
     public var epoch: String { base + Kind.epoch }
+    /// `<prefix>:schema`: the key-schema marker (``RedisSchema``), outside the versioned namespace so
+    /// that a build of every schema reads it.
+    public var schema: String { prefix + ":schema" }
     public func feed(_ name: String) -> String { base + Kind.feed + name }
     public func batches(_ name: String) -> String { base + Kind.batches + name }
+    /// The key a build before issue 51 kept one write's answer under; read (a retry of a write such a build committed), never written.
     public func write(_ name: String, id: String) -> String { base + Kind.write + name + ":" + id }
+    /// The answers of a feed's recent writes, by write id.
+    public func writes(_ name: String) -> String { base + Kind.writes + name }
+    /// The write ids in ``writes(_:)`` of one kind, by commit time: clients' `Idempotency-Key`s (`keyed`) or drawn ones.
+    public func writeOrder(_ name: String, keyed: Bool) -> String { base + (keyed ? Kind.keyed : Kind.drawn) + name }
     public func attempt(_ name: String, nonce: String) -> String { base + Kind.attempt + name + ":" + nonce }
     public func lease(_ name: String) -> String { base + Kind.lease + name }
 
-    /// Appends the keys the scripts that change a feed take (``RedisScripts/commit``'s KEYS 1 to 7) to
+    /// Appends the keys the scripts that change a feed take (``RedisScripts/commit``'s KEYS 1 to 10) to
     /// `command`: ``feed(_:)``, ``batches(_:)``, ``write(_:id:)``, ``epoch``, ``lease(_:)`` of `lease`,
-    /// ``attempt(_:nonce:)`` and ``usage``. Every commit carries them: each is written straight into the
+    /// ``attempt(_:nonce:)``, ``usage``, ``writes(_:)``, then ``writeOrder(_:keyed:)`` of the id's kind
+    /// (`keyed`) and of the other. Every commit carries them: each is written straight into the
     /// command (as `String` concatenations they cost a commit about 16,000 instructions).
-    public func appendScriptKeys(feed name: String, writeID: String, attempt nonce: String, lease: String, to command: inout RedisCommand) {
+    public func appendScriptKeys(feed name: String, writeID: String, keyed: Bool = true, attempt nonce: String, lease: String, to command: inout RedisCommand) {
         command.append(concatenating: base, Kind.feed, name)
         command.append(concatenating: base, Kind.batches, name)
         command.append(concatenating: base, Kind.write, name, ":", writeID)
@@ -62,11 +74,15 @@ public struct RedisKeys: Sendable, Equatable {
         command.append(concatenating: base, Kind.lease, lease)
         command.append(concatenating: base, Kind.attempt, name, ":", nonce)
         command.append(concatenating: base, Kind.usage)
+        command.append(concatenating: base, Kind.writes, name)
+        command.append(concatenating: base, keyed ? Kind.keyed : Kind.drawn, name)
+        command.append(concatenating: base, keyed ? Kind.drawn : Kind.keyed, name)
     }
 
     /// What follows ``base`` in each kind of key.
     private enum Kind {
         static let epoch = "epoch", feed = "feed:", batches = "batches:", write = "write:", attempt = "attempt:", lease = "lease:", usage = "usage"
+        static let writes = "writes:", keyed = "keyed:", drawn = "drawn:"
     }
     public func channel(_ name: String) -> String { base + "publish:" + name }
     /// A family's shard's live keys (``FamilyInterest``): `set` is `<family>:<shard>`.

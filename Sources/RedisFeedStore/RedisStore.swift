@@ -45,6 +45,11 @@ public final class RedisStore: SharedFeedStore {
     private let subscriber: RedisSubscriber
     private let eventSink: AsyncStream<SharedStoreEvent>.Continuation
     private let counters = Mutex(StoreMetrics())
+    /// The largest write Redis refused as full (`OOM`) since a commit last succeeded: ``writeRefusal()``
+    /// says Redis is full while less memory than that is left.
+    private let refusedBytes = Mutex(0)
+    /// The least memory below `maxmemory` under which ``writeRefusal()`` says Redis is full.
+    public static let fullHeadroom = 64 * 1024
 
     /// Milliseconds an instance counts as running (``agree(on:url:keys:instance:presenceMilliseconds:timeout:)``)
     /// unless its store renews it, which it does every second until ``close()``, agreeing again each
@@ -305,6 +310,17 @@ public final class RedisStore: SharedFeedStore {
         case .success(.limit(let kind, let used, let most)): .limit(feeds: kind == "feeds", used: used, most: most)
         case .failure: nil
         }
+        switch result {
+        case .success(.committed): refusedBytes.withLock { $0 = 0 }
+        case .failure(let error) where error.outOfMemory:
+            let bytes: Int = switch write {
+            case .put(_, _, _, let snapshot, let batch, _, let viewState): snapshot.count + (batch?.bytes.count ?? 0) + (viewState?.count ?? 0)
+            case .viewState(_, let state): state.count
+            case .delete: 0
+            }
+            refusedBytes.withLock { $0 = max($0, bytes + answer.count) }
+        default: break
+        }
         counters.withLock {
             $0.commits += 1
             $0.writes += 1
@@ -355,26 +371,31 @@ public final class RedisStore: SharedFeedStore {
         }
     }
 
+    /// `HGET writes:<name> <id>`, and `GET` of the key an earlier build kept it under (a rolling upgrade).
     public func committedAnswer(_ name: String, writeID: String) async throws(StoreError) -> (version: Int, answer: [UInt8])? {
+        let commands = [[Array("HGET".utf8), Array(keys.writes(name).utf8), Array(writeID.utf8)], [Array("GET".utf8), Array(keys.write(name, id: writeID).utf8)]]
         do throws(RedisError) {
-            let reply = try await client.command([Array("GET".utf8), Array(keys.write(name, id: writeID).utf8)])
-            return reply.bytes.flatMap(RedisFeedCommitter.parseDone)
+            let replies = try await client.run { connection throws(RedisError) in try connection.pipeline(commands) }
+            for reply in replies { if case .error(let message) = reply { throw .server(command: "HGET", message: message) } }
+            return (replies[0].bytes ?? replies[1].bytes).flatMap(RedisFeedCommitter.parseDone)
         } catch {
             throw storeError(error)
         }
     }
 
-    /// `SET write:<name>:<id> "done <version> <answer>" NX EX` (24 h), and a `GET` of it in the same
-    /// pipeline for when another answer was kept first.
+    /// ``RedisScripts/recordAnswer``: `done <version> <answer>` kept under a client's `writeID` among
+    /// the feed's keyed ids, unless an answer is kept for it already (returned).
     public func recordAnswer(_ name: String, writeID: String, version: Int, answer: [UInt8]) async throws(StoreError) -> (version: Int, answer: [UInt8])? {
-        let key = Array(keys.write(name, id: writeID).utf8)
-        let commands = [[Array("SET".utf8), key, Array("done \(version) ".utf8) + answer, Array("NX".utf8), Array("EX".utf8), Array(String(committers[0].writeTTL).utf8)],
-                        [Array("GET".utf8), key]]
+        let committer = committers[0]
+        let command: [[UInt8]] = [Array("EVAL".utf8), Array(RedisScripts.recordAnswer.utf8), Array("4".utf8),
+                                  Array(keys.write(name, id: writeID).utf8), Array(keys.writes(name).utf8),
+                                  Array(keys.writeOrder(name, keyed: true).utf8), Array(keys.writeOrder(name, keyed: false).utf8),
+                                  Array(writeID.utf8), Array("done \(version) ".utf8) + answer, Array(String(committer.writeTTL).utf8),
+                                  Array(String(committer.keyedCap).utf8), Array(String(committer.writeTTL).utf8)]
         do throws(RedisError) {
-            let replies = try await client.run { connection throws(RedisError) in try connection.pipeline(commands) }
-            if case .error(let message) = replies[0] { throw .server(command: "SET NX", message: message) }
-            guard replies.count == 2, replies[0].bytes == nil else { return nil }  // `OK`: this answer is the one kept
-            return replies[1].bytes.flatMap(RedisFeedCommitter.parseDone)
+            let reply = try await client.command(command)
+            if case .error(let message) = reply { throw .server(command: "EVAL (record answer)", message: message) }
+            return reply.bytes.flatMap(RedisFeedCommitter.parseDone)  // nil: this answer is the one kept
         } catch {
             throw storeError(error)
         }
@@ -431,9 +452,38 @@ public final class RedisStore: SharedFeedStore {
     /// A Redis that cannot be reached, or answers that it cannot serve now (``RedisError/temporarilyRefused``:
     /// replaying its AOF, a failover), is unreachable for the API (`503 redis unavailable`); any other
     /// error answer is a storage error.
+    /// Redis's `OOM` answer (its memory reached `maxmemory` under `noeviction`) is `outOfMemory` (507).
     func storeError(_ error: RedisError) -> StoreError {
-        error.breaksConnection || error.temporarilyRefused
+        if error.outOfMemory { return .outOfMemory(url: url.description, reason: Self.fullReason(error.description)) }
+        return error.breaksConnection || error.temporarilyRefused
             ? .unreachable(url: url.description, reason: error.description) : .io(path: url.description, reason: error.description)
+    }
+
+    /// Why a full Redis refuses writes, with what it said (`said`).
+    static func fullReason(_ said: String) -> String {
+        "its used memory passed its maxmemory, and with maxmemory-policy noeviction it refuses writes until memory is freed (\(said))"
+    }
+
+    /// Whether Redis has room for a write: `SETRANGE <epoch> 0 ""` (which changes nothing, but which a
+    /// full Redis refuses with `OOM` as it refuses the commit scripts) and `INFO memory`, in one
+    /// pipeline. Redis counts a command's own bytes while it judges it, so a small probe can pass while
+    /// writes are refused: Redis is also full while less than ``fullHeadroom`` (or the largest write it
+    /// refused since a commit last succeeded) is left below `maxmemory`. Nil when there is room, or when
+    /// Redis cannot be asked (``positions(_:)`` says that).
+    public func writeRefusal() async -> String? {
+        let commands: [[[UInt8]]] = [[Array("SETRANGE".utf8), Array(keys.epoch.utf8), Array("0".utf8), []], [Array("INFO".utf8), Array("memory".utf8)]]
+        guard let replies = try? await client.run({ connection throws(RedisError) in try connection.pipeline(commands) }), replies.count == 2 else { return nil }
+        var fields: [Substring: Int] = [:]
+        for line in (replies[1].string ?? "").split(whereSeparator: \.isNewline) {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2, let value = Int(parts[1]) { fields[parts[0]] = value }
+        }
+        let used = fields["used_memory"] ?? 0, most = fields["maxmemory"] ?? 0
+        let refusedProbe = if case .error(let message) = replies[0] { RedisError.server(command: "SETRANGE", message: message).outOfMemory } else { false }
+        let headroom = max(Self.fullHeadroom, refusedBytes.withLock { $0 })
+        guard refusedProbe || (most > 0 && used + headroom > most) else { return nil }
+        return StoreError.outOfMemory(url: url.description, reason: "used_memory \(used) bytes of maxmemory \(most), and with maxmemory-policy noeviction "
+                                      + "Redis refuses writes that do not fit; writes are answered 507 until feeds are deleted or maxmemory is raised").description
     }
 
     public func adoptNewEpoch() async throws(StoreError) {

@@ -20,13 +20,15 @@ struct RedisKeysTests {
     }
 
     /// The scripts' keys, written into a command, are the keys the `String` forms name, in the scripts' order.
-    @Test(arguments: [("diffstream", "news", "w1", "n1", "news"), ("myapp:diffstream", "home.ann", "key:with:colons", "n2", "family:home:7"),
-                      ("p", "a", "", "", "a")])
-    func scriptKeysAreTheNamedKeys(prefix: String, feed: String, writeID: String, nonce: String, lease: String) {
+    @Test(arguments: [("diffstream", "news", "w1", "n1", "news", true), ("myapp:diffstream", "home.ann", "key:with:colons", "n2", "family:home:7", false),
+                      ("p", "a", "", "", "a", true)])
+    func scriptKeysAreTheNamedKeys(prefix: String, feed: String, writeID: String, nonce: String, lease: String, keyed: Bool) {
         let keys = RedisKeys(prefix: prefix)
-        let named = [keys.feed(feed), keys.batches(feed), keys.write(feed, id: writeID), keys.epoch, keys.lease(lease), keys.attempt(feed, nonce: nonce), keys.usage]
+        let named = [keys.feed(feed), keys.batches(feed), keys.write(feed, id: writeID), keys.epoch, keys.lease(lease), keys.attempt(feed, nonce: nonce), keys.usage,
+                     keys.writes(feed), keys.writeOrder(feed, keyed: keyed), keys.writeOrder(feed, keyed: !keyed)]
+        #expect(keys.writeOrder(feed, keyed: true) == "\(keys.base)keyed:\(feed)" && keys.writeOrder(feed, keyed: false) == "\(keys.base)drawn:\(feed)")
         var command = RedisCommand("EVALSHA")
-        keys.appendScriptKeys(feed: feed, writeID: writeID, attempt: nonce, lease: lease, to: &command)
+        keys.appendScriptKeys(feed: feed, writeID: writeID, keyed: keyed, attempt: nonce, lease: lease, to: &command)
         #expect(Array(command.resp) == Array(RedisCommand([Array("EVALSHA".utf8)] + named.map { Array($0.utf8) }).resp))
     }
 

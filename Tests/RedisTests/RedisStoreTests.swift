@@ -52,6 +52,34 @@ struct RedisStoreTests {
         }
     }
 
+    @Test func aFullRedisRefusesWritesAsOutOfMemoryAndSaysSoUntilItHasRoom() async throws {
+        try await RedisTestServer.with { server in
+            let store = try RedisStore.open(url: server.url, keys: RedisKeys(prefix: "full"), replay: 4)
+            defer { store.close() }
+            let admin = try RedisConnection(url: server.url, timeout: 2)
+            defer { admin.close() }
+            try await store.commit(Self.put("news", 1))
+            try await store.commit(Self.put("gone", 1))
+            #expect(await store.writeRefusal() == nil)
+            _ = try admin.command(["CONFIG", "SET", "maxmemory", "1"])
+            await #expect { try await store.commit(Self.put("news", 2)) } throws: { error in
+                guard case .outOfMemory(let url, _) = error as? StoreError else { return false }
+                return url == server.url.description
+            }
+            // Creating a feed is refused too, before anything is written (the script's first write is the probe).
+            await #expect { try await store.commit(Self.put("fresh", 1)) } throws: { ($0 as? StoreError).map { if case .outOfMemory = $0 { true } else { false } } ?? false }
+            #expect(try admin.command(["EXISTS", store.keys.feed("fresh")]).integer == 0)
+            let refusal = await store.writeRefusal()
+            #expect(refusal?.contains("maxmemory 1") == true && refusal?.contains("is full") == true)
+            // A delete frees memory: it runs while Redis is full.
+            try await store.commit(.delete(name: "gone"))
+            _ = try admin.command(["CONFIG", "SET", "maxmemory", "0"])
+            #expect(await store.writeRefusal() == nil)
+            try await store.commit(Self.put("news", 2))
+            #expect(try store.load().feeds.map(\.version) == [2])
+        }
+    }
+
     @Test func aRedisThatCannotBeReachedIsAStoreErrorNamingIt() async throws {
         let port = try RedisTestServer.freePort()
         #expect(throws: RedisError.self) { try RedisStore.open(url: RedisURL(host: "127.0.0.1", port: port), keys: RedisKeys(), replay: 8) }

@@ -730,6 +730,26 @@ def test_start_checks_settings_eviction_and_appendfsync(cluster):
         cluster.redis.command("ACL", "DELUSER", user)
 
 
+def test_a_namespace_written_with_a_newer_key_schema_is_refused_at_start(cluster):
+    """Issue 51, item 5: `<prefix>:schema`, outside the versioned keys, holds the key schema; the first
+    start writes it, and a start that finds a newer one stops with one line (exit 2) instead of serving an
+    empty namespace of its own. With the marker back at 1, the start goes on and the feeds are there."""
+    marker = f"{cluster.prefix}:schema"
+    first = cluster.add(*PLAIN)
+    assert cluster.redis.command("GET", marker) == "1", "the first start writes the marker"
+    assert first.http("PUT", "/feeds/kept", json_body={"sections": []}).status == 201
+    first.stop()
+    assert cluster.redis.command("SET", marker, "99") == "OK"
+    refused = exits("--port", "0", *PLAIN, *cluster.flags())
+    lines = [line for line in refused.stderr.splitlines() if marker in line]
+    assert refused.returncode == 2 and len(lines) == 1 and "key schema 99" in lines[0] and "key schema 1" in lines[0], \
+        f"a start on a namespace of key schema 99: exit {refused.returncode}, {refused.stderr!r}"
+    assert cluster.redis.command("GET", marker) == "99", "a refused start leaves the marker as it found it"
+    assert cluster.redis.command("SET", marker, "1") == "OK"
+    again = cluster.add(*PLAIN)
+    assert again.get("/feeds/kept")["version"] == 1, "the feeds written before are there"
+
+
 def test_limits_count_the_shared_data_and_data_directories_are_not_opened(cluster, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
