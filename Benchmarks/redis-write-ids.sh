@@ -65,18 +65,30 @@ m0=$(used)
 total=0
 declare -a memory=("$m0")
 for phase in 1 2; do
-    out=$(wrk -t"$writers" -c"$writers" -d600s --timeout 10s -s Benchmarks/redis-write-ids.lua "$url" -- "$per_writer" /feeds/ids "$mode" "p$phase")
+    # Each wrk thread stops after its writes, but wrk's main thread sleeps out -d: it is sent SIGINT once
+    # every feed holds its writes (read back with GET), or once it ends by itself (errors).
+    wrk -t"$writers" -c"$writers" -d600s --timeout 10s -s Benchmarks/redis-write-ids.lua "$url" -- "$per_writer" /feeds/ids "$mode" "p$phase" > "$work/wrk$phase.txt" &
+    wrk_pid=$!
+    target=$(( phase * per_writer * writers ))
+    while :; do
+        versions=$(python3 - "$url" "$writers" <<'PY'
+import json, sys, urllib.request
+url, writers = sys.argv[1], int(sys.argv[2])
+print(sum(json.load(urllib.request.urlopen(f"{url}/feeds/ids{k}"))["version"] - 1 for k in range(1, writers + 1)))
+PY
+)
+        (( versions >= target )) && break
+        kill -0 "$wrk_pid" 2>/dev/null || break
+        sleep 1
+    done
+    kill -INT "$wrk_pid" 2>/dev/null || true
+    wait "$wrk_pid" || true
+    out=$(cat "$work/wrk$phase.txt")
     requests=$(echo "$out" | awk '/requests in/ { print $1 }')
     errors=$(echo "$out" | grep -E 'Non-2xx|Socket errors' || true)
-    rate=$(echo "$out" | awk '/Requests\/sec/ { print $2 }')
     total=$(( total + requests ))
-    versions=0
-    for k in $(seq "$writers"); do
-        v=$(curl -sf "$url/feeds/ids$k" | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
-        versions=$(( versions + v - 1 ))
-    done
     memory+=("$(used)")
-    echo "phase $phase: $requests writes ($rate/s)${errors:+, $errors}; versions $versions of $total written; used_memory ${memory[$phase]}"
+    echo "phase $phase: $requests writes${errors:+, $errors}; the feeds' versions add up to $versions of $total written; used_memory ${memory[$phase]}"
     [[ $versions == "$total" ]] || { echo "the feeds' versions ($versions) are not the writes acknowledged ($total)" >&2; exit 1; }
 done
 keys=$(rcli dbsize)
