@@ -19,8 +19,7 @@
 #     snippets of the README, docs/view-models.md and docs/client-swift.md, built (Examples/DocSnippets; tests/e2e/test_embedding.py)
 #  7. the Dockerfile: hadolint, and the release binary (static Swift runtime, warnings as errors) in a
 #     minimal Debian root (scripts/check-docker-runtime.sh; the root is made in the background from the start);
-#     then the release binary's memory per idle subscriber against its budget (Benchmarks/idle-memory.py), and
-#     its memory after ten waves of 10,000 family users against the first wave's (Benchmarks/family-waves.py)
+#     then the release binary's memory per idle subscriber against its budget (Benchmarks/idle-memory.py)
 #  8. with DIFFSTREAM_FUZZ=1 only: every libFuzzer target of Fuzz/ for 10 seconds, all at once
 #     (scripts/fuzz.sh 10; debug build, its own scratch path). Not in CI: building the targets with
 #     the sanitizers is a third build of the library, which would take CI past its 25 minutes; the
@@ -149,12 +148,6 @@ step "memory per idle subscriber, release binary (Benchmarks/idle-memory.py; bud
 # The growth from 5,000 to 10,000 idle subscribers, median of 7 runs: the marginal cost of a subscriber,
 # without what the first connections make once. Measured 1.0-1.1 KiB; the build before issue 35 held 1.5-1.7.
 python3 Benchmarks/idle-memory.py --subscribers 5000 --runs 7 --budget 1.2 .build-release/release/diffstream
-
-step "memory after waves of family users, release binary (Benchmarks/family-waves.py; budget +10%, issue 52)"
-# 10 waves of 10,000 users who each PATCH their home feed and are dropped when idle (100,000 ever seen):
-# RSS after the last wave at most 10% above the first's, in memory and with a data directory.
-python3 Benchmarks/family-waves.py .build-release/release/diffstream --waves 10 --users 10000 --data none --budget 0.10
-python3 Benchmarks/family-waves.py .build-release/release/diffstream --waves 10 --users 10000 --data tmp --budget 0.10
 
 if [[ -n ${DIFFSTREAM_FUZZ:-} ]]; then
     step "fuzzing (scripts/fuzz.sh 10, the targets at once; long runs are recorded in docs/fuzzing.md)"

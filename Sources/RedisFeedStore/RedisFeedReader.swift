@@ -64,6 +64,11 @@ public struct RedisFeedReader: Sendable {
     static func transaction(_ commands: [[String]], on connection: RedisConnection) throws(RedisError) -> [RedisReply] {
         let all = ([["MULTI"]] + commands + [["EXEC"]]).map { $0.map { Array($0.utf8) } }
         let replies = try connection.pipeline(all)
+        // A command refused as it was queued (a full Redis refuses every command queued in MULTI, reads
+        // too) is the cause of EXEC's EXECABORT: it is the error, so that `OOM` reads as a full Redis.
+        for (command, queued) in zip(commands, replies.dropFirst()) {
+            if case .error(let message) = queued { throw .server(command: command[0], message: message) }
+        }
         guard let results = replies.last?.array, results.count == commands.count else {
             throw .unexpectedReply(command: "EXEC", reply: replies.last?.description ?? "nothing")
         }
