@@ -90,7 +90,7 @@ step "starting the release build and the examples' in the background (nice 19; l
 # session is also a new scheduler autogroup where the kernel has them (sched_autogroup_enabled), and
 # `nice` only ranks processes inside their autogroup: the group itself gets nice 19 too, else the
 # builds would take half the CPU from the tests.
-setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 bash -c '${release_build[*]} && ${watch_build[*]} && ${scoreboard_build[*]} && ${shelves_build[*]} && ${doc_snippets_build[*]}'" \
+setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 bash -c '${release_build[*]} && ${watch_build[*]} && rm -f .build-release/release/description.json && ${scoreboard_build[*]} && rm -f .build-release/release/description.json && ${shelves_build[*]} && rm -f .build-release/release/description.json && ${doc_snippets_build[*]}'" \
     >test-artifacts/background-builds.log 2>&1 </dev/null &
 background_groups+=("$!")
 
@@ -132,15 +132,20 @@ step "browser tests"
 python3 -m pytest tests/browser -q -p no:cacheprovider --deselect tests/browser/test_stream_hub.py  # the node tests ran above
 
 step "the example packages Examples/Scoreboard and Examples/Shelves, and the docs' Swift snippets (tests/e2e/test_embedding.py)"
-"${scoreboard_build[@]}"
-"${shelves_build[@]}"
-"${doc_snippets_build[@]}"
+# One scratch directory, several root packages: SwiftPM may keep the last one's build plan
+# (release/description.json) and answer "No target named 'Scoreboard…' in build description" for
+# another's product. A build that fails is run once more with the plan dropped (planning takes seconds);
+# dropping it after, not before, also covers a build that waited on the background chain's lock.
+release_package() { "$@" || { rm -f .build-release/release/description.json; "$@"; }; }
+release_package "${scoreboard_build[@]}"
+release_package "${shelves_build[@]}"
+release_package "${doc_snippets_build[@]}"
 DIFFSTREAM_EXAMPLE_BINARY="$PWD/.build-release/release/Scoreboard" DIFFSTREAM_SHELVES_BINARY="$PWD/.build-release/release/Shelves" \
     DIFFSTREAM_DOC_SNIPPETS_BUILD="${doc_snippets_build[*]}" python3 -m pytest tests/e2e/test_embedding.py -q -p no:cacheprovider
 
 step "build (release, static Swift runtime, warnings as errors) and the Dockerfile checks"
-"${release_build[@]}"
-"${watch_build[@]}"
+release_package "${release_build[@]}"
+release_package "${watch_build[@]}"
 hadolint Dockerfile
 scripts/check-docker-runtime.sh .build-release/release/diffstream
 
