@@ -62,7 +62,7 @@ let package = Package(
         // System libraries from Debian (libssl-dev, zlib1g-dev).
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
-        // SQLite from Debian (libsqlite3-dev), to read the databases of the feed store of earlier versions.
+        // SQLite from Debian (libsqlite3-dev): `MemberStore` (family members, read and written) and the old store's migrator.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         // libhiredis from Debian (libhiredis-dev), the Redis client behind the module Redis (issue 26). Found
         // without pkg-config: hiredis.pc's -D_FILE_OFFSET_BITS=64 is a flag SwiftPM refuses, with a warning.
