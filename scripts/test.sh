@@ -115,7 +115,7 @@ python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_embed
 step "end-to-end tests again with --loops 1 and every server on a fresh --data directory"
 # Not again: test_redis.py and test_redis_families.py (their servers use Redis, not --data), and the files whose
 # subject is neither the loops nor the store (flags, static files, TLS, the Swift and Node clients).
-E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_redis_memory.py --ignore tests/e2e/test_redis_families.py \
+E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_redis_memory.py --ignore tests/e2e/test_redis_restore.py --ignore tests/e2e/test_redis_families.py \
     --ignore tests/e2e/test_families.py --ignore tests/e2e/test_family_writes.py --ignore tests/e2e/test_upgrade_fixture.py --ignore tests/e2e/test_family_clients.py \
     --ignore tests/e2e/test_cli.py --ignore tests/e2e/test_watch.py --ignore tests/e2e/test_static.py --ignore tests/e2e/test_tls.py --ignore tests/e2e/test_watch_tls.py \
     --ignore tests/e2e/test_swift_client.py --ignore tests/e2e/test_eventsource_node.py
@@ -124,7 +124,7 @@ step "end-to-end tests again with every server on --redis (one redis-server for 
 # Not again: test_redis.py and test_redis_families.py (on Redis already, above), test_store.py (its servers choose
 # --data: the log store), test_families.py (its servers choose memory or a --data of their own; families under
 # --redis are test_redis_families.py's) and test_family_clients.py (the clients follow a member as any feed).
-DIFFSTREAM_E2E_REDIS=1 python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_redis_memory.py --ignore tests/e2e/test_store.py \
+DIFFSTREAM_E2E_REDIS=1 python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_redis_memory.py --ignore tests/e2e/test_redis_restore.py --ignore tests/e2e/test_store.py \
     --ignore tests/e2e/test_embedding.py --ignore tests/e2e/test_families.py --ignore tests/e2e/test_redis_families.py --ignore tests/e2e/test_family_writes.py --ignore tests/e2e/test_upgrade_fixture.py \
     --ignore tests/e2e/test_family_clients.py
 

@@ -30,6 +30,32 @@ public struct RedisSharing: FeedSharing {
         self.timeout = timeout
     }
 
+    /// After Redis was put back from an older RDB or AOF (`diffstream restore --redis`): every feed and
+    /// family member kept under ``prefix`` starts a new history (``RedisStore/startNewHistories(url:keys:timeout:)``),
+    /// so clients holding ids from after the copy get a snapshot. Works while instances run. Refused,
+    /// like a start, for a malformed URL or prefix or keys of a newer schema.
+    /// - Returns: how many feeds start a new history.
+    public func startNewHistories() async throws(Server.StartError) -> Int {
+        let url: RedisURL
+        do { url = try RedisURL(parsing: self.url) } catch { throw Server.StartError(.redis, "--redis: \(error.description)") }
+        if let problem = RedisKeys.problem(withPrefix: prefix) { throw Server.StartError(.redis, "--redis-prefix '\(prefix)': \(problem)") }
+        let keys = RedisKeys(prefix: prefix)
+        let client = RedisClient(url: url, timeout: timeout, name: "redis-check")
+        defer { client.stop() }
+        let verdict: RedisSchema.Verdict
+        do throws(RedisError) {
+            verdict = try await client.run { connection throws(RedisError) in try RedisSchema.check(connection, keys: keys) }
+        } catch {
+            throw Server.StartError(.redis, "Redis at \(url): \(error.description)")
+        }
+        if case .newer(let stored) = verdict { throw Server.StartError(.redis, RedisSchema.refusal(stored: stored, keys: keys, url: url.description)) }
+        do throws(RedisError) {
+            return try await RedisStore.startNewHistories(url: url, keys: keys, timeout: timeout).feeds
+        } catch {
+            throw Server.StartError(.redis, "Redis at \(url): \(error.description)")
+        }
+    }
+
     /// 1 GiB: counted over every instance, so it cannot follow one machine's memory or disk; set
     /// ``Server/Configuration/maxStoreBytes`` to fit Redis's `maxmemory`.
     public var defaultMaxStoreBytes: Int { 1 << 30 }

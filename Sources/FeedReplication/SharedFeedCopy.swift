@@ -2,6 +2,7 @@ import DiffStreamJSON
 import FeedCore
 import FeedStorage
 import HTTPCore
+import Timekeeping
 
 /// What keeps one ``Feed`` a copy of a shared store's feed (decision 0006): the store decides every
 /// commit, and this keeper holds what the copy needs for that besides the feed's own state. It runs
@@ -31,10 +32,19 @@ package final class SharedFeedCopy: FeedCopyKeeper {
     /// The store was found to hold versions this copy served with other content (`rewrites`): no
     /// commit is applied on top of them until a refresh has replaced the copy with the store's new history.
     var rewritten = false
+    /// Told when a client's id shows that the store went back in time (``catchUp(to:of:)``): the feed,
+    /// the client's id, and the version the store holds.
+    let rewound: (@Sendable (String, EventID, Int) -> Void)?
+    /// When (``MonotonicClock``) a client's id last made this feed start a new history.
+    var lastRewindRestart: Double?
+    /// At most one such restart per feed in this many seconds: an id is not signed, so a reader could
+    /// otherwise make every subscriber resync again and again by sending made-up ones.
+    static let rewindRestartInterval = 60.0
 
-    package init(store: any SharedFeedStore, lostData: (@Sendable () async -> Void)?) {
+    package init(store: any SharedFeedStore, lostData: (@Sendable () async -> Void)?, rewound: (@Sendable (String, EventID, Int) -> Void)? = nil) {
         self.store = store
         self.lostData = lostData
+        self.rewound = rewound
     }
 
     package var isBusy: Bool { refreshQueued || rereading }
@@ -79,11 +89,26 @@ package final class SharedFeedCopy: FeedCopyKeeper {
 
     /// A client that saw a later version on another instance than this copy holds: the copy is read
     /// again first, so the client resumes with batches.
+    ///
+    /// A store that, read now, holds the client's history at an older version than the client was
+    /// served went back in time: Redis put back from an older RDB or AOF with no instance left that
+    /// held the copy (those that did notice by themselves, in ``Feed/refreshFromStore(_:)``). Left so,
+    /// the feed would number new states with versions clients already hold, and a client resuming
+    /// from one would get batches computed from a state it never had. The feed starts a new history
+    /// there (at most once a minute per feed), so this client and every later one gets a snapshot.
     package func catchUp(to id: EventID, of feed: isolated Feed) async -> Bool {
         await feed.acquireWrite()
-        let readError = await feed.refreshFromStore(self)
-        feed.releaseWrite()
-        return readError != nil
+        defer { feed.releaseWrite() }
+        if await feed.refreshFromStore(self) != nil { return true }
+        guard id.history == feed.history, id.version > feed.version, feed.version > 0 else { return false }
+        let now = MonotonicClock.now()
+        rewound?(feed.name, id, feed.version)
+        if let last = lastRewindRestart, now - last < Self.rewindRestartInterval { return false }
+        lastRewindRestart = now
+        if (try? await store.restartHistory(feed.name, from: id.history, at: feed.version, to: RandomID.history())) == true {
+            await feed.refreshFromStore(self)
+        }
+        return false
     }
 
     package func readAgain(_ feed: isolated Feed) {

@@ -139,16 +139,19 @@ public actor SharedFeeds: FeedCopies {
         if let loading = loading[name] {
             task = loading
         } else {
-            task = Task { [store, replayLimit, transport, metrics, storage] in
+            task = Task { [store, replayLimit, transport, metrics, storage, logger] in
                 store.follow(name)
                 let lostData: @Sendable () async -> Void = { [weak self] in await self?.storeLostData() }
+                let rewound: @Sendable (String, EventID, Int) -> Void = { [logger, kind = store.kind] name, id, held in
+                    logger.error("\(kind) holds feed \(name) at version \(held) of history \(id.history), but a client resumed from version \(id.version) of it: \(kind) went back in time (put back from an older copy?); the feed starts a new history. After restoring \(kind) from an older copy, give every feed a new history (docs/deploy-redis.md, 'Restoring Redis')")
+                }
                 guard let stored = try await store.read(name) else {
                     return Feed(name: name, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage,
-                                keeper: SharedFeedCopy(store: store, lostData: lostData))
+                                keeper: SharedFeedCopy(store: store, lostData: lostData, rewound: rewound))
                 }
                 let snapshot = try WireCodec.decodeSnapshot(stored.snapshot)
                 return Feed(restoring: stored, snapshot: snapshot, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage,
-                            keeper: SharedFeedCopy(store: store, lostData: lostData))
+                            keeper: SharedFeedCopy(store: store, lostData: lostData, rewound: rewound))
             }
             loading[name] = task
         }

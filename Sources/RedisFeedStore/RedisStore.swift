@@ -422,22 +422,28 @@ public final class RedisStore: SharedFeedStore {
 
     /// `SCAN` of the feed keys.
     public func names() async throws(StoreError) -> [String] {
-        let pattern = keys.feed("*"), prefix = keys.feed("").count
         do throws(RedisError) {
-            return try await client.run { connection throws(RedisError) in
-                var names = Set<String>(), cursor = "0"
-                repeat {
-                    let reply = try connection.command(["SCAN", cursor, "MATCH", pattern, "COUNT", "1000"])
-                    guard let parts = reply.array, parts.count == 2, let next = parts[0].string, let found = parts[1].array else {
-                        throw .unexpectedReply(command: "SCAN", reply: reply.description)
-                    }
-                    cursor = next
-                    for key in found { if let key = key.string { names.insert(String(key.dropFirst(prefix))) } }
-                } while cursor != "0"
-                return names.sorted()
-            }
+            return try await Self.feedNames(client, keys: keys)
         } catch {
             throw storeError(error)
+        }
+    }
+
+    /// The names of the feeds under `keys`, by `SCAN`, sorted.
+    /// - Complexity: O(k) for k keys in Redis (`SCAN` visits them all, 1,000 a call).
+    static func feedNames(_ client: RedisClient, keys: RedisKeys) async throws(RedisError) -> [String] {
+        let pattern = keys.feed("*"), prefix = keys.feed("").count
+        return try await client.run { connection throws(RedisError) in
+            var names = Set<String>(), cursor = "0"
+            repeat {
+                let reply = try connection.command(["SCAN", cursor, "MATCH", pattern, "COUNT", "1000"])
+                guard let parts = reply.array, parts.count == 2, let next = parts[0].string, let found = parts[1].array else {
+                    throw .unexpectedReply(command: "SCAN", reply: reply.description)
+                }
+                cursor = next
+                for key in found { if let key = key.string { names.insert(String(key.dropFirst(prefix))) } }
+            } while cursor != "0"
+            return names.sorted()
         }
     }
 

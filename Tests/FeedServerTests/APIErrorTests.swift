@@ -14,6 +14,8 @@ struct APIErrorTests {
         (.patchNotAccepted(feed: "todo"), 405, #"{"error":"method not allowed","detail":"PATCH is not allowed here; allowed: GET, HEAD"}"#),
         (.patchUndoneByLoader(feed: "shelf.bob", family: "shelf"), 409, #"{"error":"conflict","detail":"the family 'shelf' makes its members from its loader (truth: .program), which would undo a PATCH of 'shelf.bob' when it is made again; nothing changed (a family hosted with truth: .kept keeps what clients write)"}"#),
         (.notPublished(.store(.full(path: "/data"))), 503, #"{"error":"storage full","detail":"no space left on the device holding '/data'; the write was not stored, retry once space is freed"}"#),
+        (.notPublished(.store(.outOfMemory(url: "redis://r:6379", reason: "used_memory 10 of maxmemory 10 bytes"))), 507,
+         #"{"error":"storage full","detail":"Redis at redis://r:6379 is full: used_memory 10 of maxmemory 10 bytes; nothing was written: retry once Redis has memory again (feeds deleted, or its maxmemory raised)"}"#),
         (.notPublished(.busy(limit: 256)), 429, #"{"error":"too many writes","detail":"256 writes already wait for this feed; nothing was written: retry after the Retry-After seconds"}"#),
         (.noSuchMember(feed: "home.zed", family: "home", key: "zed"), 404, #"{"error":"not found","detail":"no feed named 'home.zed': the family 'home' has no such key 'zed'"}"#),
         (.loaderFailed(feed: "home.a", reason: "db down"), 500, #"{"error":"loader failed","detail":"the loader of 'home.a' failed, so nothing was made (the next request tries again): db down"}"#),
