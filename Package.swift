@@ -10,7 +10,7 @@ let package = Package(
     // Every other product is Linux-only (the epoll runtime; `Synchronization.Mutex`, which Apple has
     // from macOS 15 only): HTTPCore, EpollRuntime, FeedServer, FeedStorage, LogLines, DiffStreamExamples,
     // DiffStreamTesting, DiffStreamServer, DiffStreamRedis, TLSStreamClient, diffstream and diffstream-watch. SwiftPM declares platforms
-    // per package, not per product; tests/structure/test_platforms.py checks both halves of this.
+    // per package, not per product; checks/structure/test_platforms.py checks both halves of this.
     platforms: [.macOS(.v14), .iOS(.v15), .tvOS(.v15), .watchOS(.v8), .macCatalyst(.v15)],
     products: [
         .library(name: "DiffStream", targets: ["DiffStream"]),

@@ -34,6 +34,8 @@ Reported per side and round:
                       diffstream also `server_cpu_from_element`: from the last sample before the earliest
                       the element can have been sent (spawn + 20 k), so it counts the work before the first
                       arrival too.
+  busiest thread      diffstream: the CPU of its busiest thread over the same time (/proc/PID/task), and
+                      how many threads took 10% of the total or more: whether the work spread over the cores.
   publisher           nchan: wall time from the first POST to the last answer, and the script's own CPU
                       over it (it is the program publishing).
 
@@ -121,6 +123,25 @@ class Sampler:
         a = before[-1] if before else self.samples[0]
         b = after[0] if after else self.samples[-1]
         return (b[1] - a[1]) / fa.HZ, b[0] - a[0]
+
+
+def thread_ticks(pid):
+    """utime + stime per thread of the process: {tid: ticks}."""
+    ticks = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            ticks[tid] = fa.cpu_ticks([f"{pid}/task/{tid}"])
+        except OSError:
+            pass
+    return ticks
+
+
+def thread_fields(before, after):
+    """How the server's CPU between two thread_ticks() spread over its threads."""
+    deltas = sorted((after[t] - before.get(t, 0) for t in after), reverse=True)
+    total = sum(deltas) or 1
+    return {"busiest_thread_cpu_ms": deltas[0] * 1000 / fa.HZ if deltas else 0.0,
+            "threads_over_10pct": sum(1 for d in deltas if d >= 0.1 * total)}
 
 
 def recv_stamped(sock):
@@ -212,6 +233,18 @@ def percentiles(values, prefix):
             f"{prefix}_max_ms": max(values) if values else float("nan")}
 
 
+def delivery_fields(load, broadcast, got, wrong, spread, read_spread, cpu_s, window_s):
+    """The fields both sides report: deliveries, their times, the server's CPU."""
+    return {"users": load.done, "delivered": len(got), "wrong_user": wrong,
+            **percentiles(spread, "spread"), **percentiles(read_spread, "read_spread"),
+            "stamped": sum(1 for i in got if broadcast.stamped[i]),
+            "server_cpu_ms": cpu_s * 1000, "cpu_window_ms": window_s * 1000}
+
+
+def problem_fields(broadcast):
+    return {"problems": ";".join(f"{k.replace(' ', '_')}:{v}" for k, v in broadcast.problems.items())} if broadcast.problems else {}
+
+
 def diffstream_round(args, work):
     spawned = time.time()
     server = fa.DiffStream(args.binary, args.users, 60, work, ["--demo", *args.diffstream_args.split()])
@@ -223,6 +256,7 @@ def diffstream_round(args, work):
         if load.failed:
             raise RuntimeError(f"diffstream: {load.failed} users failed: {load.errors}")
         sampler = Sampler(server.pids)
+        threads_before = thread_ticks(server.process.pid)
         broadcast = Broadcast("diffstream", load, sampler)
         # The next edition after everyone is connected (at least 1 s away: an edition during the arrivals
         # is let through first, its batches ignored).
@@ -232,6 +266,7 @@ def diffstream_round(args, work):
         broadcast.armed = True
         broadcast.pump(element_late + 30, stop=lambda: broadcast.delivered() >= load.done)
         broadcast.pump(time.time() + 0.05)  # one more sample past the last arrival
+        threads = thread_fields(threads_before, thread_ticks(server.process.pid))
         got = [i for i, a in enumerate(broadcast.arrival) if a is not None]
         first, last = min(broadcast.arrival[i] for i in got), max(broadcast.arrival[i] for i in got)
         spread = [(broadcast.arrival[i] - first) * 1000 for i in got]
@@ -250,19 +285,14 @@ def diffstream_round(args, work):
             else:
                 editions[match] = editions.get(match, 0) + 1
         sizes = [len(broadcast.data[i]) for i in got]
-        fields = {"users": load.done, "delivered": len(got), "wrong_user": wrong,
-                  "editions": "/".join(f"{e}:{n}" for e, n in sorted(editions.items())),
-                  **percentiles(spread, "spread"), **percentiles(read_spread, "read_spread"),
-                  "stamped": sum(1 for i in got if broadcast.stamped[i]),
-                  "server_cpu_ms": cpu_s * 1000, "cpu_window_ms": window_s * 1000,
+        fields = {**delivery_fields(load, broadcast, got, wrong, spread, read_spread, cpu_s, window_s),
+                  "editions": "/".join(f"{e}:{n}" for e, n in sorted(editions.items())), **threads,
                   "server_cpu_from_element_ms": cpu_all_s * 1000, "cpu_from_element_window_ms": window_all_s * 1000,
                   "first_after_element_min_ms": (first - element_late) * 1000,
                   "first_after_element_max_ms": (first - element_early) * 1000,
                   "last_after_element_max_ms": (last - element_early) * 1000,
                   "batch_bytes_p50": statistics.median(sizes), "ignored_reads": broadcast.ignored,
-                  "start_s": announced - spawned}
-        if broadcast.problems:
-            fields["problems"] = ";".join(f"{k_.replace(' ', '_')}:{v}" for k_, v in broadcast.problems.items())
+                  "start_s": announced - spawned, **problem_fields(broadcast)}
         load.close()
         return fields
     finally:
@@ -368,14 +398,9 @@ def nchan_round(args, work, document, message):
         last = max(broadcast.arrival[i] for i in got)
         cpu_s, window_s = sampler.between(first_post, last)
         wrong = sum(1 for i in got if broadcast.data[i].encode() != bodies[i])
-        fields = {"users": load.done, "delivered": len(got), "wrong_user": wrong,
-                  **percentiles(spread, "spread"), **percentiles(read_spread, "read_spread"),
-                  "stamped": sum(1 for i in got if broadcast.stamped[i]),
-                  "server_cpu_ms": cpu_s * 1000, "cpu_window_ms": window_s * 1000,
+        fields = {**delivery_fields(load, broadcast, got, wrong, spread, read_spread, cpu_s, window_s),
                   "publish_wall_ms": (last_answer - first_post) * 1000,
-                  "publisher_cpu_ms": publisher_cpu * 1000, "message_bytes": len(bodies[0])}
-        if broadcast.problems:
-            fields["problems"] = ";".join(f"{k_.replace(' ', '_')}:{v}" for k_, v in broadcast.problems.items())
+                  "publisher_cpu_ms": publisher_cpu * 1000, "message_bytes": len(bodies[0]), **problem_fields(broadcast)}
         load.close()
         return fields
     finally:
@@ -447,8 +472,9 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     print()
     keys = ["spread_p50_ms", "spread_p99_ms", "spread_max_ms", "read_spread_p99_ms", "server_cpu_ms",
-            "cpu_window_ms", "server_cpu_from_element_ms", "cpu_from_element_window_ms", "last_after_element_max_ms", "first_after_element_min_ms", "first_after_element_max_ms", "publish_wall_ms",
-            "publisher_cpu_ms", "delivered", "wrong_user"]
+            "cpu_window_ms", "server_cpu_from_element_ms", "cpu_from_element_window_ms", "busiest_thread_cpu_ms",
+            "last_after_element_max_ms", "first_after_element_min_ms", "first_after_element_max_ms",
+            "publish_wall_ms", "publisher_cpu_ms", "delivered", "wrong_user"]
     print("| figure (median of rounds) | " + " | ".join(sides) + " |")
     print("|---|" + "---:|" * len(sides))
     for key in keys:

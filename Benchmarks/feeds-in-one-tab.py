@@ -23,7 +23,7 @@ import time
 import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "checks"))
 from harness import Server  # noqa: E402
 
 PAGE = """<!doctype html>

@@ -19,7 +19,7 @@ import sys
 import time
 import zlib
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "checks"))
 from harness import Server  # noqa: E402
 
 os.environ.setdefault("DIFFSTREAM_BIN", str(pathlib.Path(__file__).resolve().parents[1] / ".build" / "release" / "diffstream"))

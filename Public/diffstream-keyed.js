@@ -2,7 +2,7 @@
 // kept by id; an update puts them in the feed's order by moving only those outside a longest run that
 // is already in order, so the focus, a selection and the animations of the others are untouched.
 // No globals: `reorder` uses only `children`, `parentNode`, `nextSibling` and `insertBefore`, so it is
-// tested under Node with plain objects (tests/browser/diffstream_keyed.test.mjs).
+// tested under Node with plain objects (checks/browser/diffstream_keyed.test.mjs).
 
 /// Indices (into `sequence`) of a longest increasing subsequence of its non-negative values.
 /// - Complexity: O(n log n).

@@ -7,7 +7,7 @@
 //   isFeedName(feed)               → whether the server takes `feed` as a feed's name
 //   unreachableDetail(server, page) → what to say when the server gives no answer (and `--allow-origin`)
 //
-// Described in docs/client-js-protocol.md; tested in Node by tests/browser/diffstream_protocol.test.mjs.
+// Described in docs/client-js-protocol.md; tested in Node by checks/browser/diffstream_protocol.test.mjs.
 
 /// A batch that cannot be applied to the sections it was given: a missing anchor or target, a
 /// duplicate id, an unknown operation. The client holds something other than what the server thinks.

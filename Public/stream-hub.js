@@ -3,7 +3,7 @@
 // `--max-stream-feeds`), and relays each feed to the tabs subscribed to it. It runs inside the SharedWorker
 // (stream-worker.js), or inside the one elected tab, or in a lone tab (diffstream-streams.js). It
 // touches no DOM and no globals: EventSource, fetch and timers are injected, so it is tested without a
-// browser (tests/browser/stream_hub.test.mjs, stream_hub_property.test.mjs).
+// browser (checks/browser/stream_hub.test.mjs, stream_hub_property.test.mjs).
 //
 // Guarantees: a tab gets each feed as one snapshot and the batches that follow it, none lost and none
 // twice, also across a change of hub (a new worker or elected tab: the tabs subscribe again with the

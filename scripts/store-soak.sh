@@ -8,4 +8,4 @@ export DIFFSTREAM_BIN="${DIFFSTREAM_BIN:-$PWD/.build/debug/diffstream}"
 export STORE_CRASH_CYCLES="${1:-300}"
 [[ -n "${2:-}" ]] && export STORE_CRASH_SEED="$2"
 export E2E_TEST_TIME_LIMIT="${E2E_TEST_TIME_LIMIT:-3600}"
-exec python3 -m pytest tests/e2e/test_store.py -q -s -p no:cacheprovider -k kill_9
+exec python3 -m pytest checks/e2e/test_store.py -q -s -p no:cacheprovider -k kill_9

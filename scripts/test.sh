@@ -7,16 +7,16 @@
 #     sockets). Each later step runs its build again in the foreground:
 #     a no-op when the background one finished, a wait on SwiftPM's lock when it is under way, and the
 #     build's own errors when it failed (the background log is test-artifacts/background-builds.log)
-#  3. the package's structure (tests/structure), swift test (unit, shared vectors, property-based), then the page's Node tests (tests/browser/*.test.mjs:
+#  3. the package's structure (checks/structure), swift test (unit, shared vectors, property-based), then the page's Node tests (checks/browser/*.test.mjs:
 #     the protocol module on the shared vectors, the stream hub's unit and property-based tests)
-#  4. end-to-end tests against the built binary over real sockets (tests/e2e), twice: with the default
+#  4. end-to-end tests against the built binary over real sockets (checks/e2e), twice: with the default
 #     number of event loops and feeds in memory, then with --loops 1 and a durable --data directory (the
 #     files about the loops, streams and the store; not flags, static files, TLS or the clients)
-#     (tests/e2e/test_redis.py and test_redis_families.py start instances on a redis-server of their own); then the API, stream,
+#     (checks/e2e/test_redis.py and test_redis_families.py start instances on a redis-server of their own); then the API, stream,
 #     limit and view-model tests again with every server on --redis (DIFFSTREAM_E2E_REDIS=1)
-#  5. browser tests in headless Chromium (tests/browser)
+#  5. browser tests in headless Chromium (checks/browser)
 #  6. the example packages Examples/Scoreboard and Examples/Shelves (a family), built and driven over HTTP, and the Swift
-#     snippets of the README, docs/view-models.md and docs/client-swift.md, built (Examples/DocSnippets; tests/e2e/test_embedding.py)
+#     snippets of the README, docs/view-models.md and docs/client-swift.md, built (Examples/DocSnippets; checks/e2e/test_embedding.py)
 #  7. the Dockerfile: hadolint, and the release binary (static Swift runtime, warnings as errors) in a
 #     minimal Debian root (scripts/check-docker-runtime.sh; the root is made in the background from the start);
 #     then the release binary's memory per idle subscriber against its budget (Benchmarks/idle-memory.py)
@@ -83,7 +83,7 @@ release_build=(swift build -c release --static-swift-stdlib -Xswiftc -warnings-a
 watch_build=(swift build -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product diffstream-watch --scratch-path .build-release)
 scoreboard_build=(swift build --package-path Examples/Scoreboard -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product Scoreboard --scratch-path .build-release)
 shelves_build=(swift build --package-path Examples/Shelves -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --product Shelves --scratch-path .build-release)
-# Every target of the package (tests/structure/test_doc_snippets.py: each swift block of the docs is in it, verbatim).
+# Every target of the package (checks/structure/test_doc_snippets.py: each swift block of the docs is in it, verbatim).
 doc_snippets_build=(swift build --package-path Examples/DocSnippets -c release --static-swift-stdlib -Xswiftc -warnings-as-errors --scratch-path .build-release)
 step "starting the release build and the examples' in the background (nice 19; log: test-artifacts/background-builds.log)"
 # setsid: its own process group, so that a failing step stops the whole chain (the EXIT trap). A new
@@ -94,8 +94,8 @@ setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 
     >test-artifacts/background-builds.log 2>&1 </dev/null &
 background_groups+=("$!")
 
-step "the package's structure (tests/structure: the platforms each product declares, checked in the sources)"
-python3 -m pytest tests/structure -q -p no:cacheprovider
+step "the package's structure (checks/structure: the platforms each product declares, checked in the sources)"
+python3 -m pytest checks/structure -q -p no:cacheprovider
 
 step "swift test"
 # 15 minutes at most (the test targets' build included; the run takes 2 to 3): a test that hangs fails
@@ -106,32 +106,32 @@ if ! timeout --kill-after=10 900 swift test -Xswiftc -warnings-as-errors 2>&1 | 
 fi
 
 step "node tests (the page's protocol module on the shared vectors, the stream hub)"
-node --test tests/browser/*.test.mjs
+node --test checks/browser/*.test.mjs
 
 export DIFFSTREAM_BIN="$PWD/.build/debug/diffstream"
 step "end-to-end tests (default: one event loop per core, feeds in memory unless a test asks for --data)"
-python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_embedding.py  # step 6, once its build had time
+python3 -m pytest checks/e2e -q -p no:cacheprovider --ignore checks/e2e/test_embedding.py  # step 6, once its build had time
 
 step "end-to-end tests again with --loops 1 and every server on a fresh --data directory"
 # Not again: test_redis.py and test_redis_families.py (their servers use Redis, not --data), and the files whose
 # subject is neither the loops nor the store (flags, static files, TLS, the Swift and Node clients).
-E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_redis_memory.py --ignore tests/e2e/test_redis_restore.py --ignore tests/e2e/test_redis_families.py \
-    --ignore tests/e2e/test_families.py --ignore tests/e2e/test_family_writes.py --ignore tests/e2e/test_upgrade_fixture.py --ignore tests/e2e/test_family_clients.py \
-    --ignore tests/e2e/test_cli.py --ignore tests/e2e/test_watch.py --ignore tests/e2e/test_static.py --ignore tests/e2e/test_tls.py --ignore tests/e2e/test_watch_tls.py \
-    --ignore tests/e2e/test_swift_client.py --ignore tests/e2e/test_eventsource_node.py
+E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest checks/e2e -q -p no:cacheprovider --ignore checks/e2e/test_redis.py --ignore checks/e2e/test_redis_memory.py --ignore checks/e2e/test_redis_restore.py --ignore checks/e2e/test_redis_families.py \
+    --ignore checks/e2e/test_families.py --ignore checks/e2e/test_family_writes.py --ignore checks/e2e/test_upgrade_fixture.py --ignore checks/e2e/test_family_clients.py \
+    --ignore checks/e2e/test_cli.py --ignore checks/e2e/test_watch.py --ignore checks/e2e/test_static.py --ignore checks/e2e/test_tls.py --ignore checks/e2e/test_watch_tls.py \
+    --ignore checks/e2e/test_swift_client.py --ignore checks/e2e/test_eventsource_node.py
 
 step "end-to-end tests again with every server on --redis (one redis-server for the run; issue 26: the existing suite on --redis)"
 # Not again: test_redis.py and test_redis_families.py (on Redis already, above), test_store.py (its servers choose
 # --data: the log store), test_families.py (its servers choose memory or a --data of their own; families under
 # --redis are test_redis_families.py's) and test_family_clients.py (the clients follow a member as any feed).
-DIFFSTREAM_E2E_REDIS=1 python3 -m pytest tests/e2e -q -p no:cacheprovider --ignore tests/e2e/test_redis.py --ignore tests/e2e/test_redis_memory.py --ignore tests/e2e/test_redis_restore.py --ignore tests/e2e/test_store.py \
-    --ignore tests/e2e/test_embedding.py --ignore tests/e2e/test_families.py --ignore tests/e2e/test_redis_families.py --ignore tests/e2e/test_family_writes.py --ignore tests/e2e/test_upgrade_fixture.py \
-    --ignore tests/e2e/test_family_clients.py
+DIFFSTREAM_E2E_REDIS=1 python3 -m pytest checks/e2e -q -p no:cacheprovider --ignore checks/e2e/test_redis.py --ignore checks/e2e/test_redis_memory.py --ignore checks/e2e/test_redis_restore.py --ignore checks/e2e/test_store.py \
+    --ignore checks/e2e/test_embedding.py --ignore checks/e2e/test_families.py --ignore checks/e2e/test_redis_families.py --ignore checks/e2e/test_family_writes.py --ignore checks/e2e/test_upgrade_fixture.py \
+    --ignore checks/e2e/test_family_clients.py
 
 step "browser tests"
-python3 -m pytest tests/browser -q -p no:cacheprovider --deselect tests/browser/test_stream_hub.py  # the node tests ran above
+python3 -m pytest checks/browser -q -p no:cacheprovider --deselect checks/browser/test_stream_hub.py  # the node tests ran above
 
-step "the example packages Examples/Scoreboard and Examples/Shelves, and the docs' Swift snippets (tests/e2e/test_embedding.py)"
+step "the example packages Examples/Scoreboard and Examples/Shelves, and the docs' Swift snippets (checks/e2e/test_embedding.py)"
 # One scratch directory, several root packages: SwiftPM may keep the last one's build plan
 # (release/description.json) and answer "No target named 'Scoreboard…' in build description" for
 # another's product. A build that fails is run once more with the plan dropped (planning takes seconds);
@@ -141,7 +141,7 @@ release_package "${scoreboard_build[@]}"
 release_package "${shelves_build[@]}"
 release_package "${doc_snippets_build[@]}"
 DIFFSTREAM_EXAMPLE_BINARY="$PWD/.build-release/release/Scoreboard" DIFFSTREAM_SHELVES_BINARY="$PWD/.build-release/release/Shelves" \
-    DIFFSTREAM_DOC_SNIPPETS_BUILD="${doc_snippets_build[*]}" python3 -m pytest tests/e2e/test_embedding.py -q -p no:cacheprovider
+    DIFFSTREAM_DOC_SNIPPETS_BUILD="${doc_snippets_build[*]}" python3 -m pytest checks/e2e/test_embedding.py -q -p no:cacheprovider
 
 step "build (release, static Swift runtime, warnings as errors) and the Dockerfile checks"
 release_package "${release_build[@]}"

@@ -1,9 +1,9 @@
 // swift-tools-version:6.0
 // The Swift snippets of README.md, docs/view-models.md and docs/client-swift.md, compiled: each source
-// file holds one or more of them verbatim (tests/structure/test_doc_snippets.py checks it, block by
+// file holds one or more of them verbatim (checks/structure/test_doc_snippets.py checks it, block by
 // block, and that every swift block of those documents is here or explicitly skipped), beside the
 // support code they take for granted (the app's own types and functions). scripts/test.sh builds it,
-// and tests/e2e/test_embedding.py, so a snippet the library no longer compiles fails the tests.
+// and checks/e2e/test_embedding.py, so a snippet the library no longer compiles fails the tests.
 import PackageDescription
 
 let package = Package(

@@ -19,7 +19,7 @@ struct DiffableTestItem: Identifiable, Equatable, Sendable {
 
 typealias DiffableTestSnapshot = Snapshot<DiffableTestSection, DiffableTestItem>
 
-/// One line of `tests/fixtures/diff-cases.jsonl` (see its README).
+/// One line of `checks/fixtures/diff-cases.jsonl` (see its README).
 struct DiffableVector: CustomTestStringConvertible, Sendable {
     var name: String
     var old: WireSnapshot

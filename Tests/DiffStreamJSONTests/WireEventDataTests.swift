@@ -179,7 +179,7 @@ struct WireEventDataTests {
         #expect(throws: WireError.self) { try WireCodec.decodeEventData(bytes.dropLast(), carrying: .batch) }
     }
 
-    /// The batches the engine makes for the diff cases (`tests/fixtures/vector-batches.jsonl`),
+    /// The batches the engine makes for the diff cases (`checks/fixtures/vector-batches.jsonl`),
     /// as event data: read as the tree reads them, and (with the vectors) each turns `old` into `new`.
     @Test func theVectorBatches() throws {
         let lines = try String(contentsOf: TestFixtures.vectorBatches, encoding: .utf8).split(separator: "\n")

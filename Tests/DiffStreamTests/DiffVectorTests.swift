@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// One line of `tests/fixtures/diff-cases.jsonl`.
+/// One line of `checks/fixtures/diff-cases.jsonl`.
 struct DiffVector: CustomTestStringConvertible, Sendable {
     var name: String
     var old: WireSnapshot

@@ -4,9 +4,9 @@ import Foundation
 import Testing
 import TestSupport
 
-/// The batches the engine makes for every case of `tests/fixtures/diff-cases.jsonl`, committed as
-/// `tests/fixtures/vector-batches.jsonl` for the page's protocol module (its Node tests apply them;
-/// see tests/fixtures/README.md). One line per case, in the vectors' order:
+/// The batches the engine makes for every case of `checks/fixtures/diff-cases.jsonl`, committed as
+/// `checks/fixtures/vector-batches.jsonl` for the page's protocol module (its Node tests apply them;
+/// see checks/fixtures/README.md). One line per case, in the vectors' order:
 /// `{"name":"…","ops":[…]}` with the ops in their wire form.
 ///
 /// This test checks that the committed file is what the engine produces now; with
@@ -42,6 +42,6 @@ struct VectorBatchFixtureTests {
         guard committed != expected else { return }
         let (old, new) = (committed.split(separator: "\n"), expected.split(separator: "\n"))
         let line = (zip(old, new).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(old.count, new.count)) + 1
-        Issue.record("tests/fixtures/vector-batches.jsonl is not what the engine makes now (first difference on line \(line)): regenerate it with DIFFSTREAM_WRITE_FIXTURES=1 swift test --filter VectorBatchFixtureTests")
+        Issue.record("checks/fixtures/vector-batches.jsonl is not what the engine makes now (first difference on line \(line)): regenerate it with DIFFSTREAM_WRITE_FIXTURES=1 swift test --filter VectorBatchFixtureTests")
     }
 }

@@ -3,7 +3,7 @@
 // - openStreams in 'own' mode (a hub in the page) over a fake EventSource: the
 //   API it returns, one stream for the feeds of one task, the position kept, an invalid name refused.
 // The other modes run in Chromium (test_diffstream_streams.py, test_tabs.py).
-// Run: node --test tests/browser/ (scripts/test.sh; test_stream_hub.py under pytest).
+// Run: node --test checks/browser/ (scripts/test.sh; test_stream_hub.py under pytest).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { importPublic } from './public_modules.mjs';

@@ -4,7 +4,7 @@
 // must not show `connecting` for ever. After UNREACHABLE_AFTER tries in a row with no answer the feeds
 // are `unreachable`; the hub goes on trying, and the first answer ends it. Also the words the page
 // gets (`unreachableDetail`), which name `--allow-origin` when the origins differ. A fake EventSource,
-// fetch and timers, as in stream_hub.test.mjs. Run with `node --test tests/browser/*.test.mjs`.
+// fetch and timers, as in stream_hub.test.mjs. Run with `node --test checks/browser/*.test.mjs`.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { importPublic } from './public_modules.mjs';

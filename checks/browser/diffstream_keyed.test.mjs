@@ -1,7 +1,7 @@
 // Node tests of keyed order with few moves (Public/diffstream-keyed.js), with plain objects for the DOM:
 // a parent with `children` and `insertBefore`, nodes with `parentNode` and `nextSibling`. Checked: the
 // order is the one asked for, and only the nodes outside a longest run already in order move.
-// Run: node --test tests/browser/ (scripts/test.sh; test_stream_hub.py under pytest).
+// Run: node --test checks/browser/ (scripts/test.sh; test_stream_hub.py under pytest).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { importPublic } from './public_modules.mjs';

@@ -1,5 +1,5 @@
 // Node tests of the StreamHub's limits and delays (Public/stream-limits.js): the backoff, and that the hub
-// exports the same values. Run: node --test tests/browser/ (scripts/test.sh; test_stream_hub.py under pytest).
+// exports the same values. Run: node --test checks/browser/ (scripts/test.sh; test_stream_hub.py under pytest).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { importPublic } from './public_modules.mjs';

@@ -1,4 +1,4 @@
-"""Runs the page's Node tests (tests/browser/*.test.mjs: the StreamHub's unit and property-based tests, the
+"""Runs the page's Node tests (checks/browser/*.test.mjs: the StreamHub's unit and property-based tests, the
 protocol module on the diff vectors) under Node: no browser and no server. STREAM_HUB_SEED changes the
 property test's first seed. scripts/test.sh runs them too."""
 import pathlib

@@ -1,5 +1,5 @@
 """This build reads a `--data` directory written by an earlier commit's binary with every history going on
-(issue 51, item 5): tests/fixtures/store-51042c0 (see tests/fixtures/README.md). Its servers choose their
+(issue 51, item 5): checks/fixtures/store-51042c0 (see checks/fixtures/README.md). Its servers choose their
 store (a copy of the fixture), so this file runs once, in the suite's default pass."""
 import json
 import shutil

@@ -1,6 +1,6 @@
 """A scripted stand-in for the server's multi-feed event stream (`GET /events?feed=NAME@ID&…`, the wire
 format of docs/protocol.md), for the Chromium tests of Public/diffstream-streams.js before and beside the
-real binary. It serves Public/, a test page from tests/browser/pages/, and feeds it writes itself:
+real binary. It serves Public/, a test page from checks/browser/pages/, and feeds it writes itself:
 `write(feed)` adds a version (one `move`-free batch with an `update`), `create(feed)` makes a feed that
 was missing. Every stream request is recorded (`requests`: the feeds= values of each)."""
 import http.server

@@ -16,7 +16,7 @@ from e2e_helpers import JWT_SECRET, AckingWriter, SSEClient, jwt_token, rights, 
 
 # These tests choose their store themselves (in memory, or a --data directory of their own), so they run
 # once, not again in the suite's --data and --redis passes (scripts/test.sh); families under --redis, with
-# two instances on one redis-server, are tests/e2e/test_redis_families.py's.
+# two instances on one redis-server, are checks/e2e/test_redis_families.py's.
 
 ADMIN = "admin-token-for-families"
 

@@ -7,7 +7,7 @@ Each block is preceded by a marker line, invisible in the rendered page:
   verbatim (whole lines, byte for byte). The file may hold several blocks and the support code they take
   for granted (the app's own types and functions, a function around a block of statements), commented
   as such; a file that holds no block is called Support.swift, or belongs to a stand-in module (UIKit on
-  Linux). scripts/test.sh and tests/e2e/test_embedding.py build the package with warnings as errors.
+  Linux). scripts/test.sh and checks/e2e/test_embedding.py build the package with warnings as errors.
 - `<!-- snippet: skip (why) -->`: not Swift that compiles on its own (lines of a Package.swift), with
   the reason.
 

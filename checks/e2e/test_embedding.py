@@ -5,7 +5,7 @@ the request line, and its own swift-metrics counter is on `/metrics`. Then `Exam
 program that hosts a family (`shelf.<user>`, issue 38) with its own view model and loader: each key is a
 member of its own, and a change to one reaches that member's subscribers only. And `Examples/DocSnippets`, the
 Swift snippets of the README, docs/view-models.md and docs/client-swift.md (issue 50), built with warnings as errors,
-so a snippet the library no longer compiles fails here (tests/structure/test_doc_snippets.py keeps them verbatim).
+so a snippet the library no longer compiles fails here (checks/structure/test_doc_snippets.py keeps them verbatim).
 
 The first build of an example takes minutes (it is a separate package with its own `.build`); set
 DIFFSTREAM_SKIP_EMBEDDING=1 to skip this module. It runs in the suite's first pass only: the second pass's

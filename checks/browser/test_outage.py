@@ -3,7 +3,7 @@ marked (the badge, the notice, `data-stale` on the feed's container); `event: av
 mark and the batches that follow apply. Against the scripted server (the real one needs Redis)."""
 import pytest
 
-from harness import wait_for  # noqa: E402 (conftest puts tests/ on the path)
+from harness import wait_for  # noqa: E402 (conftest puts checks/ on the path)
 from scripted_server import ScriptedServer
 
 

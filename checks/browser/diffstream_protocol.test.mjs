@@ -1,10 +1,10 @@
 // Node tests of the protocol module (Public/diffstream-protocol.js):
-// - every case of tests/fixtures/diff-cases.jsonl (DIFFSTREAM_VECTORS overrides the path): the
-//   Swift engine's batch for it (tests/fixtures/vector-batches.jsonl, see tests/fixtures/README.md),
+// - every case of checks/fixtures/diff-cases.jsonl (DIFFSTREAM_VECTORS overrides the path): the
+//   Swift engine's batch for it (checks/fixtures/vector-batches.jsonl, see checks/fixtures/README.md),
 //   applied to the old snapshot, gives the new one, with the vectors' minimal count of each op;
 // - FeedState's rule for snapshots, batches, duplicates, gaps and other histories;
 // - applyOps' errors, and eventsURL.
-// Run: node --test tests/browser/ (scripts/test.sh; test_stream_hub.py under pytest).
+// Run: node --test checks/browser/ (scripts/test.sh; test_stream_hub.py under pytest).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -30,7 +30,7 @@ const counts = (ops) => Object.fromEntries(KINDS.map((kind) => [kind, ops.filter
 
 test('the fixture holds one batch per vector, in order', () => {
   assert.ok(vectors.length >= 300, `expected the diff cases (${vectors.length} found)`);
-  assert.equal(batches.length, vectors.length, 'regenerate tests/fixtures/vector-batches.jsonl (see its README)');
+  assert.equal(batches.length, vectors.length, 'regenerate checks/fixtures/vector-batches.jsonl (see its README)');
   assert.deepEqual(batches.map((b) => b.name), vectors.map((v) => v.name));
 });
 

@@ -1,6 +1,6 @@
 """The README stays short and true (issue 37): at most about 250 lines, every section it moved linked,
 and the packages it says the scripts install are the ones scripts/setup.sh installs. (Its curl examples
-run against the binary in tests/e2e/test_readme.py.)"""
+run against the binary in checks/e2e/test_readme.py.)"""
 import pathlib
 import re
 
@@ -9,7 +9,7 @@ README = (ROOT / "README.md").read_text()
 
 
 def test_the_readme_is_short():
-    """Lines a reader sees: the `<!-- snippet: … -->` markers before its swift blocks (tests/structure/test_doc_snippets.py)
+    """Lines a reader sees: the `<!-- snippet: … -->` markers before its swift blocks (checks/structure/test_doc_snippets.py)
     are not shown."""
     shown = [line for line in README.splitlines() if not re.fullmatch(r"<!-- snippet: .* -->", line)]
     assert len(shown) <= 250, len(shown)

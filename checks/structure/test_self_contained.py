@@ -1,7 +1,7 @@
 """A clone stands alone (issue 50): no test, script or benchmark reads a file outside the checkout.
 
 A user's, a packager's or a fork's clone has nothing beside it, so every file a test reads lives in the
-repository (tests/fixtures/, see its README). This test reads the sources for the ways they find files
+repository (checks/fixtures/, see its README). This test reads the sources for the ways they find files
 and resolves each relative path against the file that names it:
 
 - the project's shared folder beside the checkout named at all (its parent path, its `vectors/` …);
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ["Tests", "tests", "scripts", ".ci", "Benchmarks", "Fuzz", "Examples", "Sources"]
+FOLDERS = ["Tests", "checks", "scripts", ".ci", "Benchmarks", "Fuzz", "Examples", "Sources"]
 THIS = Path(__file__).resolve()  # its own examples below name paths outside on purpose
 OUTSIDE = "shared"  # the folder beside the checkout; spelled once, so that this file does not name it as a path
 SHARED = re.compile(rf"\.\./{OUTSIDE}\b|\b{OUTSIDE}/(?:vectors|hooks|design)\b")
@@ -83,7 +83,7 @@ READERS = {".swift": swift_reads, ".js": javascript_reads, ".mjs": javascript_re
 def test_nothing_names_the_shared_folder():
     named = [f"{path.relative_to(ROOT)}:{number}" for path in files()
              for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1) if SHARED.search(line)]
-    assert named == [], "copy what these read into the repository (tests/fixtures/): " + ", ".join(named)
+    assert named == [], "copy what these read into the repository (checks/fixtures/): " + ", ".join(named)
 
 
 def test_every_relative_path_stays_in_the_checkout():
@@ -98,12 +98,12 @@ def test_every_relative_path_stays_in_the_checkout():
 
 @pytest.mark.parametrize("reader,source,expected_inside", [
     (swift_reads, 'URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()'
-                  '.deletingLastPathComponent().appendingPathComponent("tests/fixtures/x")', True),
+                  '.deletingLastPathComponent().appendingPathComponent("checks/fixtures/x")', True),
     (swift_reads, 'URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()'
                   '.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("elsewhere/x")', False),
     (javascript_reads, "here('../fixtures/diff-cases.jsonl')", True),
     (javascript_reads, "here('../../../elsewhere/diff-cases.jsonl')", False),
-    (python_reads, 'Path(__file__).resolve().parents[2] / "tests"', True),
+    (python_reads, 'Path(__file__).resolve().parents[2] / "checks"', True),
     (python_reads, 'Path(__file__).resolve().parents[3] / "elsewhere"', False),
     (shell_reads, 'cd "$(dirname "$0")/.."', True),
     (shell_reads, 'cat "$(dirname "$0")/../../../elsewhere/x"', False),

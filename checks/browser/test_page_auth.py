@@ -7,7 +7,7 @@ stream ended with `event: unauthorized`. Writes are checked against the real bin
 """
 import pytest
 
-from harness import Server, wait_for  # noqa: E402 (conftest puts tests/ on the path)
+from harness import Server, wait_for  # noqa: E402 (conftest puts checks/ on the path)
 from scripted_server import TOKEN, ScriptedServer
 from test_page import dom
 

@@ -1,5 +1,5 @@
 // Node tests of the helpers the page's modules share (Public/diffstream-util.js): randomId, words, warnOnce.
-// Run: node --test tests/browser/ (scripts/test.sh; test_stream_hub.py under pytest).
+// Run: node --test checks/browser/ (scripts/test.sh; test_stream_hub.py under pytest).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { importPublic } from './public_modules.mjs';

@@ -2,7 +2,7 @@
 the server's binary (`diffstream watch`, which runs diffstream-watch in its place) and as diffstream-watch
 itself. Bad usage of any kind exits 2 (ArgumentParser's own code for a missing argument would be 64), and
 standard output holds data only: the connection's state goes to standard error unless the live view is
-on a terminal. (tests/e2e/test_swift_client.py covers the codes 3 to 6 through the client's streams.)"""
+on a terminal. (checks/e2e/test_swift_client.py covers the codes 3 to 6 through the client's streams.)"""
 import json
 import queue
 import shutil

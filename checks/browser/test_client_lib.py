@@ -1,4 +1,4 @@
-"""The client library (Public/diffstream.js) in Chromium, from a page of a user's own (tests/browser/pages/lib.html,
+"""The client library (Public/diffstream.js) in Chromium, from a page of a user's own (checks/browser/pages/lib.html,
 served from a scratch --public directory next to the library's files, not from Public/), written only
 against docs/client-js.md: a template for a kind no example uses, many feeds in one tab on one event
 stream, regions that converge under random writes without recreating surviving elements, and a
@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from harness import ROOT, Server, wait_for  # noqa: E402 (conftest puts tests/ on the path)
+from harness import ROOT, Server, wait_for  # noqa: E402 (conftest puts checks/ on the path)
 
 PAGES = pathlib.Path(__file__).resolve().parent / "pages"
 
