@@ -83,7 +83,9 @@ let package = Package(
         // HTTP/1.1 and SSE as pure logic: requests, responses, the parser, the connection state machine,
         // the response head encoder, the SSE writer, gzip, and the seam to the feeds (`EventSink`,
         // `EventBroadcaster`). No sockets, no Glibc, no epoll.
-        .target(name: "HTTPCore", dependencies: ["CZlib", "JSONEscaping", "Timekeeping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // The event types the feeds and the HTTP server share: a payload encoded once, a sink, a broadcaster.
+        .target(name: "ServerSentEvents", swiftSettings: strict),
+        .target(name: "HTTPCore", dependencies: ["ServerSentEvents", "CZlib", "JSONEscaping", "Timekeeping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The epoll runtime: sockets, event loops, connections, event streams, static files, TLS. Knows nothing of feeds.
         // The OpenSSL context both TLS sides start from (TLS 1.2 or newer) and the error queue read as text.
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
@@ -94,11 +96,11 @@ let package = Package(
         // The feed core: a feed's snapshot, version, history, replay window and subscribers, the diff of
         // each write, the registry, storage accounting, events and event ids. Joins the diff engine and
         // HTTP through HTTPCore's transport seam only; never the epoll runtime.
-        .target(name: "FeedCore", dependencies: ["DiffStream", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "Crypto", package: "swift-crypto"),
+        .target(name: "FeedCore", dependencies: ["DiffStream", "DiffStreamJSON", "ServerSentEvents", "FeedStorage", "Timekeeping", .product(name: "Crypto", package: "swift-crypto"),
                                                 .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics")], swiftSettings: strict),
         // Keeping copies of a shared store's feeds (docs/decisions/0005-feed-log-and-replication.md): the
         // leases of hosted sources. Knows the store only through FeedStorage's seams, never Redis.
-        .target(name: "FeedReplication", dependencies: ["FeedCore", "FeedStorage", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "FeedReplication", dependencies: ["FeedCore", "FeedStorage", "ServerSentEvents", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Hosting view models: `HostedViewModel`, `ViewModelHost`, `HostedFeeds`, actions, `ViewModelError`.
         .target(name: "ViewModelHosting", dependencies: ["FeedCore", "FeedReplication", "DiffStream", "DiffStreamJSON", "FeedStorage", "Timekeeping", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
         // The HTTP API: the route table, `FeedAPI`, API errors (the one place statuses are chosen),

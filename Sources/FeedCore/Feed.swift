@@ -1,9 +1,10 @@
 import CoreMetrics
-import Metrics
 import DiffStream
 import DiffStreamJSON
 import FeedStorage
-import HTTPCore
+import Metrics
+import ServerSentEvents
+import Timekeeping
 
 /// A named, versioned stream of snapshots: the current snapshot, its version, a window of recent
 /// batches for resuming clients, and the subscribers.

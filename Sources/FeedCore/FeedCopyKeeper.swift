@@ -1,6 +1,6 @@
 import DiffStreamJSON
 import FeedStorage
-import HTTPCore
+import ServerSentEvents
 
 /// What keeps a ``Feed`` that is a copy of another authority in step with it: several instances
 /// sharing a store, where the store decides every commit (decision 0006; the keeper is module

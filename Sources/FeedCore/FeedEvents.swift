@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import DiffStreamJSON
-import HTTPCore
+import ServerSentEvents
 
 /// Encodes a feed's events and documents, each once.
 package enum FeedEvents {

@@ -1,4 +1,4 @@
-import HTTPCore
+import ServerSentEvents
 
 /// What a new subscriber of a feed gets first (``Feed/join(_:lastEventID:admit:)``; ``Feed/subscribe(_:lastEventID:)``
 /// sends the same): worked out on the feed's actor, in order with its broadcasts.

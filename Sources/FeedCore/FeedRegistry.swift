@@ -1,6 +1,6 @@
 import DiffStreamJSON
 import FeedStorage
-import HTTPCore
+import ServerSentEvents
 import Logging
 import Synchronization
 

@@ -2,7 +2,8 @@ import DiffStream
 import DiffStreamJSON
 import FeedCore
 import FeedStorage
-import HTTPCore
+import ServerSentEvents
+import Timekeeping
 
 /// A feed as a copy of a shared store's (several instances serve it; decision 0003, the shared store):
 /// writes committed with a version check and computed again after a lost race, commits of other

@@ -1,7 +1,8 @@
 import FeedCore
 import FeedStorage
-import HTTPCore
 import Logging
+import ServerSentEvents
+import Timekeeping
 
 extension FeedRegistry {
     /// A registry whose feeds are copies of the feeds of `store`, which several instances share

@@ -1,7 +1,7 @@
 import DiffStreamJSON
 import FeedCore
 import FeedStorage
-import HTTPCore
+import ServerSentEvents
 import Timekeeping
 
 /// What keeps one ``Feed`` a copy of a shared store's feed (decision 0006): the store decides every

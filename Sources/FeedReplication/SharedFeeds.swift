@@ -1,9 +1,10 @@
 import DiffStreamJSON
 import FeedCore
 import FeedStorage
-import HTTPCore
 import Logging
+import ServerSentEvents
 import Synchronization
+import Timekeeping
 
 /// The copies a registry holds of a shared store's feeds (decision 0006): each loaded on first use
 /// (followed first, then read, so no commit falls between), kept up to date by ``SharedFeedFollower``

@@ -1,39 +1,3 @@
-import Synchronization
-
-/// The bytes of one server-sent event (or comment), encoded once and shared by every subscriber it
-/// goes to: queuing it to a connection adds a reference, not a copy.
-///
-/// For subscribers that accept gzip, the event is deflated once (lazily, on first use) into an
-/// independent, byte-aligned block that is spliced into each subscriber's gzip stream, and its CRC is
-/// combined into each stream's running CRC; no per-subscriber compression happens.
-public final class EventPayload: Sendable {
-    public let bytes: [UInt8]
-    private let compressed = Mutex<CompressedEvent?>(nil)
-
-    public init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    public convenience init(_ text: String) { self.init(Array(text.utf8)) }
-
-    /// Deflates now (off the loops, before a fan-out), so that no loop thread ever compresses.
-    public func prepareDeflated() { _ = deflated }
-
-    /// The deflate block and CRC, computed on first use and then shared.
-    package var deflated: CompressedEvent {
-        compressed.withLock { cached in
-            if let cached { return cached }
-            let value = CompressedEvent(block: Gzip.deflateBlock(bytes, final: false), crc: Gzip.crc32(of: bytes), length: bytes.count)
-            cached = value
-            return value
-        }
-    }
-}
-
-package struct CompressedEvent: Sendable {
-    package var block: [UInt8]
-    package var crc: UInt32
-    package var length: Int
-}
-
 /// Server-sent event framing (WHATWG HTML, "Server-sent events", §9.2.6 interpreting an event stream).
 public enum ServerSentEvent {
     /// Encodes one event. `data` may hold newlines: each line becomes its own `data:` field, which the
