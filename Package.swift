@@ -102,7 +102,7 @@ let package = Package(
         // leases of hosted sources. Knows the store only through FeedStorage's seams, never Redis.
         .target(name: "FeedReplication", dependencies: ["FeedCore", "FeedStorage", "ServerSentEvents", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Hosting view models: `HostedViewModel`, `ViewModelHost`, `HostedFeeds`, actions, `ViewModelError`.
-        .target(name: "ViewModelHosting", dependencies: ["FeedCore", "FeedReplication", "DiffStream", "DiffStreamJSON", "FeedStorage", "Timekeeping", .product(name: "CoreMetrics", package: "swift-metrics")], swiftSettings: strict),
+        .target(name: "ViewModelHosting", dependencies: ["FeedCore", "FeedReplication", "DiffStream", "DiffStreamJSON", "FeedStorage", "Timekeeping", .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         // The HTTP API: the route table, `FeedAPI`, API errors (the one place statuses are chosen),
         // authorization (tokens, JWT), the multi-feed stream policy, `/metrics`.
         .target(name: "HTTPAPI", dependencies: ["FeedCore", "ViewModelHosting", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "JWTKit", package: "jwt-kit"),

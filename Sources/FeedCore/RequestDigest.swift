@@ -1,3 +1,6 @@
+// The feed core's one use of Crypto: the digest is computed where a write is committed with its
+// `Idempotency-Key` (the feed's write path hands it to the store with the key's answer), and SHA-256
+// is swift-crypto's, not a hash of our own.
 import Crypto
 
 /// Digests of the requests an `Idempotency-Key` comes with. A shared store keeps the digest with the

@@ -1,4 +1,5 @@
 import FeedCore
+import ViewModelHosting
 import Testing
 import TestSupport
 

@@ -1,4 +1,5 @@
 import Crypto
+import FeedCore
 
 /// How a token's subject (its `sub` claim) becomes a feed-name key: a family of per-user feeds names
 /// each member `PREFIX.KEY`, and a member bound to its user is the one whose key is the subject's.
