@@ -57,6 +57,38 @@ public final class RedisStore: SharedFeedStore {
     /// have started meanwhile, the renewal finds the difference and reports it.
     public static let presenceMilliseconds = 5_000
     private let presence: Task<Void, Never>
+    /// One renewal of this instance's presence, which ``presence`` runs every second.
+    package let presenceRenewal: PresenceRenewal
+
+    /// Renews an instance's presence and agrees on the settings again (``RedisScripts/agree``); reports
+    /// a difference once, when it first appears.
+    package final class PresenceRenewal: Sendable {
+        let client: RedisClient
+        let command: [[UInt8]]
+        let settings: [(name: String, value: String)]
+        let keys: RedisKeys
+        let onSettingsConflict: @Sendable ([String]) -> Void
+        /// The difference last reported (none yet: empty).
+        private let reported = Mutex<[String]>([])
+
+        init(client: RedisClient, command: [[UInt8]], settings: [(name: String, value: String)], keys: RedisKeys, onSettingsConflict: @escaping @Sendable ([String]) -> Void) {
+            self.client = client
+            self.command = command
+            self.settings = settings
+            self.keys = keys
+            self.onSettingsConflict = onSettingsConflict
+        }
+
+        /// One renewal: a failed call is tried again at the next.
+        package func renew() async {
+            guard let reply = try? await client.command(command), let differing = try? RedisStore.differences(reply, settings: settings, keys: keys) else { return }
+            let changed = reported.withLock { reported in
+                defer { reported = differing }
+                return reported != differing
+            }
+            if changed && !differing.isEmpty { onSettingsConflict(differing) }
+        }
+    }
 
     private init(url: RedisURL, keys: RedisKeys, instanceID: String, settings: [(name: String, value: String)], onSettingsConflict: @escaping @Sendable ([String]) -> Void,
                  epoch: String, replay: Int, maxFeeds: Int?, maxBytes: Int?, timeout: Double, pingInterval: Double, connections: Int) {
@@ -72,14 +104,12 @@ public final class RedisStore: SharedFeedStore {
             RedisFeedCommitter(client: RedisClient(url: url, timeout: timeout, name: "redis-commit-\(index)"), keys: keys, origin: instanceID)
         }
         self.reader = RedisFeedReader(client: client, keys: keys)
-        let renewal = Self.agreeCommand(settings, keys: keys, instance: instanceID, presenceMilliseconds: Self.presenceMilliseconds)
-        self.presence = Task { [client] in
-            var reported: [String] = []
+        let renewal = PresenceRenewal(client: client, command: Self.agreeCommand(settings, keys: keys, instance: instanceID, presenceMilliseconds: Self.presenceMilliseconds),
+                                      settings: settings, keys: keys, onSettingsConflict: onSettingsConflict)
+        self.presenceRenewal = renewal
+        self.presence = Task {
             while !Task.isCancelled {
-                if let reply = try? await client.command(renewal), let differing = try? Self.differences(reply, settings: settings, keys: keys), differing != reported {
-                    reported = differing
-                    if !differing.isEmpty { onSettingsConflict(differing) }
-                }
+                await renewal.renew()
                 try? await Task.sleep(for: .seconds(1))
             }
         }

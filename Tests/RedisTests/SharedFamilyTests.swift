@@ -206,11 +206,13 @@ struct SharedFamilyTests {
         try await RedisTestServer.with { server in
             let a = try await Instance(server)
             let lease = FamilyShards.leaseName(family: "shelf", shard: 3)
-            let first = try #require(try await a.store.acquireLease(lease, milliseconds: 5_000))
+            // Leases long enough never to lapse during the test, however loaded the machine (a 5 s one
+            // lapsed before the first write in CI): the second is taken over the first by deleting it.
+            let first = try #require(try await a.store.acquireLease(lease, milliseconds: 600_000))
             _ = try await a.registry.write("shelf.gil", snapshot: SharedFeedRegistryTests.snapshot([1]), options: FeedWriteOptions(fence: first))
             let admin = try RedisConnection(url: server.url, timeout: 2)
             _ = try admin.command(["DEL", RedisKeys(prefix: "diffstream").lease(lease)])
-            let second = try #require(try await a.store.acquireLease(lease, milliseconds: 5_000))
+            let second = try #require(try await a.store.acquireLease(lease, milliseconds: 600_000))
             await #expect(throws: FeedWriteError.fenced) {
                 try await a.registry.write("shelf.gil", snapshot: SharedFeedRegistryTests.snapshot([1, 2]), options: FeedWriteOptions(fence: first))
             }
