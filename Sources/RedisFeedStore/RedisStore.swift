@@ -60,36 +60,6 @@ public final class RedisStore: SharedFeedStore {
     /// One renewal of this instance's presence, which ``presence`` runs every second.
     package let presenceRenewal: PresenceRenewal
 
-    /// Renews an instance's presence and agrees on the settings again (``RedisScripts/agree``); reports
-    /// a difference once, when it first appears.
-    package final class PresenceRenewal: Sendable {
-        let client: RedisClient
-        let command: [[UInt8]]
-        let settings: [(name: String, value: String)]
-        let keys: RedisKeys
-        let onSettingsConflict: @Sendable ([String]) -> Void
-        /// The difference last reported (none yet: empty).
-        private let reported = Mutex<[String]>([])
-
-        init(client: RedisClient, command: [[UInt8]], settings: [(name: String, value: String)], keys: RedisKeys, onSettingsConflict: @escaping @Sendable ([String]) -> Void) {
-            self.client = client
-            self.command = command
-            self.settings = settings
-            self.keys = keys
-            self.onSettingsConflict = onSettingsConflict
-        }
-
-        /// One renewal: a failed call is tried again at the next.
-        package func renew() async {
-            guard let reply = try? await client.command(command), let differing = try? RedisStore.differences(reply, settings: settings, keys: keys) else { return }
-            let changed = reported.withLock { reported in
-                defer { reported = differing }
-                return reported != differing
-            }
-            if changed && !differing.isEmpty { onSettingsConflict(differing) }
-        }
-    }
-
     private init(url: RedisURL, keys: RedisKeys, instanceID: String, settings: [(name: String, value: String)], onSettingsConflict: @escaping @Sendable ([String]) -> Void,
                  epoch: String, replay: Int, maxFeeds: Int?, maxBytes: Int?, timeout: Double, pingInterval: Double, connections: Int) {
         self.url = url
@@ -233,7 +203,7 @@ public final class RedisStore: SharedFeedStore {
     }
 
     /// ``RedisScripts/agree``'s answer as one line per differing setting.
-    private static func differences(_ reply: RedisReply, settings: [(name: String, value: String)], keys: RedisKeys) throws(RedisError) -> [String] {
+    static func differences(_ reply: RedisReply, settings: [(name: String, value: String)], keys: RedisKeys) throws(RedisError) -> [String] {
         if case .error(let message) = reply { throw .server(command: "EVAL (agree)", message: message) }
         guard let pairs = reply.array?.compactMap(\.string), pairs.count % 2 == 0 else { throw .unexpectedReply(command: "EVAL (agree)", reply: reply.description) }
         let stored = Dictionary(stride(from: 0, to: pairs.count, by: 2).map { (pairs[$0], pairs[$0 + 1]) }) { first, _ in first }
