@@ -89,10 +89,10 @@ let package = Package(
         // The epoll runtime: sockets, event loops, connections, event streams, static files, TLS. Knows nothing of feeds.
         // The OpenSSL context both TLS sides start from (TLS 1.2 or newer) and the error queue read as text.
         .target(name: "OpenSSLSupport", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "EpollRuntime", dependencies: ["HTTPCore", "LogLines", "COpenSSL", "OpenSSLSupport", "CZlib", "CSystemShims", "CThreads", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "EpollRuntime", dependencies: ["HTTPCore", "COpenSSL", "OpenSSLSupport", "CZlib", "CSystemShims", "CThreads", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The executable's swift-log handler: one line per message, as text or as JSON. EpollRuntime writes its
         // request lines through it directly when it is the backend (no metadata dictionary per request).
-        .target(name: "LogLines", dependencies: ["JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "LogLines", dependencies: ["HTTPCore", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The feed core: a feed's snapshot, version, history, replay window and subscribers, the diff of
         // each write, the registry, storage accounting, events and event ids. Joins the diff engine and
         // HTTP through HTTPCore's transport seam only; never the epoll runtime.

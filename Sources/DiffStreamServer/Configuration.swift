@@ -1,4 +1,5 @@
 import Foundation
+import HTTPCore
 import Logging
 import Prometheus
 
@@ -99,6 +100,10 @@ extension Server {
         // The process.
         /// Where every log line goes (requests, stream connects and disconnects, the store, the start).
         public var logger = Logger(label: "diffstream")
+        /// Where the request lines go (one per request answered, at `info`); nil: through ``logger``,
+        /// with every field as metadata. The `diffstream` command gives its `LineLogHandler` (LogLines),
+        /// which writes them field by field.
+        public var requestLog: (any RequestLog)?
         /// The Prometheus registry `/metrics` serves. Nil: unless the program bootstrapped swift-metrics
         /// itself, the server bootstraps it with a registry of its own; if the program did, `/metrics`
         /// answers 404 (see ``FeedServer/MetricsEndpoint``).

@@ -79,7 +79,7 @@ public final class Server: Service, Sendable {
         var server = HTTPServer.Configuration(
             host: configuration.host, port: configuration.port, maxConnections: configuration.maxConnections,
             maxConnectionsPerAddress: configuration.maxConnectionsPerAddress, streamBufferLimit: configuration.streamBufferLimit,
-            compression: configuration.compression, heartbeat: configuration.heartbeat, loops: configuration.loops, logger: logger)
+            compression: configuration.compression, heartbeat: configuration.heartbeat, loops: configuration.loops, logger: logger, requestLog: configuration.requestLog)
         server.maxConnections = FileLimit.fit(maxConnections: configuration.maxConnections, logger: logger)
         server.limits.headerTimeout = configuration.headerTimeout
         server.limits.idleTimeout = configuration.idleTimeout

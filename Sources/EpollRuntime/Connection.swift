@@ -3,7 +3,6 @@ import Glibc
 #endif
 import CSystemShims
 import Logging
-import LogLines
 import Synchronization
 
 /// The socket executor of one client connection: it reads and writes the socket, keeps the epoll
@@ -173,12 +172,7 @@ final class Connection: EventHandler, @unchecked Sendable {
             case .log(let level, let message, let metadata):
                 server.logger.log(level: level, "\(message)", metadata: metadata, source: HTTPServer.logSource)
             case .logRequest(let line):
-                if let lineLog = server.lineLog {
-                    lineLog.log(level: .info) { line.write(to: &$0) }
-                } else {
-                    // Both made only if the level admits the line.
-                    server.logger.info("\(line.message)", metadata: server.requestLinesAreText ? line.unshownMetadata : line.metadata, source: HTTPServer.logSource)
-                }
+                server.requestLog.log(line)
             case .count(let counter):
                 count(counter, in: server.metrics)
             }

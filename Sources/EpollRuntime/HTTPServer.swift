@@ -48,8 +48,12 @@ public final class HTTPServer: EventBroadcaster {
         public var tls: TLSConfiguration?
         /// The number of event loops (threads serving sockets); at least 1. The default is one per core.
         public var loops: Int
-        /// Where the server's log lines go (requests, stream connects and disconnects, errors).
+        /// Where the server's log lines go (stream connects and disconnects, errors; and the request
+        /// lines unless ``requestLog`` is set).
         public var logger: Logger
+        /// Where the request lines go; nil: through ``logger`` (``LoggerRequestLog``, every field as
+        /// metadata).
+        public var requestLog: (any RequestLog)?
 
         /// A configuration; every default is the server's (256 connections per address, one loop per core).
         public init(
@@ -57,7 +61,7 @@ public final class HTTPServer: EventBroadcaster {
             maxConnectionsPerAddress: Int = 256,
             streamBufferLimit: Int = 1 << 20, compression: Bool = true, minimumCompressedSize: Int = 1024,
             heartbeat: Double = 15, tls: TLSConfiguration? = nil, loops: Int = ProcessInfo.processInfo.activeProcessorCount,
-            logger: Logger = Logger(label: "http")
+            logger: Logger = Logger(label: "http"), requestLog: (any RequestLog)? = nil
         ) {
             self.host = host
             self.port = port
@@ -71,6 +75,7 @@ public final class HTTPServer: EventBroadcaster {
             self.tls = tls
             self.loops = max(1, loops)
             self.logger = logger
+            self.requestLog = requestLog
         }
     }
 

@@ -1,6 +1,5 @@
 import Dispatch
 import Logging
-import LogLines
 import Synchronization
 
 /// What every loop of a server shares: the configuration, the handler, the caps, the metrics and TLS;
@@ -15,14 +14,8 @@ final class ServerCore: @unchecked Sendable {
     let machineSettings: ConnectionMachine.SharedSettings
     private(set) var handler: HTTPServer.Handler = { _ in HTTPResponse(status: .serviceUnavailable) }
     let logger: Logger
-    /// The logger's handler when it is a ``LineLogHandler`` that adds no metadata of its own: request
-    /// lines are written through it directly from their fields, without a swift-log metadata
-    /// dictionary or a `String` per field.
-    let lineLog: LineLogHandler?
-    /// The logger's handler is a ``LineLogHandler`` writing text, that adds metadata of its own (so
-    /// request lines go through swift-log): they get only the fields their message does not show
-    /// (`RequestLogLine.unshownMetadata`), as when written directly.
-    let requestLinesAreText: Bool
+    /// Where request lines go (``HTTPServer/Configuration/requestLog``, else through ``logger``).
+    let requestLog: any RequestLog
     let metrics: ServerMetrics
     let boundPort = Atomic<UInt16>(0)
     let tlsContext: TLSContext?
@@ -33,8 +26,7 @@ final class ServerCore: @unchecked Sendable {
     init(configuration: HTTPServer.Configuration) throws {
         self.configuration = configuration
         self.logger = configuration.logger
-        self.lineLog = (configuration.logger.handler as? LineLogHandler).flatMap { $0.writesLinesDirectly ? $0 : nil }
-        self.requestLinesAreText = (configuration.logger.handler as? LineLogHandler)?.format == .text
+        self.requestLog = configuration.requestLog ?? LoggerRequestLog(configuration.logger, source: HTTPServer.logSource)
         self.metrics = ServerMetrics(loops: configuration.loops)
         self.machineSettings = ConnectionMachine.SharedSettings(ConnectionMachine.Settings(
             limits: configuration.limits, compression: configuration.compression, minimumCompressedSize: configuration.minimumCompressedSize,
@@ -91,10 +83,4 @@ final class ServerCore: @unchecked Sendable {
             }
         }
     }
-}
-
-/// A request's line is written straight into a ``LineLogHandler``'s line: a JSON line with every
-/// field, a text line with the fields its message does not show.
-extension LogLineWriter: RequestLogLineSink {
-    package var isStructured: Bool { format == .json }
 }

@@ -11,7 +11,7 @@ import Logging
 /// It is kept as fields until someone writes it, because it is on every request's path: a handler that
 /// formats lines itself takes ``sortedFields`` (no dictionary is built), and a swift-log backend gets
 /// ``message`` and ``metadata``, made only when its level admits the line.
-package struct RequestLogLine: Equatable, Sendable {
+public struct RequestLogLine: Equatable, Sendable {
     /// As received (`HEAD` stays `HEAD`).
     package var method: String
     /// Without the query string (`HTTPRequest.path`): tokens in a query are never logged.

@@ -68,6 +68,7 @@ struct DiffStreamCommand: AsyncParsableCommand {
             var settings = try runnable.settings()
             settings.logging.bootstrap()  // once, before any logger is made
             settings.server.logger = Logger(label: "diffstream")
+            settings.server.requestLog = settings.logging.requestLog()
             try await runnable.serve(settings)
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("diffstream: \(error.message)\n\(error.suggestsHelp ? "Run 'diffstream --help' for the options.\n" : "")".utf8))

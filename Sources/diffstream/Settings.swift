@@ -43,6 +43,12 @@ struct LogSettings {
         return Logger(label: "diffstream") { LineLogHandler(label: $0, format: format, level: .info) }
     }
 
+    /// The server's request lines, written by a ``LineLogHandler`` like every other line, field by
+    /// field (nil with `off`: none).
+    func requestLog() -> LineLogHandler? {
+        level.map { LineLogHandler(label: "diffstream", format: format, level: $0) }
+    }
+
     /// Makes every `Logging.Logger` of the process write through ``LineLogHandler``. Call once.
     func bootstrap() {
         let level = self.level

@@ -24,8 +24,9 @@ private struct CapturingLogHandler: LogHandler {
     func log(event: LogEvent) { box.events.withLock { $0.append(event) } }
 }
 
-/// The request's log line through the server: to a program's own swift-log handler, and to
-/// `LineLogHandler` (written directly, or through swift-log when it has a metadata provider).
+/// The request's log line through the server: to a program's own swift-log handler (the default
+/// request log), and to `LineLogHandler` given as the request log, as the `diffstream` command does
+/// (written directly, or through its `log(event:)` when it has a metadata provider).
 struct RequestLogTests {
     @Test func aProgramsOwnHandlerGetsTheRequestLineWithItsMetadata() async throws {
         let box = LogEvents()
@@ -61,7 +62,7 @@ struct RequestLogTests {
         defer { close(fds[0]) }
         let provider = withProvider ? Logger.MetadataProvider { ["node": "n1"] } : nil
         let handler = LineLogHandler(label: "diffstream", fileDescriptor: fds[1], metadataProvider: provider)
-        let server = try TestServer(logger: Logger(label: "diffstream") { _ in handler })
+        let server = try TestServer(logger: Logger(label: "diffstream") { _ in handler }, requestLog: handler)
         _ = try await server.request("PUT", "/feeds/logged", body: #"{"sections":[]}"#)
         await server.stop()
         close(fds[1])
@@ -80,7 +81,7 @@ struct RequestLogTests {
         try #require(pipe(&fds) == 0)
         defer { close(fds[0]) }
         let handler = LineLogHandler(label: "diffstream", format: .json, fileDescriptor: fds[1])
-        let server = try TestServer(logger: Logger(label: "diffstream") { _ in handler })
+        let server = try TestServer(logger: Logger(label: "diffstream") { _ in handler }, requestLog: handler)
         _ = try await server.request("PUT", "/feeds/logged", body: #"{"sections":[]}"#)
         await server.stop()
         close(fds[1])

@@ -16,8 +16,8 @@ final class TestServer: Sendable {
     let hosted: HostedFeeds
     let port: UInt16
 
-    init(token: String? = nil, logger: Logger = Logger(label: "test", factory: { SwiftLogNoOpLogHandler($0) })) throws {
-        server = try HTTPServer(configuration: .init(port: 0, logger: logger))
+    init(token: String? = nil, logger: Logger = Logger(label: "test", factory: { SwiftLogNoOpLogHandler($0) }), requestLog: (any RequestLog)? = nil) throws {
+        server = try HTTPServer(configuration: .init(port: 0, logger: logger, requestLog: requestLog))
         registry = FeedRegistry(replayLimit: 64, transport: server)
         hosted = HostedFeeds(registry: registry)
         let api = FeedAPI(registry: registry, hosted: hosted, files: nil, options: .init(token: token, compression: false), serverMetrics: { nil })

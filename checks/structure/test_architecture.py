@@ -95,6 +95,7 @@ TERMS = {
     "epoll": {"EpollRuntime", "CSystemShims"},
     "Redis": {"Redis", "RedisFeedStore", "CHiredis", "DiffStreamRedis"},
     "the examples' view models": {"DiffStreamExamples"},
+    "the log handler": {"LogLines"},
     "the server": SERVER,
     "the client (FoundationNetworking)": {"DiffStreamClient", "TLSStreamClient", "FoundationNetworking"},
 }
