@@ -55,7 +55,8 @@ let package = Package(
         .target(name: "DiffStream", swiftSettings: strict),
         // JSON values, the wire snapshot/operation types and their byte-level codec.
         .target(name: "DiffStreamJSON", dependencies: ["DiffStream", "JSONEscaping"], swiftSettings: strict),
-        // `MonotonicClock`, the one monotonic clock of the server, the store, Redis and the client. Dispatch only.
+        // `MonotonicClock`, the one monotonic clock of the server, the store, Redis and the client, and `WallClock`,
+        // seconds since 1970 (tokens, file stamps). Dispatch and the C library only.
         .target(name: "Timekeeping", swiftSettings: strict),
         // The one JSON string escaper (RFC 8259 §7), for the wire, HTTP error bodies and log lines. No dependencies.
         .target(name: "JSONEscaping", swiftSettings: strict),
@@ -134,7 +135,7 @@ let package = Package(
         // libraries into this one too. `swift build` builds both; scripts and the Dockerfile name both.
         .executableTarget(
             name: "diffstream",
-            dependencies: ["DiffStreamServer", "DiffStreamRedis", "DiffStreamExamples", "FeedServer", "FeedStorage", "LogLines", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["DiffStreamServer", "DiffStreamRedis", "DiffStreamExamples", "FeedServer", "FeedStorage", "LogLines", "Timekeeping", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),

@@ -138,9 +138,9 @@ public final class Server: Service, Sendable {
         following = SharedFeedFollower(registry: registry)
         await following.start()
         if let (store, contents) = opened {
-            let restoring = Date()
+            let restoring = MonotonicClock.now()
             let skipped = await registry.restore(contents.feeds)
-            logger.info("\(contents.feeds.count - skipped.count) feeds restored in \(Int(Date().timeIntervalSince(restoring) * 1000)) ms")
+            logger.info("\(contents.feeds.count - skipped.count) feeds restored in \(Int((MonotonicClock.now() - restoring) * 1000)) ms")
             guard skipped.isEmpty || configuration.setAsideDamaged else {
                 store.close()
                 let feeds = skipped.map { "'\($0.name)': \($0.reason)" }
@@ -205,11 +205,11 @@ public final class Server: Service, Sendable {
             return nil
         }
         do {
-            let started = Date()
+            let started = MonotonicClock.now()
             let store = try LogFeedStore(directory: directory, setAsideDamaged: configuration.setAsideDamaged)
             let contents = try store.load()
             for note in contents.notes { logger.warning("store: \(note)") }
-            logger.info("store \(store.directory): \(contents.feeds.count) feeds loaded in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+            logger.info("store \(store.directory): \(contents.feeds.count) feeds loaded in \(Int((MonotonicClock.now() - started) * 1000)) ms")
             return (store, contents)
         } catch {
             if case .locked(let path) = error { throw StartError(.store, error.description, cause: .dataDirectoryLocked(path: path)) }

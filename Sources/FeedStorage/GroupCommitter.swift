@@ -140,12 +140,14 @@ final class GroupCommitter: @unchecked Sendable {
         guard lastGroupSize > 1 else { return }
         let wait = min(Self.gatherLimit, lastCommitSeconds / 4)
         guard wait >= Self.gatherGap else { return }
-        let limit = Date(timeIntervalSinceNow: wait)
+        // The deadline is on the monotonic clock; `NSCondition` takes its timeout as a `Date`, made from
+        // the seconds left just before each wait.
+        let limit = Self.clock() + wait
         while !stopping && queue.count < lastGroupSize * 2 {
             let before = queue.count
-            let gap = min(limit, Date(timeIntervalSinceNow: Self.gatherGap))
-            _ = condition.wait(until: gap)
-            if queue.count == before || Date() >= limit { break }
+            let gap = min(limit - Self.clock(), Self.gatherGap)
+            _ = condition.wait(until: Date(timeIntervalSinceNow: gap))
+            if queue.count == before || Self.clock() >= limit { break }
         }
     }
 

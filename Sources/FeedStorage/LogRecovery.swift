@@ -1,4 +1,5 @@
 import Foundation
+import Timekeeping
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -248,7 +249,7 @@ extension LogFeedStore {
         } catch {
             throw .directory(path: directory, reason: "writing what could be read to a new checkpoint: \(error.description)")
         }
-        let stamp = Int(Date().timeIntervalSince1970)
+        let stamp = Int(WallClock.now())
         for path in Set(damage.map(\.path)) where files.size(path) != nil {
             do {
                 try files.rename(path, to: path + ".damaged-\(stamp)")
@@ -275,7 +276,7 @@ extension LogFeedStore {
         let contents = try old.load()
         for feed in contents.feeds { try? state.apply(.feed(feed)) }
         if restoring { state.restartHistories(RandomID.history) }
-        let stamp = Int(Date().timeIntervalSince1970)
+        let stamp = Int(WallClock.now())
         do {
             // Log, checkpoint, then the database renamed aside: until that rename is durable, a start
             // finds the database beside generation 1 and migrates again (``load()``).

@@ -331,7 +331,7 @@ public struct Authorizer: Sendable {
 
     /// Seconds since 1970, from the real-time clock.
     public static func wallClock() -> Double {
-        Date().timeIntervalSince1970
+        WallClock.now()
     }
 }
 

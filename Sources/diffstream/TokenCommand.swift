@@ -1,6 +1,7 @@
 import ArgumentParser
 import FeedServer
 import Foundation
+import Timekeeping
 
 /// `diffstream token`: signs an HS256 token (JWT) with the configured secret, for operators and tests.
 struct TokenCommand: AsyncParsableCommand {
@@ -27,7 +28,7 @@ struct TokenCommand: AsyncParsableCommand {
         do { signer = try await JWTVerifier(hmacSecret: secret) } catch { throw ConfigurationError(message: error.description) }
         let token: String
         do {
-            token = try await signer.sign(subscribe: subscribe, publish: publish, subject: subject, now: Date().timeIntervalSince1970, lifetime: Double(lifetime))
+            token = try await signer.sign(subscribe: subscribe, publish: publish, subject: subject, now: WallClock.now(), lifetime: Double(lifetime))
         } catch {
             throw ConfigurationError(message: error.description)
         }
