@@ -1,6 +1,7 @@
 import Dispatch
 import CThreads
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -31,8 +32,7 @@ import Darwin
 public final class LogFeedStore: FeedStore, @unchecked Sendable {
     // `@unchecked Sendable`: `state`, `log` and `nextRotation` belong to the thread calling `init` and
     // `load()` until `load()` starts the committer's thread, and to that thread afterwards (`close()`
-    // touches `log` after stopping it); `compacting`, `compactionFailed` and `sizeOfOtherFiles` are
-    // guarded by `compactionLock`; the committer guards its own state.
+    // touches `log` after stopping it); `compaction` is a `Mutex`; the committer guards its own state.
 
     /// The log is compacted once it is larger than the live data and than this.
     public static let minimumLogBytes = 1 << 20
@@ -57,11 +57,15 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
     var log: OpenLog?
     /// The log size at which the next compaction may start (moved on when one fails).
     var nextRotation: Int
-    private let compactionLock = NSLock()
-    /// The bytes of every file in the directory but the open log.
-    private var sizeOfOtherFiles = 0
-    private var compacting = false
-    private var compactionFailed = false
+    /// What the commit thread and the compaction's thread share.
+    private struct CompactionState {
+        /// The bytes of every file in the directory but the open log.
+        var sizeOfOtherFiles = 0
+        var running = false
+        var failed = false
+    }
+
+    private let compaction = Mutex(CompactionState())
     private let compactionDone = DispatchSemaphore(value: 0)
 
     /// The log being appended to.
@@ -122,9 +126,7 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
     /// directory's lock. Commits after this fail.
     public func close() {
         committer.stop()
-        compactionLock.lock()
-        let running = compacting
-        compactionLock.unlock()
+        let running = compaction.withLock { $0.running }
         if running { compactionDone.wait() }
         if let log { files.close(log.descriptor) }
         log = nil
@@ -164,9 +166,7 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
     func startCommitting() {
         if let log {
             let others = otherFilesSize(except: log.generation)
-            compactionLock.lock()
-            sizeOfOtherFiles = others
-            compactionLock.unlock()
+            compaction.withLock { $0.sizeOfOtherFiles = others }
         }
         updateSize()
         committer.start(threadName: "store-commit") { [self] writes in commitGroup(writes) }
@@ -242,9 +242,7 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
     }
 
     private func updateSize() {
-        compactionLock.lock()
-        let total = sizeOfOtherFiles + (log?.allocated ?? 0)
-        compactionLock.unlock()
+        let total = compaction.withLock { $0.sizeOfOtherFiles + (log?.allocated ?? 0) }
         committer.updateMetrics { $0.sizeBytes = total }
     }
 
@@ -254,11 +252,11 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
     /// checkpoint of the state on a second thread.
     private func compactIfDue() {
         guard let current = log, current.end >= max(nextRotation, state.liveBytes) else { return }
-        compactionLock.lock()
-        let busy = compacting
-        let failed = compactionFailed
-        compactionFailed = false
-        compactionLock.unlock()
+        let (busy, failed) = compaction.withLock { compaction in
+            let seen = (compaction.running, compaction.failed)
+            compaction.failed = false
+            return seen
+        }
         if failed { nextRotation = current.end + tuning.compactAfterBytes }
         guard !busy, !failed else { return }
         let generation = current.generation + 1
@@ -273,19 +271,19 @@ public final class LogFeedStore: FeedStore, @unchecked Sendable {
         files.close(current.descriptor)
         nextRotation = tuning.compactAfterBytes
         let feeds = state.storedFeeds
-        compactionLock.lock()
-        compacting = true
-        sizeOfOtherFiles += current.end
-        compactionLock.unlock()
+        compaction.withLock { compaction in
+            compaction.running = true
+            compaction.sizeOfOtherFiles += current.end
+        }
         let write: @Sendable () -> Void = { [self] in
             let succeeded = (try? writeCheckpoint(feeds, generation: generation)) != nil
             if succeeded { removeFiles(before: generation) }
             let others = otherFilesSize(except: generation)
-            compactionLock.lock()
-            compacting = false
-            compactionFailed = !succeeded
-            sizeOfOtherFiles = others
-            compactionLock.unlock()
+            compaction.withLock { compaction in
+                compaction.running = false
+                compaction.failed = !succeeded
+                compaction.sizeOfOtherFiles = others
+            }
             committer.updateMetrics {
                 if succeeded { $0.compactions += 1 } else { $0.failedCompactions += 1 }
             }

@@ -1,5 +1,6 @@
 import CThreads
 import Foundation
+import Synchronization
 import Timekeeping
 #if canImport(Glibc)
 import Glibc
@@ -24,27 +25,31 @@ import Glibc
 /// the connection breaks, every command whose answer was not read gets the error (its outcome is
 /// unknown: ``RedisError/outcomeUnknown``), named for the oldest of them.
 public final class RedisClient: @unchecked Sendable {
-    // `@unchecked Sendable`: `queue`, `stopping`, `closed` and `asleep` are read and written only with
-    // `lock` held; `connection` and `inFlight` are touched only by the client's thread (in `loop()` and
-    // the jobs it runs); `wakePipe` is set once and is `Sendable`.
+    // `@unchecked Sendable`: `connection`, `inFlight` and `lastHeard` are touched only by the client's
+    // thread (in `loop()` and the jobs it runs); what callers share with it is in `shared`, a `Mutex`;
+    // `wakePipe` is set once and is `Sendable`.
     public let url: RedisURL
     public let timeout: Double
     /// The most commands one write sends (more queued go out in the writes that follow at once).
     public static let maxPipeline = 64
-    private enum Job {
+    /// A call queued (`Sendable`: made by the caller, run by the client's thread).
+    private enum Job: Sendable {
         /// ``run(_:)``: the connection, or the error that kept it from being made.
-        case body((Result<RedisConnection, RedisError>) -> Void)
+        case body(@Sendable (Result<RedisConnection, RedisError>) -> Void)
         /// ``command(_:)``: one command, pipelined with the others queued.
-        case command(RedisCommand, (Result<RedisReply, RedisError>) -> Void)
+        case command(RedisCommand, @Sendable (Result<RedisReply, RedisError>) -> Void)
     }
     /// A command sent whose answer is awaited (its name for errors) and its caller.
-    private typealias Sent = (command: RedisCommand, resume: (Result<RedisReply, RedisError>) -> Void)
-    private let lock = NSLock()
-    private var queue: [Job] = []
-    private var stopping = false
-    private var closed = false
-    /// The thread found the queue empty and polls (or is about to): the next call must wake it.
-    private var asleep = false
+    private typealias Sent = (command: RedisCommand, resume: @Sendable (Result<RedisReply, RedisError>) -> Void)
+    /// What the callers and the client's thread share.
+    private struct Shared {
+        var queue: [Job] = []
+        var stopping = false
+        var closed = false
+        /// The thread found the queue empty and polls (or is about to): the next call must wake it.
+        var asleep = false
+    }
+    private let shared = Mutex(Shared())
     private let wakePipe = WakePipe()
     private var connection: RedisConnection?
     private var inFlight: [Sent] = []
@@ -104,27 +109,31 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     private func enqueue(_ job: Job, call: String, orFail fail: (RedisError) -> Void) {
-        lock.lock()
-        guard !closed else {
-            lock.unlock()
+        // nil: closed (the caller is failed after the lock is let go, as before).
+        let wake = shared.withLock { shared -> Bool? in
+            guard !shared.closed else { return nil }
+            shared.queue.append(job)
+            let wake = shared.asleep
+            shared.asleep = false
+            return wake
+        }
+        guard let wake else {
             fail(.notConnected(call: call))
             return
         }
-        queue.append(job)
-        let wake = asleep
-        asleep = false
-        lock.unlock()
         if wake { wakePipe.wake() }
     }
 
     /// Finishes the calls already queued and the answers awaited, closes the connection and stops the
     /// thread; later calls fail with ``RedisError/notConnected(call:)``. Idempotent.
     public func stop() {
-        lock.lock()
-        guard !closed else { lock.unlock(); return }
-        closed = true
-        stopping = true
-        lock.unlock()
+        let first = shared.withLock { shared -> Bool in
+            guard !shared.closed else { return false }
+            shared.closed = true
+            shared.stopping = true
+            return true
+        }
+        guard first else { return }
         wakePipe.wake()
         stopped.wait()
         wakePipe.close()
@@ -175,17 +184,18 @@ public final class RedisClient: @unchecked Sendable {
     /// (at most ``maxPipeline``). With nothing queued the thread is marked asleep, so the next call
     /// wakes it.
     private func nextTurn() -> Turn {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !queue.isEmpty else {
-            if stopping && inFlight.isEmpty { return .finish }
-            asleep = true
-            return .wait
+        let idle = inFlight.isEmpty  // the thread's own: read before taking the lock
+        return shared.withLock { shared in
+            guard !shared.queue.isEmpty else {
+                if shared.stopping && idle { return .finish }
+                shared.asleep = true
+                return .wait
+            }
+            if case .body = shared.queue[0] { return .body(shared.queue.removeFirst()) }
+            let count = shared.queue.prefix(Self.maxPipeline).prefix { if case .command = $0 { true } else { false } }.count
+            defer { shared.queue.removeFirst(count) }
+            return .send(Array(shared.queue[..<count]))
         }
-        if case .body = queue[0] { return .body(queue.removeFirst()) }
-        let count = queue.prefix(Self.maxPipeline).prefix { if case .command = $0 { true } else { false } }.count
-        defer { queue.removeFirst(count) }
-        return .send(Array(queue[..<count]))
     }
 
     /// The open connection, made if there is none; nil after failing every job with the error that

@@ -1,5 +1,6 @@
 import CThreads
 import Foundation
+import Synchronization
 import Timekeeping
 #if canImport(Glibc)
 import Glibc
@@ -16,9 +17,9 @@ import Glibc
 /// again by Redis, so ``Event/subscribed`` tells the caller to check the position of everything it
 /// follows (the history stream has what was missed).
 public final class RedisSubscriber: @unchecked Sendable {
-    // `@unchecked Sendable`: `wanted` and `stopping` are touched only with `lock` held; the connection
-    // and `subscribed` only by the subscriber's thread; `wakePipe` and `origin` are set once in `init`
-    // (the pipe is `Sendable`).
+    // `@unchecked Sendable`: `subscribed` is touched only by the subscriber's thread (the connection is
+    // its own local); what other threads change is in `shared`, a `Mutex`; `wakePipe` and `origin` are
+    // set once in `init` (the pipe is `Sendable`).
     public enum Event: Sendable, Equatable {
         /// Connected (again), and every channel wanted is subscribed: what was published from now on
         /// will arrive. Check the position of every feed followed: messages may have been missed.
@@ -37,9 +38,12 @@ public final class RedisSubscriber: @unchecked Sendable {
     public let pingInterval: Double
     public let reconnectDelay: Double
     private let onEvent: @Sendable (Event) -> Void
-    private let lock = NSLock()
-    private var wanted: Set<String> = []
-    private var stopping = false
+    /// What any thread changes and the subscriber's thread reads.
+    private struct Shared {
+        var wanted: Set<String> = []
+        var stopping = false
+    }
+    private let shared = Mutex(Shared())
     private var subscribed: Set<String> = []
     private let wakePipe = WakePipe()
     private let stopped = DispatchSemaphore(value: 0)
@@ -67,21 +71,21 @@ public final class RedisSubscriber: @unchecked Sendable {
 
     /// Follows a channel (from any thread).
     public func subscribe(_ channel: String) {
-        lock.withLock { _ = wanted.insert(channel) }
+        shared.withLock { _ = $0.wanted.insert(channel) }
         wake()
     }
 
     /// Stops following a channel (from any thread).
     public func unsubscribe(_ channel: String) {
-        lock.withLock { _ = wanted.remove(channel) }
+        shared.withLock { _ = $0.wanted.remove(channel) }
         wake()
     }
 
     /// Closes the connection and ends the thread; no event follows. Idempotent.
     public func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopping = true }
-            return !stopping
+        let first = shared.withLock { shared -> Bool in
+            defer { shared.stopping = true }
+            return !shared.stopping
         }
         guard first else { return }
         wake()
@@ -91,7 +95,7 @@ public final class RedisSubscriber: @unchecked Sendable {
 
     private func wake() { wakePipe.wake() }
 
-    private var isStopping: Bool { lock.withLock { stopping } }
+    private var isStopping: Bool { shared.withLock { $0.stopping } }
 
     private func loop() {
         RedisConnection.blockSIGPIPEOnThisThread()
@@ -180,7 +184,7 @@ public final class RedisSubscriber: @unchecked Sendable {
 
     /// Sends what changed in the wanted channels (not waiting for the confirmations).
     private func sync(_ connection: RedisConnection) throws(RedisError) {
-        let target = lock.withLock { wanted }
+        let target = shared.withLock { $0.wanted }
         let adding = target.subtracting(subscribed).sorted(), removing = subscribed.subtracting(target).sorted()
         if !adding.isEmpty { try connection.append([Array("SUBSCRIBE".utf8)] + adding.map { Array($0.utf8) }) }
         if !removing.isEmpty { try connection.append([Array("UNSUBSCRIBE".utf8)] + removing.map { Array($0.utf8) }) }

@@ -2,6 +2,7 @@ import COpenSSL
 import OpenSSLSupport
 import DiffStreamClient
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -93,7 +94,8 @@ final class SocketConnection: FeedStreamConnection {
         var cancelled = false
     }
 
-    private let state = Locked(State())
+    /// Shared by `cancel` (any thread) and the connection's own thread.
+    private let state = Mutex(State())
     private let report: @Sendable (TransportEvent) -> Void
 
     init(report: @escaping @Sendable (TransportEvent) -> Void) { self.report = report }

@@ -1,7 +1,7 @@
 import FeedCore
 import DiffStreamJSON
 import FeedStorage
-import Foundation
+import Synchronization
 import Timekeeping
 
 /// Why a view model could not be hosted.
@@ -14,15 +14,17 @@ public struct HostingError: Error, Sendable, CustomStringConvertible {
 ///
 /// Hosted feeds are listed by `GET /feeds` with their actions, take `PATCH` (if the view model accepts
 /// one) and `POST /feeds/{feed}/actions/{action}`, and refuse `PUT` and `DELETE` with `409`.
-public final class HostedFeeds: @unchecked Sendable {
-    // `@unchecked Sendable`: `hosts` and `reserved` are only touched with `lock` held; everything
-    // else is immutable.
-    private let lock = NSLock()
-    private var hosts: [String: any HostedFeed] = [:]
-    private var reserved: Set<String> = []
-    private var families: [String: any HostedFamily] = [:]
-    /// The families' prefixes, kept beside them: every route check asks (``isHosted(_:)``).
-    private var familyPrefixes: Set<String> = []
+public final class HostedFeeds: Sendable {
+    /// What is hosted, behind one lock; never held across an `await` or a call out of this type.
+    private struct Table {
+        var hosts: [String: any HostedFeed] = [:]
+        var reserved: Set<String> = []
+        var families: [String: any HostedFamily] = [:]
+        /// The families' prefixes, kept beside them: every route check asks (``isHosted(_:)``).
+        var familyPrefixes: Set<String> = []
+    }
+
+    private let table = Mutex(Table())
     public let registry: FeedRegistry
     /// Where families keep their members while dropped and across restarts (nil: in memory only).
     public let members: MemberStore?
@@ -54,9 +56,9 @@ public final class HostedFeeds: @unchecked Sendable {
     public func host<Model: HostedViewModel>(_ model: Model, as name: String, state: Model.State? = nil) async throws(HostingError) -> ViewModelHost<Model> {
         guard FeedID.isValid(name) else { throw HostingError(description: "'\(name)' is not a feed id (1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot)") }
         guard Model.stateVersion >= 1 else { throw HostingError(description: "'\(name)': stateVersion must be 1 or more, not \(Model.stateVersion)") }
-        let taken = lock.withLock { () -> Bool in
-            if reserved.contains(name) { return true }
-            reserved.insert(name)
+        let taken = table.withLock { table -> Bool in
+            if table.reserved.contains(name) { return true }
+            table.reserved.insert(name)
             return false
         }
         guard !taken else { throw HostingError(description: "a view model is already hosted as '\(name)'") }
@@ -69,10 +71,10 @@ public final class HostedFeeds: @unchecked Sendable {
             } catch .keptStateUnreadable {
                 // Left as it is: hosted, refusing every request until it is read or reset.
             } catch {
-                lock.withLock { _ = reserved.remove(name) }
+                table.withLock { _ = $0.reserved.remove(name) }
                 throw HostingError(description: "'\(name)': \(error.description)")
             }
-            lock.withLock { hosts[name] = host }
+            table.withLock { $0.hosts[name] = host }
             return host
         }
         var start = state ?? model.initialState
@@ -82,7 +84,7 @@ public final class HostedFeeds: @unchecked Sendable {
             } catch {
                 // Never replaced: nothing is written, and the host refuses every request until it is reset.
                 let host = ViewModelHost(name: name, model: model, state: model.initialState, registry: registry, hostedAlone: true, unreadable: error)
-                lock.withLock { hosts[name] = host }
+                table.withLock { $0.hosts[name] = host }
                 return host
             }
         }
@@ -91,11 +93,11 @@ public final class HostedFeeds: @unchecked Sendable {
             let bytes = registry.keepsViewState(name) ? try ViewModelHost<Model>.storedBytes(start) : nil
             do { _ = try await registry.write(name, snapshot: snapshot, viewState: bytes, hosted: true) } catch { throw .notPublished(error) }
         } catch {
-            lock.withLock { _ = reserved.remove(name) }
+            table.withLock { _ = $0.reserved.remove(name) }
             throw HostingError(description: "'\(name)': \(error.description)")
         }
         let host = ViewModelHost(name: name, model: model, state: start, registry: registry, hostedAlone: true)
-        lock.withLock { hosts[name] = host }
+        table.withLock { $0.hosts[name] = host }
         return host
     }
 
@@ -123,10 +125,10 @@ public final class HostedFeeds: @unchecked Sendable {
         if members != nil, registry.shared != nil { throw HostingError(description: "family '\(prefix)': a store for members and a shared store together") }
         let family = ViewModelFamily(prefix: prefix, model: model, limits: limits, truth: truth, registry: registry, kept: members, shards: shards,
                                      clock: MonotonicClock.now, releaseMemory: releaseMemory, load: load)
-        let taken = lock.withLock { () -> Bool in
-            if families[prefix] != nil { return true }
-            families[prefix] = family
-            familyPrefixes.insert(prefix)
+        let taken = table.withLock { table -> Bool in
+            if table.families[prefix] != nil { return true }
+            table.families[prefix] = family
+            table.familyPrefixes.insert(prefix)
             return false
         }
         guard !taken else { throw HostingError(description: "a family is already hosted as '\(prefix)'") }
@@ -142,15 +144,16 @@ public final class HostedFeeds: @unchecked Sendable {
     package func family(of name: String) -> (family: any HostedFamily, key: String)? {
         let dot = UInt8(ascii: ".")  // asked on every PUT: over the contiguous bytes, not the view's iterator
         guard name.utf8.withContiguousStorageIfAvailable({ $0.contains(dot) }) ?? name.utf8.contains(dot) else { return nil }
-        return lock.withLock {
-            guard !families.isEmpty, let member = FamilyMemberName(parsing: name, prefixes: familyPrefixes), let family = families[member.prefix] else { return nil }
+        return table.withLock { table in
+            guard !table.families.isEmpty, let member = FamilyMemberName(parsing: name, prefixes: table.familyPrefixes),
+                  let family = table.families[member.prefix] else { return nil }
             return (family, member.key)
         }
     }
 
     /// The hosted families, by prefix.
     package var hostedFamilies: [any HostedFamily] {
-        lock.withLock { families.keys.sorted().compactMap { families[$0] } }
+        table.withLock { table in table.families.keys.sorted().compactMap { table.families[$0] } }
     }
 
     /// Makes the family member `name` live if it is one (a use); nothing for any other feed, but a hosted
@@ -158,7 +161,7 @@ public final class HostedFeeds: @unchecked Sendable {
     /// - Throws: the family's refusal (no such key, loader failed or timed out, family full), or
     ///   ``ViewModelError/keptStateUnreadable(feed:reason:)``.
     package func prepare(_ name: String) async throws(ViewModelError) {
-        if let host = lock.withLock({ hosts[name] }) { return try await host.checkKeptState() }
+        if let host = table.withLock({ $0.hosts[name] }) { return try await host.checkKeptState() }
         guard let (family, key) = family(of: name) else { return }
         try await family.use(key).checkKeptState()
     }
@@ -170,7 +173,7 @@ public final class HostedFeeds: @unchecked Sendable {
     /// afresh with its loader.
     /// - Returns: false when `name` is neither.
     package func resetKeptState(_ name: String) async throws(ViewModelError) -> Bool {
-        if let host = lock.withLock({ hosts[name] }) {
+        if let host = table.withLock({ $0.hosts[name] }) {
             guard let host = host as? any KeptStateResetting else { return false }
             try await host.resetKeptState(key: nil)
             return true
@@ -199,7 +202,7 @@ public final class HostedFeeds: @unchecked Sendable {
 
     /// Whether `name` is a hosted feed (or is being set up as one), or a member of a hosted family.
     public func isHosted(_ name: String) -> Bool {
-        lock.withLock { reserved.contains(name) } || family(of: name) != nil
+        table.withLock { $0.reserved.contains(name) } || family(of: name) != nil
     }
 
     /// Whether the hosted feed `feed` has an action `action` declared public. False for anything unknown.
@@ -210,13 +213,13 @@ public final class HostedFeeds: @unchecked Sendable {
 
     /// The names of the hosted feeds, sorted.
     public var names: [String] {
-        lock.withLock { hosts.keys.sorted() }
+        table.withLock { $0.hosts.keys.sorted() }
     }
 
     /// The hosted feed `name`: a view model hosted under that name, or a family member (made when one
     /// of its actions or a `PATCH` is taken).
     package func hosted(_ name: String) -> (any HostedFeed)? {
-        if let host = lock.withLock({ hosts[name] }) { return host }
+        if let host = table.withLock({ $0.hosts[name] }) { return host }
         guard let (family, key) = family(of: name) else { return nil }
         return FamilyMemberFeed(name: name, key: key, family: family)
     }

@@ -5,19 +5,8 @@ import FoundationNetworking
 import Testing
 @testable import TLSStreamClient
 
-/// The connection state's lock (`Locked`, NSLock: the declared platforms predate `Synchronization.Mutex`).
-struct LockedTests {
-    /// Increments from many tasks at once are none of them lost.
-    @Test func concurrentUpdatesAreSerialised() async {
-        let counter = Locked(0)
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<8 {
-                group.addTask { for _ in 0..<1_000 { counter.withLock { $0 += 1 } } }
-            }
-        }
-        #expect(counter.withLock { $0 } == 8_000)
-    }
-
+/// The connection state that `cancel` (any thread) and the connection's thread share (a `Mutex`).
+struct SocketConnectionTests {
     /// A cancel made before the connection's thread runs is seen through the lock: nothing is reported.
     @Test func cancelBeforeRunReportsNothing() throws {
         let connection = SocketConnection(report: { event in Issue.record("reported after a cancel: \(event)") })
