@@ -108,15 +108,16 @@ let package = Package(
         // authorization (tokens, JWT), the multi-feed stream policy, `/metrics`.
         .target(name: "HTTPAPI", dependencies: ["FeedCore", "ViewModelHosting", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "JWTKit", package: "jwt-kit"),
                                                .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
-        // The three above with one import (`@_exported`), as before they were split (issue 36).
+        // The three above with one import (`@_exported`), as before they were split (issue 36). Deprecated
+        // (issue 53, docs/upgrading.md): kept for one release; no product of ours depends on it.
         .target(name: "FeedServer", dependencies: ["FeedCore", "ViewModelHosting", "HTTPAPI"], swiftSettings: strict),
-        // The example view models (home, week, blackjack, forecast, todo), written with FeedServer's public API only.
-        .target(name: "DiffStreamExamples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),
+        // The example view models (home, week, blackjack, forecast, todo), written with hosting's public API only.
+        .target(name: "DiffStreamExamples", dependencies: ["DiffStream", "DiffStreamJSON", "FeedCore", "ViewModelHosting"], swiftSettings: strict),
         // `ViewModelHarness`: drives a hosted view model in a unit test, with no server and no store.
-        .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedStorage"], swiftSettings: strict),
+        .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedCore", "ViewModelHosting", "HTTPAPI", "FeedStorage"], swiftSettings: strict),
         // The library a program hosts its view models with: the store, the registry, the API and the
         // server wired together, with a graceful shutdown (a swift-service-lifecycle `Service`).
-        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedServer", "FeedReplication", "FeedStorage", "EpollRuntime", "CThreads",
+        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedCore", "ViewModelHosting", "HTTPAPI", "FeedReplication", "FeedStorage", "EpollRuntime", "CThreads",
                                                         .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
         // `RedisSharing`: the server's feeds kept in Redis, shared by several instances (`--redis`). A product
@@ -135,7 +136,7 @@ let package = Package(
         // libraries into this one too. `swift build` builds both; scripts and the Dockerfile name both.
         .executableTarget(
             name: "diffstream",
-            dependencies: ["DiffStreamServer", "DiffStreamRedis", "DiffStreamExamples", "FeedServer", "FeedStorage", "LogLines", "Timekeeping", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["DiffStreamServer", "DiffStreamRedis", "DiffStreamExamples", "FeedStorage", "LogLines", "Timekeeping", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),

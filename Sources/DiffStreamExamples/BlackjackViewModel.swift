@@ -1,6 +1,7 @@
 import DiffStream
 import DiffStreamJSON
-import FeedServer
+import FeedCore
+import ViewModelHosting
 
 /// A blackjack hand. Each `deal` draws a card from a locally shuffled 52-card deck and appends it (one
 /// insert); cards have their own identity (deck number, rank, suit), so two sevens are two items. Once

@@ -1,4 +1,5 @@
-import FeedServer
+import FeedCore
+import ViewModelHosting
 
 /// The example view models, hosted through the public API only.
 public enum Examples {

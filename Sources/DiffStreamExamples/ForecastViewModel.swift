@@ -1,6 +1,7 @@
 import DiffStream
 import DiffStreamJSON
-import FeedServer
+import FeedCore
+import ViewModelHosting
 
 /// An hourly section and a daily section. Selecting a day marks it in the daily list and shows its
 /// hours; the hour items keep their identity (the hour of the day), so only hours whose icon or

@@ -1,6 +1,7 @@
 import DiffStream
 import DiffStreamJSON
-import FeedServer
+import FeedCore
+import ViewModelHosting
 
 /// The home feed of the classic diffable-data-source example: an optional banner, suggested media and
 /// recommended media with a header. Sections appear only when they have content. It takes `PATCH`

@@ -1,6 +1,7 @@
 import DiffStream
 import DiffStreamJSON
-import FeedServer
+import FeedCore
+import ViewModelHosting
 
 /// A to-do list in two sections, "To do" and "Done". Items keep one order; each section shows the
 /// items of its state in that order, so toggling an item moves it across sections (one `move` plus

@@ -1,6 +1,7 @@
 import DiffStream
 import DiffStreamJSON
-import FeedServer
+import FeedCore
+import ViewModelHosting
 
 /// A seven-day weather list in one section, driven by a weather service (``WeatherService``): each
 /// reading changes a few days, and only those get `update` operations.

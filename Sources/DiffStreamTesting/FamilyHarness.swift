@@ -1,6 +1,8 @@
 import DiffStream
 import DiffStreamJSON
-import FeedServer
+import FeedCore
+import HTTPAPI
+import ViewModelHosting
 import FeedStorage
 import Foundation
 import Synchronization

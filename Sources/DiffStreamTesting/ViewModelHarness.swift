@@ -1,6 +1,8 @@
 import DiffStream
 import DiffStreamJSON
-import FeedServer
+import FeedCore
+import HTTPAPI
+import ViewModelHosting
 import Foundation
 
 /// Drives a hosted view model in a unit test, with no server, no sockets and no store: perform its

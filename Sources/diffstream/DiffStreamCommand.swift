@@ -1,6 +1,5 @@
 import ArgumentParser
 import Dispatch
-import FeedServer
 import Foundation
 import Logging
 

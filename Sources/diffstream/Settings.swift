@@ -1,7 +1,6 @@
 import DiffStreamExamples
 import DiffStreamRedis
 import DiffStreamServer
-import FeedServer
 import Foundation
 import LogLines
 import Logging

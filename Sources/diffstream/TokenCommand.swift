@@ -1,6 +1,6 @@
 import ArgumentParser
-import FeedServer
 import Foundation
+import HTTPAPI
 import Timekeeping
 
 /// `diffstream token`: signs an HS256 token (JWT) with the configured secret, for operators and tests.
