@@ -1,30 +1,20 @@
 import FeedStorage
 
-/// DiffStream's metric names, their `# HELP` text and, for histograms, their buckets: the one list.
+/// The feed core's metric names (feeds, the store, the server's connections), their `# HELP` text and the
+/// buckets of every DiffStream histogram. Families' names are hosting's (`FamilyMetricName`), the request
+/// timer's the HTTP API's (`HTTPMetricName`); `/metrics` joins the three lists into one.
 public enum MetricName {
     // Histograms recorded as things happen.
-    /// Request handling time, by route pattern (`/feeds/{feed}`) and status.
-    public static let requestDuration = "diffstream_http_request_duration_seconds"
     /// From a batch's broadcast to its write to the last subscriber.
     public static let publishToLastWrite = "diffstream_publish_to_last_write_seconds"
     /// Time spent diffing snapshots.
     public static let diff = "diffstream_diff_seconds"
     /// A store commit, from its start to its fsync's end (recorded by FeedStore under this name).
     public static let storeCommit = StoreMetrics.commitDurationLabel
-    /// Live members of each family (issue 38), and what happened to members.
-    public static let familyLive = "diffstream_family_live"
-    public static let familyMade = "diffstream_family_made_total"
-    public static let familyDropped = "diffstream_family_dropped_total"
-    public static let familyLoaderErrors = "diffstream_family_loader_errors_total"
-    public static let familyRefusedFull = "diffstream_family_refused_full_total"
-    public static let familyLoaderDuration = "diffstream_family_loader_seconds"
-    /// The lease shards of each family this instance holds, with a store several instances share.
-    public static let familyShardsHeld = "diffstream_family_shards_held"
-    /// Kept states of hosted view models that the program could neither decode nor migrate, by family
-    /// (or by feed, for a view model hosted on its own): each was left as it is and its feed not made.
-    public static let keptStateUnreadable = "diffstream_kept_state_unreadable_total"
 
-    /// `# HELP` texts by name. The names and texts that existed before swift-metrics are unchanged.
+    /// `# HELP` texts by name: the feeds', the store's and the server's. Hosting (`FamilyMetricName`) and
+    /// the HTTP API (`HTTPMetricName`) keep their own beside their metrics; `/metrics` serves the union
+    /// (`MetricsEndpoint.help`). The names and texts that existed before swift-metrics are unchanged.
     package static let help: [String: String] = [
         "diffstream_connections_open": "Open client connections.",
         "diffstream_connections_accepted_total": "Connections accepted.",
@@ -59,16 +49,7 @@ public enum MetricName {
         "diffstream_max_feed_bytes": "The --max-feed-bytes limit.",
         "diffstream_max_store_bytes": "The --max-store-bytes limit.",
         "diffstream_storage_refusals_total": "Writes refused with 507, per limit.",
-        requestDuration: "Time from a request's dispatch to its response, by route pattern and status.",
         publishToLastWrite: "Time from a batch's broadcast to its write to the last subscriber's socket.",
-        familyLive: "Live members of each family (per-user view models made on first use).",
-        familyMade: "Family members made by their loader.",
-        familyDropped: "Family members dropped as idle or to make room.",
-        familyLoaderErrors: "Family loads that failed or timed out.",
-        familyRefusedFull: "Requests refused with 503 because the family had its most live members.",
-        familyLoaderDuration: "Time a family's loader took to make a member.",
-        familyShardsHeld: "Lease shards of each family this instance holds: their members' sources run here (with a shared store).",
-        keptStateUnreadable: "Kept view-model states the program could neither decode nor migrate (left as they are, the feed not made), by family or feed.",
     ]
 
     /// Labelled families `/metrics` declares (`# HELP`, `# TYPE`) even before their first series.

@@ -181,7 +181,7 @@ public struct FeedAPI: Sendable {
         }
         if let feed = parameters.value("feed"), FeedID.isValid(feed) { response.logMetadata["feed"] = .string(feed) }
         // Nanoseconds from the monotonic clock: a `Duration` would cost the request two 128-bit conversions.
-        MetricHandles.shared.requestTimer(route: index, of: Self.patterns, status: response.status.code)
+        RequestTimers.shared.timer(route: index, of: Self.patterns, status: response.status.code)
             .recordNanoseconds(Int64((MonotonicClock.now() - started) * 1e9))
         // A response that set its own (the browser library's `*`) keeps it.
         if let origin = options.allowOrigin, response.headers["Access-Control-Allow-Origin"] == nil {

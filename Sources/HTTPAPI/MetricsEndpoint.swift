@@ -20,6 +20,11 @@ import Synchronization
 public final class MetricsEndpoint: Sendable {
     /// The registry `/metrics` renders; nil when the program bootstrapped its own backend and handed none.
     public let registry: PrometheusCollectorRegistry?
+    /// Every `# HELP` text, the one list: the feed core's (``MetricName/help``), the families'
+    /// (``FamilyMetricName/help``) and the HTTP API's (``HTTPMetricName/help``).
+    package static let help: [String: String] = MetricName.help
+        .merging(FamilyMetricName.help) { first, _ in first }
+        .merging(HTTPMetricName.help) { first, _ in first }
     /// The counters and gauges pushed so far (taken only when metrics are published, never per event).
     private let mirror = Mutex(Mirror())
 
@@ -47,7 +52,7 @@ public final class MetricsEndpoint: Sendable {
         // batch or subscriber adds the first sample), as they always were.
         let text = String(decoding: bytes, as: UTF8.self)
         for (name, type) in MetricName.alwaysDeclared where !text.contains("# TYPE \(name) ") {
-            bytes += Array("# HELP \(name) \(MetricName.help[name] ?? "")\n# TYPE \(name) \(type)\n".utf8)
+            bytes += Array("# HELP \(name) \(MetricsEndpoint.help[name] ?? "")\n# TYPE \(name) \(type)\n".utf8)
         }
         return bytes
     }
@@ -158,7 +163,7 @@ package struct DescribedPrometheusFactory: MetricsFactory {
 
     /// DiffStream's name `label` with its `# HELP` text; nil for a name that is not DiffStream's.
     private static func described(_ label: String) -> MetricNameDescriptor? {
-        MetricName.help[label].map { MetricNameDescriptor(metricName: label, unitName: "", helpText: $0) }
+        MetricsEndpoint.help[label].map { MetricNameDescriptor(metricName: label, unitName: "", helpText: $0) }
     }
 
     package func destroyCounter(_ handler: any CounterHandler) { plain.destroyCounter(handler) }

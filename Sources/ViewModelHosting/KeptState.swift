@@ -80,7 +80,7 @@ extension ViewModelHost {
         }
         registry.sharingLogger.error("the state kept for feed \(feed) cannot be read, so it is left as it is and the feed is not made or changed: \(reason)",
                      metadata: dimension.0 == "feed" ? ["feed": .string(feed)] : ["feed": .string(feed), dimension.0: .string(dimension.1)])
-        Counter(label: MetricName.keptStateUnreadable, dimensions: [dimension]).increment()
+        Counter(label: FamilyMetricName.keptStateUnreadable, dimensions: [dimension]).increment()
         throw .keptStateUnreadable(feed: feed, reason: reason)
     }
 }

@@ -71,13 +71,13 @@ public actor ViewModelFamily<Model: HostedViewModel> {
         self.load = load
         self.roster = FamilyRoster(limits: limits)
         let family = [("family", prefix)]
-        live = Gauge(label: MetricName.familyLive, dimensions: family)
-        made = Counter(label: MetricName.familyMade, dimensions: family)
-        dropped = Counter(label: MetricName.familyDropped, dimensions: family)
-        loaderErrors = Counter(label: MetricName.familyLoaderErrors, dimensions: family)
-        refusedFull = Counter(label: MetricName.familyRefusedFull, dimensions: family)
-        loaderTime = CoreMetrics.Timer(label: MetricName.familyLoaderDuration, dimensions: family)
-        shardsHeld = Gauge(label: MetricName.familyShardsHeld, dimensions: family)
+        live = Gauge(label: FamilyMetricName.live, dimensions: family)
+        made = Counter(label: FamilyMetricName.made, dimensions: family)
+        dropped = Counter(label: FamilyMetricName.dropped, dimensions: family)
+        loaderErrors = Counter(label: FamilyMetricName.loaderErrors, dimensions: family)
+        refusedFull = Counter(label: FamilyMetricName.refusedFull, dimensions: family)
+        loaderTime = CoreMetrics.Timer(label: FamilyMetricName.loaderDuration, dimensions: family)
+        shardsHeld = Gauge(label: FamilyMetricName.shardsHeld, dimensions: family)
         live.record(0)
     }
 

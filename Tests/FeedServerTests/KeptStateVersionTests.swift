@@ -87,7 +87,7 @@ enum KeptStatePrograms {
     /// The value of `diffstream_kept_state_unreadable_total` with `label` on `/metrics` (0 without one).
     static func unreadableCount(_ api: FeedAPI, _ label: String) async -> Double {
         let text = body(await api.handle(request("GET", "/metrics")))
-        let prefix = "\(MetricName.keptStateUnreadable){\(label)} "
+        let prefix = "\(FamilyMetricName.keptStateUnreadable){\(label)} "
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return 0 }
         return Double(line.dropFirst(prefix.count)) ?? 0
     }
