@@ -153,8 +153,13 @@ let package = Package(
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "EpollRuntimeTests", dependencies: ["EpollRuntime", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedCore", "FeedReplication", "ViewModelHosting", "HTTPAPI", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
-                                                           .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
+        .testTarget(name: "FeedCoreTests", dependencies: ["FeedCore", "FeedStorage", "DiffStream", "DiffStreamJSON", "ServerSentEvents", "EpollRuntime", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "FeedReplicationTests", dependencies: ["FeedReplication", "FeedCore", "FeedStorage"], swiftSettings: strict),
+        .testTarget(name: "ViewModelHostingTests", dependencies: ["ViewModelHosting", "FeedCore", "TestSupport"], swiftSettings: strict),
+        // The HTTP API, and what is tested through it on a real server (`TestServer`, port 0) or through
+        // `FeedAPI`: streams, hosted view models and families, kept state's refusals, request lines.
+        .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "FeedCore", "ViewModelHosting", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+                                                         .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisFeedStore", "FeedStorage", "FeedServer", "FeedReplication", "DiffStream", "DiffStreamJSON", "TestSupport", "Timekeeping",
                                                          .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedStorageTests", dependencies: ["FeedStorage", "TestSupport"], swiftSettings: strict),

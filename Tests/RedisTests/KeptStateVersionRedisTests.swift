@@ -4,7 +4,7 @@ import Foundation
 @testable import FeedServer
 import Testing
 
-/// Two builds of one program (issue 51, item 3), as in FeedServerTests' KeptStateVersionTests: a
+/// Two builds of one program (issue 51, item 3), as in HTTPAPITests' KeptStateVersionTests: a
 /// `State` at version 1, then at version 2 with a new field `done` (synthesized `Codable` does not
 /// default it when decoding).
 enum RedisKeptStatePrograms {

@@ -1,5 +1,7 @@
 import DiffStreamJSON
-import FeedServer
+import FeedCore
+import HTTPAPI
+import ViewModelHosting
 import EpollRuntime
 import Testing
 import TestSupport

@@ -1,5 +1,5 @@
 import Testing
-@testable import FeedServer
+import FeedCore
 
 struct RequestDigestTests {
     /// The first 16 bytes of SHA-256 over `<operation>\n<input>` (checked with Python's hashlib).

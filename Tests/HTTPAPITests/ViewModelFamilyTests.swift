@@ -1,10 +1,10 @@
 import FeedCore
-import FeedServer
+import HTTPAPI
+import ViewModelHosting
 import FeedStorage
 import Foundation
 import Synchronization
 import Testing
-import ViewModelHosting
 
 /// Families (issue 38) driven without sockets: one load per key however many first uses, nothing
 /// half-made when the loader fails, "no such key" remembered, the timeout, the limit, sources stopped

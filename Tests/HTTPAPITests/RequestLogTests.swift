@@ -1,4 +1,6 @@
-import FeedServer
+import FeedCore
+import HTTPAPI
+import ViewModelHosting
 import Foundation
 import EpollRuntime
 import Logging

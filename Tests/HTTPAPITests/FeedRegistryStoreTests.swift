@@ -4,7 +4,9 @@ import EpollRuntime
 import Foundation
 import Synchronization
 import Testing
-@testable import FeedServer
+import FeedCore
+import HTTPAPI
+import ViewModelHosting
 
 /// A store in memory that keeps what a durable one would, and can be told to fail: the feed logic
 /// against the seam, without disks or sockets.

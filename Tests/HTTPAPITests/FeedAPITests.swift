@@ -1,7 +1,8 @@
 import DiffStreamJSON
-import FeedServer
-import EpollRuntime
+import FeedCore
 import HTTPAPI
+import ViewModelHosting
+import EpollRuntime
 import HTTPCore
 import Testing
 

@@ -1,12 +1,12 @@
 import DiffStream
 import DiffStreamJSON
 import FeedCore
-import FeedServer
+import HTTPAPI
+import ViewModelHosting
 import FeedStorage
 import Foundation
 import HTTPCore
 import Testing
-import ViewModelHosting
 
 /// Two builds of one program, in one test: its view model's `State` at version 1, then at version 2 with
 /// a new field (`var done = false`, which synthesized `Codable` does not default when decoding).

@@ -1,5 +1,5 @@
 import Testing
-@testable import FeedServer
+import FeedCore
 
 struct FeedWriteResultTests {
     /// A kept answer replays for its own request and for records kept without a digest; another

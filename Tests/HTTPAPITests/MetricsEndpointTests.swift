@@ -1,5 +1,7 @@
 import CoreMetrics
-import FeedServer
+import FeedCore
+import HTTPAPI
+import ViewModelHosting
 import EpollRuntime
 import Logging
 import Testing

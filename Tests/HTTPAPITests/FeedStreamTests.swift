@@ -1,6 +1,8 @@
 import TestSupport
 import DiffStreamJSON
-@testable import FeedServer
+import FeedCore
+import HTTPAPI
+import ViewModelHosting
 import HTTPCore
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import Testing
-@testable import FeedServer
+import FeedCore
+import ViewModelHosting
 
 /// The pure shard logic of families on a shared store (decision 0008): which shard a key is in, and what
 /// an instance does on a renewal.

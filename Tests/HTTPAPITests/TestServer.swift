@@ -1,5 +1,7 @@
 import DiffStreamJSON
-import FeedServer
+import FeedCore
+import HTTPAPI
+import ViewModelHosting
 import Foundation
 import EpollRuntime
 import Logging

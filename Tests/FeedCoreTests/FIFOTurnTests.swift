@@ -1,4 +1,4 @@
-@testable import FeedServer
+import FeedCore
 import Testing
 
 /// The turn a feed's writes and a view model's changes take: first come, first served.

@@ -1,4 +1,4 @@
-import FeedServer
+import FeedCore
 import FeedStorage
 import Testing
 

@@ -1,4 +1,6 @@
-import FeedServer
+import FeedCore
+import HTTPAPI
+import ViewModelHosting
 import EpollRuntime
 import Testing
 

@@ -1,6 +1,8 @@
 import DiffStream
 import DiffStreamJSON
-import FeedServer
+import FeedCore
+import HTTPAPI
+import ViewModelHosting
 import Testing
 
 /// A view model defined here, in the test target, with the public API only.
