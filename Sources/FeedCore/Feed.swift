@@ -21,13 +21,13 @@ public actor Feed {
     public package(set) var snapshot: WireSnapshot
     /// 0 while the feed does not exist (not yet created, or deleted).
     public package(set) var version: Int
-    package let replayLimit: Int
-    package var replay: [(version: Int, payload: EventPayload)] = []
-    /// Encoded bytes of the current snapshot, and of the payloads in `replay`.
+    /// The replay window (``ReplayWindow``: the last `replayLimit` batches, trimmed every `replayLimit / 4`).
+    package var window: ReplayWindow
+    package var replayLimit: Int { window.limit }
+    /// Encoded bytes of the current snapshot.
     package var snapshotBytes = 0
-    package var replayBytes = 0
     /// What this feed is charged in the shared ``StorageAccount`` (0 while it does not exist).
-    package var storedBytes: Int { snapshotBytes + replayBytes }
+    package var storedBytes: Int { snapshotBytes + window.bytes }
     package let account: StorageAccount?
     /// Whether `account` counts this feed's bytes where its log keeps them (a family member kept on disk:
     /// ``StorageAccount/count(kept:)``): the feed is then charged only for a write's growth, until the
@@ -82,7 +82,7 @@ public actor Feed {
         self.history = RandomID.history()
         self.snapshot = WireSnapshot()
         self.version = 0
-        self.replayLimit = max(0, replayLimit)
+        self.window = .feed(limit: replayLimit)
         self.transport = transport
         self.metrics = metrics
         self.log = log ?? feedLog(for: store)
@@ -102,14 +102,14 @@ public actor Feed {
         self.history = stored.history
         self.snapshot = snapshot
         self.version = stored.version
-        self.replayLimit = max(0, replayLimit)
+        var window = ReplayWindow.feed(limit: replayLimit)
         // Batches stored before events carried `history` get it, so a resuming client sees the same data.
-        self.replay = stored.batches.suffix(self.replayLimit).map {
-            ($0.version, EventPayload(FeedEvents.addingHistory($0.bytes, feed: stored.name, history: stored.history)))
-        }
+        window.replace(with: stored.batches.suffix(window.limit).map {
+            (version: $0.version, payload: EventPayload(FeedEvents.addingHistory($0.bytes, feed: stored.name, history: stored.history)))
+        })
+        self.window = window
         self.snapshotBytes = stored.snapshot.count
-        self.replayBytes = replay.reduce(0) { $0 + $1.payload.bytes.count }
-        if keeper == nil && !bytesKeptByLog { account?.restoreFeed(bytes: snapshotBytes + replayBytes) }
+        if keeper == nil && !bytesKeptByLog { account?.restoreFeed(bytes: snapshotBytes + window.bytes) }
         self.viewState = stored.viewState
         self.transport = transport
         self.metrics = metrics
@@ -205,9 +205,8 @@ public actor Feed {
             history = fresh
             snapshot = new
             snapshotBytes = encodedCount
-            replayBytes = 0
             version = 1
-            replay = []
+            window.removeAll()
             if let viewState { self.viewState = viewState }
             metrics.setSubscribers(name, subscriberCount)
             return FeedWriteResult(created: true, version: 1, operations: new.numberOfSections + new.numberOfItems)
@@ -225,21 +224,11 @@ public actor Feed {
         let next = version + 1
         let event = FeedEvents.batchEvent(feed: name, id: EventID(history: history, version: next), batch: batch)
         let payload = EventPayload(event)
-        // The window after this batch, worked out without copying it (the copy cost O(window) per
-        // publish); `replay` itself changes only once the batch is stored.
-        var nextReplayBytes = replayBytes
-        var dropped = 0
-        if replayLimit > 0 {
-            nextReplayBytes += event.count
-            if replay.count + 1 > replayLimit + replayLimit / 4 {
-                dropped = replay.count + 1 - replayLimit  // ≤ replay.count, as replayLimit ≥ 1
-                nextReplayBytes -= replay.prefix(dropped).reduce(0) { $0 + $1.payload.bytes.count }
-            }
-        }
-        // The store keeps the same window: it trims only when this one does (every replayLimit / 4
-        // batches), so most writes add a batch row and delete none (fewer pages per commit).
-        let firstKept = dropped < replay.count ? replay[dropped].version : next
-        let charged = storedBytes, charge = encodedCount + nextReplayBytes
+        // The window after this batch (the one rule, ``ReplayWindow``); the store keeps the same window:
+        // it trims only when this one does (every replayLimit / 4 batches), so most writes add a batch row
+        // and delete none (fewer pages per commit).
+        let append = window.appending(version: next, bytes: event.count)
+        let charged = storedBytes, charge = encodedCount + append.bytes
         if let account {
             do { try account.charge(from: charged, to: charge) } catch { throw .limit(error) }
         }
@@ -247,7 +236,7 @@ public actor Feed {
             do throws(FeedWriteError) {
                 try await commitOwned(.put(name: name, history: history, version: next, snapshot: encoded,
                                            batch: replayLimit > 0 ? StoredBatch(version: next, bytes: event) : nil,
-                                           keepFrom: firstKept, viewState: viewState), base: version)
+                                           keepFrom: append.keepFrom, viewState: viewState), base: version)
             } catch {
                 account?.refund(from: charge, to: charged)
                 throw error
@@ -258,11 +247,7 @@ public actor Feed {
         snapshotBytes = encodedCount
         version = next
         if let viewState { self.viewState = viewState }
-        if replayLimit > 0 {
-            replay.append((next, payload))
-            if dropped > 0 { replay.removeFirst(dropped) }  // every replayLimit / 4 batches: amortised O(1)
-        }
-        replayBytes = nextReplayBytes
+        window.append(next, payload, as: append)
         broadcastBatch(event, payload)
         return FeedWriteResult(created: false, version: version, operations: batch.operations.count)
     }
@@ -407,8 +392,8 @@ public actor Feed {
         guard let text = lastEventID, let id = EventID(text), id.history == history, id.version <= version else { return nil }
         if id.version == version { return [] }
         // The window is the last `replayLimit` batches (more may be held between trims).
-        guard version - id.version <= replayLimit, let first = replay.first, first.version <= id.version + 1 else { return nil }
-        return replay.filter { $0.version > id.version }.map(\.payload)
+        guard version - id.version <= replayLimit, let first = window.batches.first, first.version <= id.version + 1 else { return nil }
+        return window.batches.filter { $0.version > id.version }.map(\.payload)
     }
 
     /// A subscriber fell behind and has drained its queue: catch it up with a fresh snapshot.
@@ -469,8 +454,7 @@ public actor Feed {
         snapshotPayload = nil
         snapshot = WireSnapshot()
         snapshotBytes = 0
-        replay = []
-        replayBytes = 0
+        window.removeAll()
         viewState = nil
         let payload = EventPayload(FeedEvents.deletedEvent(feed: name))
         // Each ends with it, even one that fell behind (it would drop a broadcast event).

@@ -148,22 +148,13 @@ extension Feed {
         snapshotBytes = encodedBytes
         if let state { viewState = state }
         if creates {
-            replay = []
-            replayBytes = 0
+            window.removeAll()
             metrics.setSubscribers(name, subscriberCount)
             return true
         }
         guard !event.isEmpty else { return true }
         let payload = EventPayload(event)
-        if replayLimit > 0 {
-            replay.append((version, payload))
-            replayBytes += event.count
-            if replay.count > replayLimit + replayLimit / 4 {
-                let dropped = replay.count - replayLimit
-                replayBytes -= replay.prefix(dropped).reduce(0) { $0 + $1.payload.bytes.count }
-                replay.removeFirst(dropped)
-            }
-        }
+        window.append(version, payload)
         broadcastBatch(event, payload)
         return true
     }
@@ -196,6 +187,7 @@ extension Feed {
     /// replica promoted) and another instance numbered them again. Nothing can tell for a version
     /// outside the window (`--replay 0`).
     func rewrites(_ batches: [StoredBatch]) -> Bool {
+        let replay = window.batches
         guard let first = replay.first?.version else { return false }
         return batches.contains { batch in
             let index = batch.version - first
@@ -283,7 +275,6 @@ extension Feed {
         }
         guard let decoded = try? WireCodec.decodeSnapshot(stored.snapshot) else { return nil }
         copy.rewritten = false
-        let window = stored.batches.suffix(replayLimit).map { ($0.version, EventPayload($0.bytes)) }
         let continues = version > 0 && stored.history == history && stored.version > version
             && (stored.batches.first.map { $0.version <= version + 1 } ?? false)
         let missed = continues ? stored.batches.filter { $0.version > version }.flatMap(\.bytes) : []
@@ -293,8 +284,7 @@ extension Feed {
         snapshot = decoded
         snapshotBytes = stored.snapshot.count
         viewState = stored.viewState
-        replay = window
-        replayBytes = window.reduce(0) { $0 + $1.1.bytes.count }
+        window.replace(with: stored.batches.suffix(replayLimit).map { (version: $0.version, payload: EventPayload($0.bytes)) })
         if wasEmpty { return nil }
         if continues { sendEverySubscriber(missed) } else { resyncEverySubscriber() }
         return nil
