@@ -6,6 +6,9 @@ import Metrics
 import ServerSentEvents
 import Timekeeping
 
+// This file is long because only it may set a feed's state (`private(set)`, issue 53): the one write
+// path and the two entries of commits made elsewhere live here, so that the compiler keeps it so.
+
 /// A named, versioned stream of snapshots: the current snapshot, its version, a window of recent
 /// batches for resuming clients, and the subscribers.
 ///
@@ -18,27 +21,32 @@ public actor Feed {
     /// again only the items whose bytes changed (``WireSnapshotMemo``). Forgotten when the feed is deleted.
     public nonisolated let documentMemo = WireSnapshotMemo()
     /// Random per incarnation of the feed: event ids from any other history are recognised as foreign.
-    public package(set) var history: String
-    public package(set) var snapshot: WireSnapshot
+    ///
+    /// The feed's state (this, ``snapshot``, ``version``, ``viewState``, the window) is set here only:
+    /// by ``write(_:viewState:options:)``, the one way a write changes a feed, and by the two entries of
+    /// commits made elsewhere, ``applyNext(history:version:snapshot:encodedBytes:event:state:)`` and
+    /// ``reset(to:)``.
+    public private(set) var history: String
+    public private(set) var snapshot: WireSnapshot
     /// 0 while the feed does not exist (not yet created, or deleted).
-    public package(set) var version: Int
-    package let replayLimit: Int
-    package var replay: [(version: Int, payload: EventPayload)] = []
-    /// Encoded bytes of the current snapshot, and of the payloads in `replay`.
-    package var snapshotBytes = 0
-    package var replayBytes = 0
+    public private(set) var version: Int
+    /// The replay window (``ReplayWindow``: the last `replayLimit` batches, trimmed every `replayLimit / 4`).
+    package private(set) var window: ReplayWindow
+    package var replayLimit: Int { window.limit }
+    /// Encoded bytes of the current snapshot.
+    package private(set) var snapshotBytes = 0
     /// What this feed is charged in the shared ``StorageAccount`` (0 while it does not exist).
-    package var storedBytes: Int { snapshotBytes + replayBytes }
+    package var storedBytes: Int { snapshotBytes + window.bytes }
     package let account: StorageAccount?
     /// Whether `account` counts this feed's bytes where its log keeps them (a family member kept on disk:
     /// ``StorageAccount/count(kept:)``): the feed is then charged only for a write's growth, until the
     /// log has committed it.
     package let bytesKeptByLog: Bool
-    var subscribers: [Int: any EventSink] = [:]
+    private var subscribers: [Int: any EventSink] = [:]
     /// The members each ``SubscriberGroup`` among `subscribers` was last counted with, by its id, and
     /// how many more subscribers than groups they make together (what ``subscriberCount`` adds).
-    var groupMembers: [Int: Int] = [:]
-    var extraMembers = 0
+    private var groupMembers: [Int: Int] = [:]
+    private var extraMembers = 0
     let transport: (any EventBroadcaster)?
     package let metrics: FeedMetrics
     /// The one seam every write goes through (``FeedLog``): memory, the local log or a shared store.
@@ -46,9 +54,9 @@ public actor Feed {
     /// Whether the log keeps the bytes (a store): `--data none` without limits encodes nothing.
     let durable: Bool
     /// The view-model state last stored with this feed (restored at start), or nil.
-    public package(set) var viewState: [UInt8]?
+    public private(set) var viewState: [UInt8]?
     /// One write at a time: the holder diffs against the durable state, commits, then publishes.
-    var writeTurn = FIFOTurn()
+    private var writeTurn = FIFOTurn()
     /// The most writes that wait for one feed's turn (each holds its request's body): one more is
     /// refused with ``FeedWriteError/busy(limit:)`` (`429` with `Retry-After: 1`), so writers that
     /// outrun a feed get an answer instead of growing the server's memory. Refreshes of a shared
@@ -59,9 +67,9 @@ public actor Feed {
     /// The current snapshot as an event, encoded once per version (of one history: a recreated feed
     /// starts again at 1) and shared by every subscriber that needs it: new ones, and lagging ones
     /// being caught up.
-    var snapshotPayload: (history: String, version: Int, payload: EventPayload)?
+    private var snapshotPayload: (history: String, version: Int, payload: EventPayload)?
     /// Whether the server hosts this feed (a view model): it does not count against `--max-feeds`.
-    package var isHosted = false
+    package private(set) var isHosted = false
     /// When this feed is a copy of another authority (a store several instances share), what keeps
     /// it in step (module `FeedReplication`); nil when this feed is the authority.
     package let keeper: (any FeedCopyKeeper)?
@@ -83,7 +91,7 @@ public actor Feed {
         self.history = RandomID.history()
         self.snapshot = WireSnapshot()
         self.version = 0
-        self.replayLimit = max(0, replayLimit)
+        self.window = .feed(limit: replayLimit)
         self.transport = transport
         self.metrics = metrics
         self.log = log ?? feedLog(for: store)
@@ -103,14 +111,14 @@ public actor Feed {
         self.history = stored.history
         self.snapshot = snapshot
         self.version = stored.version
-        self.replayLimit = max(0, replayLimit)
+        var window = ReplayWindow.feed(limit: replayLimit)
         // Batches stored before events carried `history` get it, so a resuming client sees the same data.
-        self.replay = stored.batches.suffix(self.replayLimit).map {
-            ($0.version, EventPayload(FeedEvents.addingHistory($0.bytes, feed: stored.name, history: stored.history)))
-        }
+        window.replace(with: stored.batches.suffix(window.limit).map {
+            (version: $0.version, payload: EventPayload(FeedEvents.addingHistory($0.bytes, feed: stored.name, history: stored.history)))
+        })
+        self.window = window
         self.snapshotBytes = stored.snapshot.count
-        self.replayBytes = replay.reduce(0) { $0 + $1.payload.bytes.count }
-        if keeper == nil && !bytesKeptByLog { account?.restoreFeed(bytes: snapshotBytes + replayBytes) }
+        if keeper == nil && !bytesKeptByLog { account?.restoreFeed(bytes: snapshotBytes + window.bytes) }
         self.viewState = stored.viewState
         self.transport = transport
         self.metrics = metrics
@@ -172,15 +180,19 @@ public actor Feed {
     /// ``publish(_:viewState:)`` with a write id, a lease's fencing token or the basis a view model's
     /// change was computed from (``FeedWriteOptions``); those matter with a shared store.
     ///
-    /// With a shared store, the batch is computed against this instance's copy and committed
-    /// with that version as its base; a lost race (another instance wrote first) brings the copy up
-    /// to date, sends subscribers what they missed, and computes again (bounded). A write id already
-    /// committed gets its first answer back (``FeedWriteResult/replayed``) and writes nothing.
+    /// The one way a write changes a feed, whichever its log: the diff, the limits and the window are
+    /// worked out here, the write goes through the commit seam (``FeedLog``), and the outcome is applied
+    /// here (``applyNext(history:version:snapshot:encodedBytes:event:state:)``), which broadcasts.
+    /// A feed that is its own authority commits once: anything but `committed` is its log's error. A
+    /// copy of a shared store's feed (it has a ``FeedCopyKeeper``) commits with the copy's version as
+    /// its base; a lost race (another instance wrote first) brings the copy up to date, sends
+    /// subscribers what they missed, and computes again: a loop around the one commit (at most
+    /// ``FeedCopyKeeper/maxAttempts``). A write id already committed gets its first answer back
+    /// (``FeedWriteResult/replayed``) and writes nothing.
     public func write(_ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions) async throws(FeedWriteError) -> FeedWriteResult {
         guard writeTurn.waitingCount < Self.maxQueuedWrites else { throw .busy(limit: Self.maxQueuedWrites) }
         if !writeTurn.tryTake() { await waitForWriteTurn() }  // inline: no call to suspend through when the turn is free
         defer { releaseWrite() }
-        if let keeper { return try await keeper.write(new, viewState: viewState, options: options, to: self) }
         // The snapshot's encoding for a store; only its size for an account in memory (counted, not
         // written); `--data none` without limits pays for neither.
         let encoded = durable ? WireCodec.encode(new) : []
@@ -188,84 +200,234 @@ public actor Feed {
         if let account {
             do { try account.checkSnapshot(bytes: encodedCount) } catch { throw .limit(error) }
         }
-        if version == 0 {
-            let fresh = RandomID.history()
-            if let account {
-                do { try account.admitFeed(bytes: encodedCount, counted: !isHosted) } catch { throw .limit(error) }
-            }
-            if durable {
-                do throws(FeedWriteError) {
-                    try await commitOwned(.put(name: name, history: fresh, version: 1, snapshot: encoded, batch: nil, keepFrom: 2, viewState: viewState), base: 0)
-                } catch {
-                    account?.releaseFeed(bytes: encodedCount, counted: !isHosted)
-                    throw error
+        // A copy keeps a client's key for retries (so only its request is digested), and its first
+        // answer is given before anything is computed (the content may equal the current one by now,
+        // which alone would answer "nothing changed"). A feed that is its own authority keeps no keys.
+        var request: String?
+        if let keeper, let key = options.writeID {
+            request = options.request ?? RequestDigest.of("PUT", encoded)
+            let previous: (version: Int, answer: [UInt8])?
+            do { previous = try await keeper.committedAnswer(writeID: key, of: self) } catch { throw .store(error) }
+            if let previous { return try FeedWriteResult(replaying: previous.answer, version: previous.version, request: request) }
+        }
+        let writeID = keeper == nil ? "" : options.writeID ?? RandomID.perWrite()
+        for _ in 0..<(keeper?.maxAttempts ?? 1) {
+            if let keeper {
+                // Versions this copy served were numbered again in the store (``FeedCopyKeeper/rewritten``):
+                // nothing is diffed from them until the copy is the store's new history.
+                if keeper.rewritten {
+                    if let error = await keeper.refresh(self) { throw .store(error) }
+                    if options.basis != nil { throw .conflict }
+                    continue
                 }
-                // Counted by the log now: the reservation ends.
-                if bytesKeptByLog { account?.releaseFeed(bytes: encodedCount, counted: !isHosted) }
+                if let basis = options.basis, basis.version != version { throw .conflict }
             }
-            history = fresh
-            snapshot = new
-            snapshotBytes = encodedCount
-            replayBytes = 0
-            version = 1
-            replay = []
-            if let viewState { self.viewState = viewState }
-            metrics.setSubscribers(name, subscriberCount)
-            return FeedWriteResult(created: true, version: 1, operations: new.numberOfSections + new.numberOfItems)
-        }
-        let started = MonotonicClock.now()
-        let batch = WireSnapshot.diff(from: snapshot, to: new)
-        metrics.recordDiff(seconds: MonotonicClock.now() - started)
-        guard !batch.isEmpty else {
-            if let viewState, viewState != self.viewState {
-                if durable { try await commitOwned(.viewState(name: name, bytes: viewState), base: version) }
-                self.viewState = viewState
+            let (base, baseHistory) = (version, history)
+            let write: FeedWrite
+            let result: FeedWriteResult
+            var event: [UInt8] = []
+            var held = Reservation.none
+            if base == 0 {
+                write = .put(name: name, history: RandomID.history(), version: 1, snapshot: encoded, batch: nil, keepFrom: 2, viewState: viewState)
+                result = FeedWriteResult(created: true, version: 1, operations: new.numberOfSections + new.numberOfItems)
+                if keeper == nil, let account {  // a shared store counts its feeds itself (`overLimit`)
+                    do { try account.admitFeed(bytes: encodedCount, counted: !isHosted) } catch { throw .limit(error) }
+                    held = .feed(bytes: encodedCount, counted: !isHosted)
+                }
+            } else {
+                let started = MonotonicClock.now()
+                let batch = WireSnapshot.diff(from: snapshot, to: new)
+                metrics.recordDiff(seconds: MonotonicClock.now() - started)
+                if batch.isEmpty {
+                    // A view model's change to a copy (it has a basis) commits its state even when it
+                    // equals the copy's: the store compares it with its own, which the position alone does not say.
+                    guard let viewState, viewState != self.viewState || (keeper != nil && options.basis != nil) else {
+                        let unchanged = FeedWriteResult(created: false, version: base, operations: 0)
+                        guard let keeper else { return unchanged }
+                        // This copy may be behind the store (another instance's commit or delete not yet heard).
+                        if let answer = try await keeper.confirmUnchanged(unchanged, at: FeedPosition(history: baseHistory, version: base),
+                                                                          writeID: options.writeID, request: request, of: self) { return answer }
+                        if options.basis != nil { throw .conflict }
+                        continue
+                    }
+                    write = .viewState(name: name, bytes: viewState)
+                    result = FeedWriteResult(created: false, version: base, operations: 0)
+                } else {
+                    let next = base + 1
+                    event = FeedEvents.batchEvent(feed: name, id: EventID(history: baseHistory, version: next), batch: batch)
+                    result = FeedWriteResult(created: false, version: next, operations: batch.operations.count)
+                    if keeper == nil {
+                        // The window after this batch (the one rule, ``ReplayWindow``); the log keeps the same
+                        // window: it trims only when this one does (every replayLimit / 4 batches), so most
+                        // writes add a batch row and delete none (fewer pages per commit).
+                        let append = window.appending(version: next, bytes: event.count)
+                        write = .put(name: name, history: baseHistory, version: next, snapshot: encoded,
+                                     batch: window.limit > 0 ? StoredBatch(version: next, bytes: event) : nil, keepFrom: append.keepFrom, viewState: viewState)
+                        if let account {
+                            let charged = storedBytes, charge = encodedCount + append.bytes
+                            do { try account.charge(from: charged, to: charge) } catch { throw .limit(error) }
+                            held = .charge(from: charged, to: charge)
+                        }
+                    } else {
+                        // A shared store publishes every batch (even with no window) and caps its own window.
+                        write = .put(name: name, history: baseHistory, version: next, snapshot: encoded,
+                                     batch: StoredBatch(version: next, bytes: event), keepFrom: 0, viewState: viewState)
+                    }
+                }
             }
-            return FeedWriteResult(created: false, version: version, operations: 0)
-        }
-        let next = version + 1
-        let event = FeedEvents.batchEvent(feed: name, id: EventID(history: history, version: next), batch: batch)
-        let payload = EventPayload(event)
-        // The window after this batch, worked out without copying it (the copy cost O(window) per
-        // publish); `replay` itself changes only once the batch is stored.
-        var nextReplayBytes = replayBytes
-        var dropped = 0
-        if replayLimit > 0 {
-            nextReplayBytes += event.count
-            if replay.count + 1 > replayLimit + replayLimit / 4 {
-                dropped = replay.count + 1 - replayLimit  // ≤ replay.count, as replayLimit ≥ 1
-                nextReplayBytes -= replay.prefix(dropped).reduce(0) { $0 + $1.payload.bytes.count }
+            let outcome: FeedCommitOutcome
+            if !durable {
+                outcome = .committed(version: result.version, answer: [], first: true)  // `--data none`: nothing to make durable
+            } else if keeper == nil {
+                outcome = await log.commit(FeedCommit(write, base: base, writeID: writeID, counted: !isHosted))
+            } else {
+                outcome = await log.commit(FeedCommit(write, base: base, baseHistory: baseHistory, writeID: writeID, clientKey: options.writeID != nil, fence: options.fence,
+                                                      answer: result.answer(request: request), expectedState: options.basis.map { $0.state ?? [] }, counted: !isHosted))
+            }
+            switch outcome {
+            case .committed(let version, let answer, let first):
+                guard first else {
+                    let replayed = try FeedWriteResult(replaying: answer, version: version, request: request)
+                    // This instance skips its own published commits: read what the first commit left
+                    // (a view state keeps the version, so the version alone cannot say).
+                    await keeper?.refresh(self)
+                    return replayed
+                }
+                if bytesKeptByLog { held.release(account) }  // counted by the log now: the reservation ends
+                let at = keeper == nil ? result.version : version  // a log that is not shared decides no version
+                let applied = if case .put(_, let history, _, _, _, _, _) = write {
+                    applyNext(history: history, version: at, snapshot: new, encodedBytes: encodedCount, event: event, state: viewState)
+                } else {
+                    applyNext(history: baseHistory, version: at, snapshot: nil, encodedBytes: 0, event: [], state: viewState)
+                }
+                // Committed, but not on what this copy holds (another instance's commit came first, or
+                // a rewrite was found meanwhile): the store's state reaches the subscribers.
+                if !applied { keeper?.readAgain(self) }
+                return result
+            case .unavailable(let error):
+                held.release(account)
+                // A copy's outcome may be unknown (the store could not settle it): the commit may be in
+                // the store, and this instance skips its own published commits, so read the feed again.
+                keeper?.readAgain(self)
+                throw .store(error)
+            case .conflict:
+                let keeper = try copyKeeper(answering: outcome, held)
+                // A store that cannot be read now cannot say what to compute against: its error, not
+                // a conflict after every attempt.
+                if let error = await keeper.refresh(self) { throw .store(error) }
+                if options.basis != nil { throw .conflict }
+            case .notCommitted:
+                _ = try copyKeeper(answering: outcome, held)
+                continue
+            case .lostData:
+                let keeper = try copyKeeper(answering: outcome, held)
+                await keeper.recoverLostData(self)
+                if options.basis != nil { throw .conflict }
+            case .fenced:
+                _ = try copyKeeper(answering: outcome, held)
+                throw .fenced
+            case .overLimit(let feeds, _, let most):
+                _ = try copyKeeper(answering: outcome, held)
+                let exceeded = StorageLimitExceeded(limit: feeds ? .maxFeeds : .maxStoreBytes, value: most, needed: feeds ? most + 1 : encoded.count)
+                throw .limit(account?.refuse(exceeded) ?? exceeded)
             }
         }
-        // The store keeps the same window: it trims only when this one does (every replayLimit / 4
-        // batches), so most writes add a batch row and delete none (fewer pages per commit).
-        let firstKept = dropped < replay.count ? replay[dropped].version : next
-        let charged = storedBytes, charge = encodedCount + nextReplayBytes
-        if let account {
-            do { try account.charge(from: charged, to: charge) } catch { throw .limit(error) }
-        }
-        if durable {
-            do throws(FeedWriteError) {
-                try await commitOwned(.put(name: name, history: history, version: next, snapshot: encoded,
-                                           batch: replayLimit > 0 ? StoredBatch(version: next, bytes: event) : nil,
-                                           keepFrom: firstKept, viewState: viewState), base: version)
-            } catch {
-                account?.refund(from: charge, to: charged)
-                throw error
+        throw .conflict
+    }
+
+    /// What a write of a feed that is its own authority holds in its ``StorageAccount`` until its log
+    /// has answered: released when the log fails, or when the log counts the bytes itself.
+    private enum Reservation {
+        case none
+        /// A new feed admitted with its snapshot's bytes.
+        case feed(bytes: Int, counted: Bool)
+        /// The feed's charge moved from one size to another.
+        case charge(from: Int, to: Int)
+
+        func release(_ account: StorageAccount?) {
+            switch self {
+            case .none: break
+            case .feed(let bytes, let counted): account?.releaseFeed(bytes: bytes, counted: counted)
+            case .charge(let from, let to): account?.refund(from: to, to: from)
             }
-            if bytesKeptByLog { account?.refund(from: charge, to: charged) }  // counted by the log now
         }
+    }
+
+    /// The keeper of a copy, for an outcome only a shared store answers; to a feed that is its own
+    /// authority, that outcome is its log's error (and what the write held is released).
+    private func copyKeeper(answering outcome: FeedCommitOutcome, _ held: Reservation) throws(FeedWriteError) -> any FeedCopyKeeper {
+        guard let keeper else {
+            held.release(account)
+            throw .store(.io(path: name, reason: "the log answered \(outcome) to a feed that is its own authority"))
+        }
+        return keeper
+    }
+
+    /// The first of the feed's two entries for commits: takes the commit of `version` of `history`
+    /// (this instance's, answered by its log, or another instance's, from a shared store's events) and
+    /// sends its batch (`event`, empty for none) to the subscribers, when it is the next version of this
+    /// history or creates the feed. A version already here is ignored (a commit arrives twice: as this
+    /// instance's answer and through the store's events). `snapshot` nil: the view-model state alone
+    /// changed, at this very version. No suspension: commits are taken in the order they come.
+    /// - Returns: false when it does not follow (a gap, another history, a copy whose versions were
+    ///   numbered again): the copy must be read again (``reset(to:)``).
+    @discardableResult
+    package func applyNext(history: String, version: Int, snapshot new: WireSnapshot?, encodedBytes: Int, event: [UInt8], state: [UInt8]?) -> Bool {
+        guard let new else {
+            guard history == self.history, version == self.version else { return false }
+            viewState = state
+            return true
+        }
+        guard keeper?.rewritten != true else { return false }
+        if self.version > 0, history == self.history, version <= self.version { return true }
+        let creates = self.version == 0 && version == 1
+        guard creates || (history == self.history && version == self.version + 1) else { return false }
+        keeper?.tookCommit()
+        self.history = history
+        self.version = version
         snapshot = new
-        snapshotBytes = encodedCount
-        version = next
-        if let viewState { self.viewState = viewState }
-        if replayLimit > 0 {
-            replay.append((next, payload))
-            if dropped > 0 { replay.removeFirst(dropped) }  // every replayLimit / 4 batches: amortised O(1)
+        snapshotBytes = encodedBytes
+        if let state { viewState = state }
+        if creates {
+            window.removeAll()
+            metrics.setSubscribers(name, subscriberCount)
+            return true
         }
-        replayBytes = nextReplayBytes
+        guard !event.isEmpty else { return true }
+        let payload = EventPayload(event)
+        window.append(version, payload)
         broadcastBatch(event, payload)
-        return FeedWriteResult(created: false, version: version, operations: batch.operations.count)
+        return true
+    }
+
+    /// The second entry: the feed becomes what its authority holds (`stored`: a shared store read
+    /// again after a gap, a lost race or an outage), its window replaced by the stored one, and the
+    /// subscribers are brought to it: the batches they missed when the stored window still holds them,
+    /// else the snapshot. A feed that did not exist here tells no one (no one subscribed).
+    /// - Returns: false when the stored snapshot does not decode (nothing changed).
+    package func reset(to stored: StoredFeed) -> Bool {
+        guard let decoded = try? WireCodec.decodeSnapshot(stored.snapshot) else { return false }
+        let continues = version > 0 && stored.history == history && stored.version > version
+            && (stored.batches.first.map { $0.version <= version + 1 } ?? false)
+        let missed = continues ? stored.batches.filter { $0.version > version }.flatMap(\.bytes) : []
+        let wasEmpty = version == 0
+        history = stored.history
+        version = stored.version
+        snapshot = decoded
+        snapshotBytes = stored.snapshot.count
+        viewState = stored.viewState
+        window.replace(with: stored.batches.suffix(window.limit).map { (version: $0.version, payload: EventPayload($0.bytes)) })
+        if wasEmpty { return true }
+        if continues { sendEverySubscriber(missed) } else { resyncEverySubscriber() }
+        return true
+    }
+
+    /// The authority lost its data: every subscription ends with `event: deleted` and the feed is
+    /// emptied, under a history of its own; what the authority holds next (nothing, or an old backup)
+    /// comes with the next ``reset(to:)``.
+    package func dropForLostData() {
+        if version > 0 { endEverySubscription() }
+        history = RandomID.history()
     }
 
     /// Sends a new batch (`event`, encoded once as `payload`) to every subscriber.
@@ -408,8 +570,8 @@ public actor Feed {
         guard let text = lastEventID, let id = EventID(text), id.history == history, id.version <= version else { return nil }
         if id.version == version { return [] }
         // The window is the last `replayLimit` batches (more may be held between trims).
-        guard version - id.version <= replayLimit, let first = replay.first, first.version <= id.version + 1 else { return nil }
-        return replay.filter { $0.version > id.version }.map(\.payload)
+        guard version - id.version <= replayLimit, let first = window.batches.first, first.version <= id.version + 1 else { return nil }
+        return window.batches.filter { $0.version > id.version }.map(\.payload)
     }
 
     /// A subscriber fell behind and has drained its queue: catch it up with a fresh snapshot.
@@ -451,10 +613,9 @@ public actor Feed {
         return true
     }
 
-    /// Commits `write` through the log of a feed that is its own authority (memory, the local log):
-    /// anything but `committed` is the log's error. Inlined: it is on every durable write's path.
-    @inline(__always)
-    func commitOwned(_ write: FeedWrite, base: Int) async throws(FeedWriteError) {
+    /// Commits a delete through the log of a feed that is its own authority (memory, the local log):
+    /// anything but `committed` is the log's error. (A copy's delete is its keeper's.)
+    private func commitOwned(_ write: FeedWrite, base: Int) async throws(FeedWriteError) {
         switch await log.commit(FeedCommit(write, base: base, writeID: "", counted: !isHosted)) {
         case .committed: return
         case .unavailable(let error): throw .store(error)
@@ -470,8 +631,7 @@ public actor Feed {
         snapshotPayload = nil
         snapshot = WireSnapshot()
         snapshotBytes = 0
-        replay = []
-        replayBytes = 0
+        window.removeAll()
         viewState = nil
         let payload = EventPayload(FeedEvents.deletedEvent(feed: name))
         // Each ends with it, even one that fell behind (it would drop a broadcast event).

@@ -4,28 +4,50 @@ import ServerSentEvents
 
 /// What keeps a ``Feed`` that is a copy of another authority in step with it: several instances
 /// sharing a store, where the store decides every commit (decision 0006; the keeper is module
-/// `FeedReplication`'s). The feed hands it what it cannot decide alone: its writes and deletes (a
-/// version check against the store, a lost race computed again), and a subscription that comes from
-/// further along than the copy. Everything else (the diff, the window, the subscribers) stays the
-/// feed's.
+/// `FeedReplication`'s). The feed's one write path (``Feed/write(_:viewState:options:)``) asks it what
+/// the feed cannot know alone: a client's first answer, whether the authority is where the copy is, and
+/// to read the authority again after a lost race. Other instances' commits reach the feed through the
+/// feed's two entries, ``Feed/applyNext(history:version:snapshot:encodedBytes:event:state:)`` and
+/// ``Feed/reset(to:)``. Everything else (the diff, the limits, the window, the subscribers) stays the
+/// feed's, and only the feed sets its state.
 ///
-/// A keeper belongs to one feed and runs only on that feed's actor: every requirement takes the feed
-/// `isolated`, so a keeper's state needs no lock of its own.
+/// A keeper belongs to one feed and runs only on that feed's actor: every requirement that needs the
+/// feed takes it `isolated`, so a keeper's state needs no lock of its own.
 package protocol FeedCopyKeeper: AnyObject {
-    /// ``Feed/write(_:viewState:options:)`` against the authority; the caller holds the write turn.
-    func write(_ new: WireSnapshot, viewState: [UInt8]?, options: FeedWriteOptions, to feed: isolated Feed) async throws(FeedWriteError) -> FeedWriteResult
+    /// The most attempts of one write that lose a race to another instance before it is refused.
+    var maxAttempts: Int { get }
+    /// The answer kept for a client's `Idempotency-Key` (`writeID`) when that write was committed (its
+    /// version and answer), else nil: asked before anything is computed.
+    func committedAnswer(writeID: String, of feed: isolated Feed) async throws(StoreError) -> (version: Int, answer: [UInt8])?
+    /// Versions this copy served were numbered again in the authority: nothing is computed from them, and
+    /// no commit applied on top of them, until the copy has been read again.
+    var rewritten: Bool { get }
+    /// Reads the authority and brings the copy to it (``Feed/reset(to:)``); the caller holds the write turn.
+    /// - Returns: the read's error when the authority could not be read (the copy is as it was), else nil.
+    @discardableResult
+    func refresh(_ feed: isolated Feed) async -> StoreError?
+    /// The authority lost its data (a commit found another epoch): every copy is emptied and read again.
+    func recoverLostData(_ feed: isolated Feed) async
+    /// A write that changes nothing in the copy, which is at `position`: its answer once the authority is
+    /// there too (a client's key kept with it, or the answer kept for that key before), or nil when the
+    /// copy was behind (then read again) or the authority lost its data: compute again.
+    func confirmUnchanged(_ unchanged: FeedWriteResult, at position: FeedPosition, writeID: String?, request: String?,
+                          of feed: isolated Feed) async throws(FeedWriteError) -> FeedWriteResult?
     /// ``Feed/delete(writeID:)`` against the authority; the caller holds the write turn.
     func delete(writeID: String?, of feed: isolated Feed) async throws(FeedWriteError) -> Bool
     /// A client comes back at `id`, a later version of this history than the copy holds (it saw it on
     /// another instance; the authority's events are on their way): brings the copy up to it if it can.
     /// - Returns: true when the authority could not be read (the copy is as it was).
     func catchUp(to id: EventID, of feed: isolated Feed) async -> Bool
-    /// Reads the authority again soon, in turn with the writes (a one-off failure to read it).
+    /// Reads the authority again soon, in turn with the writes (a one-off failure to read it, or a
+    /// commit that did not follow what the copy holds).
     func readAgain(_ feed: isolated Feed)
     /// A refresh from the authority is under way or queued: the copy is not idle.
     var isBusy: Bool { get }
     /// Why the authority cannot be reached, while it cannot (new subscribers are told).
     var outage: String? { get }
+    /// The copy took a commit outside a refresh (this instance's write, or another's).
+    func tookCommit()
     /// The feed ended every subscription and emptied its copy (deleted here or elsewhere).
     func ended()
 }

@@ -2,7 +2,6 @@ import DiffStreamJSON
 import FeedStorage
 import ServerSentEvents
 import Logging
-import Synchronization
 
 /// All feeds by name. Every write to a name goes through that name's one ``Feed`` (which serialises
 /// them), so creating, replacing and deleting a name are atomic with respect to each other, in memory
@@ -12,24 +11,22 @@ import Synchronization
 /// One verb per job: ``read(_:)-(String)`` a feed to answer or stream, ``current(_:)`` right before
 /// subscribing, ``write(_:snapshot:viewState:hosted:options:)``, ``delete(_:writeID:)``, ``list()``,
 /// ``restore(_:)`` at start, and ``basis(_:)`` / ``committedAnswer(_:writeID:request:)`` for hosted view
-/// models. With a store several instances share, the feeds held are copies kept by ``FeedCopies``
-/// (`FeedRegistry(sharing:)`, module `FeedReplication`), and every lookup goes through them.
+/// models. Every verb hands its work to the registry's ``FeedSource``, chosen once, when the registry
+/// is made: ``LocalFeeds`` when it holds the authority of its feeds, or, with a store several instances
+/// share, the copies `FeedRegistry(sharing:)` (module `FeedReplication`) keeps. No verb asks which.
 ///
-/// The table of feeds is behind a `Mutex`, not the actor: a write looks its feed up and goes straight to
-/// it, without a hop through the registry that every writer of every feed would queue on (issue 39).
+/// The local table of feeds is behind a `Mutex` (``LocalFeeds``), not the actor: a write looks its feed
+/// up and goes straight to it, without a hop through the registry that every writer of every feed would
+/// queue on (issue 39).
 public actor FeedRegistry {
-    nonisolated let feeds = Mutex<[String: Feed]>([:])
-    let replayLimit: Int
-    let transport: (any EventBroadcaster)?
-    let store: (any FeedStore)?
+    /// Where the feeds come from: the local table, or a shared store's copies.
+    package nonisolated let source: any FeedSource
     public nonisolated let metrics: FeedMetrics
     /// The feeds and bytes held, against the ``StorageLimits``.
     public nonisolated let storage: StorageAccount
     /// The store when several instances share it (nil otherwise): the authority of every feed, whose
-    /// copies ``copies`` keeps.
+    /// copies ``source`` keeps.
     public nonisolated let shared: (any SharedFeedStore)?
-    /// The copies of the shared store's feeds (nil: this registry holds the authority of its feeds).
-    package nonisolated let copies: (any FeedCopies)?
     /// Where sharing says what happened: outages, lost data, leases taken and lost.
     public nonisolated let sharingLogger: Logger
 
@@ -39,19 +36,17 @@ public actor FeedRegistry {
     public init(replayLimit: Int = 1024, transport: (any EventBroadcaster)? = nil, metrics: FeedMetrics = FeedMetrics(), store: (any FeedStore)? = nil, storage: StorageAccount = StorageAccount(),
                 logger: Logger = Logger(label: "diffstream")) {
         precondition(!(store is any SharedFeedStore), "a store several instances share needs FeedRegistry(sharing:), module FeedReplication")
-        self.init(replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, storage: storage, logger: logger, copies: nil)
+        self.init(metrics: metrics, store: store, storage: storage, logger: logger,
+                  source: LocalFeeds(replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, storage: storage))
     }
 
-    /// A registry whose feeds are `copies` of a shared store's (`FeedReplication`).
-    package init(replayLimit: Int, transport: (any EventBroadcaster)?, metrics: FeedMetrics, store: (any FeedStore)?, storage: StorageAccount, logger: Logger, copies: (any FeedCopies)?) {
+    /// A registry whose feeds come from `source` (the copies of a shared store's, `FeedReplication`).
+    package init(metrics: FeedMetrics, store: (any FeedStore)?, storage: StorageAccount, logger: Logger, source: any FeedSource) {
         self.sharingLogger = logger
-        self.replayLimit = replayLimit
-        self.transport = transport
-        self.store = store
         self.metrics = metrics
         self.storage = storage
         self.shared = store as? any SharedFeedStore
-        self.copies = copies
+        self.source = source
         metrics.store = store
     }
 
@@ -78,9 +73,7 @@ public actor FeedRegistry {
         for (entry, result) in zip(stored, decoded) {
             switch result {
             case .success(let snapshot)?:
-                let feed = Feed(restoring: entry, snapshot: snapshot, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage)
-                feeds.withLock { $0[entry.name] = feed }
-                metrics.setSubscribers(entry.name, 0)
+                await source.restore(entry, snapshot: snapshot)
             case .failure(let error)?:
                 skipped.append((entry.name, "its stored snapshot does not decode: \(error)"))
             case nil:
@@ -104,13 +97,7 @@ public actor FeedRegistry {
     /// - Returns: one result per name, in order: the feed, nil when there is none, or the store's error.
     /// - Complexity: O(names); with a shared store, one round trip, plus a read of each feed not held or behind.
     public nonisolated func read(_ names: [String]) async -> [Result<Feed?, StoreError>] {
-        if let copies { return await copies.read(names) }
-        var found: [Result<Feed?, StoreError>] = []
-        found.reserveCapacity(names.count)
-        for name in names {
-            if let feed = feeds.withLock({ $0[name] }), await feed.exists { found.append(.success(feed)) } else { found.append(.success(nil)) }
-        }
-        return found
+        await source.read(names)
     }
 
     /// The feed to subscribe to for `feed`: `feed` itself, unless it is a shared store's copy that was
@@ -118,45 +105,30 @@ public actor FeedRegistry {
     /// subscribing, so that no subscription lands on a dropped copy, however long the request took
     /// between its read and its subscription.
     public func current(_ feed: Feed) async -> Feed {
-        guard let copies else { return feed }
-        return await copies.current(feed)
+        await source.current(feed)
     }
 
     /// The one `Feed` of a name, made (or loaded from the shared store) on first use.
     nonisolated func entry(_ name: String) async throws(StoreError) -> Feed {
-        if let copies { return try await copies.feed(name) }
-        return feeds.withLock { feeds in
-            if let feed = feeds[name] { return feed }
-            let feed = Feed(name: name, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage)
-            feeds[name] = feed
-            return feed
-        }
+        try await source.feed(name)
     }
 
     /// The ``Feed/documentMemo`` of `name` when this registry holds the feed's authority and the feed
     /// exists in memory (nil otherwise: the document is then read whole). Makes no feed.
     public nonisolated func documentMemo(_ name: String) -> WireSnapshotMemo? {
-        if let copies { return copies.documentMemo(name) }
-        return feeds.withLock { $0[name] }?.documentMemo
+        source.documentMemo(name)
     }
 
     /// Whether the feed `name` keeps a hosted view model's state (``Feed/keepsViewState``); true for a
     /// feed not held yet when the registry has a store, shared or not.
     public nonisolated func keepsViewState(_ name: String) -> Bool {
-        if copies != nil { return true }
-        return feeds.withLock { $0[name] }?.keepsViewState ?? (store != nil)
+        source.keepsViewState(name)
     }
 
     /// Names and versions, sorted by name (with a shared store: every instance's feeds, asked of it).
     /// - Throws: the shared store's error when it cannot be reached (an instance's copies are not the list).
     public func list() async throws(StoreError) -> [(name: String, version: Int)] {
-        if let copies { return try await copies.list() }
-        var result: [(String, Int)] = []
-        for (name, feed) in feeds.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
-            let version = await feed.version
-            if version > 0 { result.append((name, version)) }
-        }
-        return result
+        try await source.list()
     }
 
     /// Creates the feed at version 1, or publishes the snapshot to the existing one; answers once
@@ -179,9 +151,8 @@ public actor FeedRegistry {
     /// - Throws: ``FeedWriteError/idempotencyKeyReused`` when the key was kept for another request,
     ///   ``FeedWriteError/store(_:)`` when the store cannot be read.
     public func committedAnswer(_ name: String, writeID: String, request: String) async throws(FeedWriteError) -> FeedWriteResult? {
-        guard let shared else { return nil }
         let previous: (version: Int, answer: [UInt8])?
-        do { previous = try await shared.committedAnswer(name, writeID: writeID) } catch { throw .store(error) }
+        do { previous = try await source.committedAnswer(name, writeID: writeID) } catch { throw .store(error) }
         guard let previous else { return nil }
         return try FeedWriteResult(replaying: previous.answer, version: previous.version, request: request)
     }
@@ -197,13 +168,7 @@ public actor FeedRegistry {
     ///   answer; the key of another request is refused, ``FeedWriteError/idempotencyKeyReused``).
     /// - Throws: ``FeedWriteError/store(_:)`` when the store could not forget it.
     public nonisolated func delete(_ name: String, writeID: String? = nil) async throws(FeedWriteError) -> Bool {
-        if copies != nil {
-            let feed: Feed
-            do { feed = try await entry(name) } catch { throw .store(error) }
-            return try await feed.delete(writeID: writeID)
-        }
-        guard let feed = feeds.withLock({ $0[name] }) else { return false }
-        return try await feed.delete()
+        try await source.delete(name, writeID: writeID)
     }
 
     /// The feed `name`, committing through `log` (a family member kept in its own store), made from
@@ -211,46 +176,27 @@ public actor FeedRegistry {
     /// Not with a shared store.
     /// - Parameter replayLimit: its replay window (a family's is smaller than the registry's).
     /// - Throws: ``StoreError/damaged(path:reason:)`` when the stored snapshot does not decode.
-    package func adopt(_ name: String, restoring stored: StoredFeed?, log: any FeedLog, replayLimit: Int) throws(StoreError) -> Feed {
-        if let feed = feeds.withLock({ $0[name] }) { return feed }
-        let feed: Feed
-        if let stored {
-            let snapshot: WireSnapshot
-            do { snapshot = try WireCodec.decodeSnapshot(stored.snapshot) } catch {
-                throw .damaged(path: name, reason: "its stored snapshot does not decode: \(error)")
-            }
-            feed = Feed(restoring: stored, snapshot: snapshot, replayLimit: replayLimit, transport: transport, metrics: metrics, store: nil, account: storage, log: log)
-        } else {
-            feed = Feed(name: name, replayLimit: replayLimit, transport: transport, metrics: metrics, store: nil, account: storage, log: log)
-        }
-        return feeds.withLock { feeds in
-            if let held = feeds[name] { return held }  // made meanwhile by a write (the table is not the actor's)
-            feeds[name] = feed
-            return feed
-        }
+    package func adopt(_ name: String, restoring stored: StoredFeed?, log: any FeedLog, replayLimit: Int) async throws(StoreError) -> Feed {
+        try await source.adopt(name, restoring: stored, log: log, replayLimit: replayLimit)
     }
 
     /// Forgets the feed `name` held in memory, without deleting it (a family member dropped as idle):
     /// its bytes leave the storage account (unless a store the account counts keeps them: a member
     /// kept on disk); the next write makes it again. Nothing with a shared store
-    /// (its copies are dropped when idle by ``FeedCopies``).
+    /// (its copies are dropped when idle by the shared store's ``FeedSource``).
     package func drop(_ name: String) async {
-        guard copies == nil, let feed = feeds.withLock({ $0.removeValue(forKey: name) }) else { return }
-        let bytes = await feed.storedBytes
-        // A member whose log counts its bytes (kept on disk) stays counted there.
-        if await feed.exists, !feed.bytesKeptByLog { storage.releaseFeed(bytes: bytes, counted: !(await feed.isHosted)) }
-        metrics.removeFeed(name)
+        await source.drop(name)
     }
 
     /// Whether the feeds' authority can be reached (nil: ready), checked now: `GET /readyz`. Always
     /// ready without a shared store.
     public func readiness() async -> String? {
-        await copies?.readiness()
+        await source.readiness()
     }
 
     /// Brings ``storage`` (`/metrics`' feeds and bytes) to what the shared store counted over every
     /// instance; nothing without one, or when it cannot be reached.
     public func refreshUsage() async {
-        await copies?.refreshUsage()
+        await source.refreshUsage()
     }
 }

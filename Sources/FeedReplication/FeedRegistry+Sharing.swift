@@ -15,9 +15,9 @@ extension FeedRegistry {
                 clock: @escaping @Sendable () -> Double = MonotonicClock.now) {
         let copies = SharedFeeds(store: store, replayLimit: replayLimit, transport: transport, metrics: metrics, storage: storage,
                                  logger: logger, idleFeedLifetime: idleFeedLifetime, clock: clock)
-        self.init(replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, storage: storage, logger: logger, copies: copies)
+        self.init(metrics: metrics, store: store, storage: storage, logger: logger, source: copies)
     }
 
     /// The copies of the shared store's feeds (nil: this registry holds the authority of its feeds).
-    public nonisolated var sharedFeeds: SharedFeeds? { copies as? SharedFeeds }
+    public nonisolated var sharedFeeds: SharedFeeds? { source as? SharedFeeds }
 }

@@ -11,7 +11,7 @@ import Timekeeping
 /// and by a position check of every copy on a timer, dropped when nothing has needed it for
 /// ``idleFeedLifetime`` seconds; outages told to every copy's subscribers, and lost data (the store's
 /// epoch gone) recovered by emptying every copy and reading it again.
-public actor SharedFeeds: FeedCopies {
+public actor SharedFeeds: FeedSource {
     /// The store several instances share.
     public nonisolated let store: any SharedFeedStore
     /// The copies held (changed only by ``hold(_:as:)``, which keeps ``memos`` in step).
@@ -240,6 +240,31 @@ public actor SharedFeeds: FeedCopies {
     public nonisolated func documentMemo(_ name: String) -> WireSnapshotMemo? {
         memos.withLock { $0[name] }
     }
+
+    /// With a shared store, the store deletes (``FeedCopyKeeper/delete(writeID:of:)``): whatever the copy holds.
+    package nonisolated func delete(_ name: String, writeID: String?) async throws(FeedWriteError) -> Bool {
+        let feed: Feed
+        do { feed = try await self.feed(name) } catch { throw .store(error) }
+        return try await feed.delete(writeID: writeID)
+    }
+
+    package nonisolated func committedAnswer(_ name: String, writeID: String) async throws(StoreError) -> (version: Int, answer: [UInt8])? {
+        try await store.committedAnswer(name, writeID: writeID)
+    }
+
+    /// Every copy keeps a hosted view model's state (the store does).
+    package nonisolated func keepsViewState(_ name: String) -> Bool { true }
+
+    /// The store holds the feeds: a registry of copies restores none (each is read on first use).
+    package func restore(_ stored: StoredFeed, snapshot: WireSnapshot) {}
+
+    /// A feed with a log of its own (a family member's store) is not a copy: refused with a shared store.
+    package func adopt(_ name: String, restoring stored: StoredFeed?, log: any FeedLog, replayLimit: Int) throws(StoreError) -> Feed {
+        throw .io(path: name, reason: "a feed with a store of its own cannot be a copy of a shared store's")
+    }
+
+    /// Nothing: copies are dropped when idle (``dropIdleFeeds()``).
+    package func drop(_ name: String) {}
 
     func dropIdleFeeds() async {
         for (name, feed) in feeds {

@@ -2,6 +2,8 @@
 /// comes back as one value (``FeedCommitOutcome``). Three implementations: ``MemoryFeedLog``
 /// (`--data none`: nothing to make durable), ``LogFeedStore`` (the local log) and a store several
 /// instances share (``SharedFeedStore``), which alone answers anything but `committed` or `unavailable`.
+/// Each store translates its own answers into ``FeedCommitOutcome`` once, at this seam; the feed
+/// applies that outcome and nothing else.
 ///
 /// Rules every implementation keeps:
 /// - `committed` only once the write is durable where the log keeps it.
@@ -76,6 +78,7 @@ public enum FeedCommitOutcome: Sendable, Equatable {
     case overLimit(feeds: Bool, used: Int, most: Int)
 
     /// The outcome of a shared store's commit.
+    @available(*, deprecated, message: "a shared store answers FeedCommitOutcome itself")
     public init(_ result: SharedCommitResult) {
         switch result {
         case .committed(let version, let answer, let first): self = .committed(version: version, answer: answer, first: first)

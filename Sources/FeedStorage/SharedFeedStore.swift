@@ -7,7 +7,7 @@
 /// it follows (after a reconnect, on a timer), and the batches every instance commits (``events``).
 ///
 /// Rules every implementation keeps, beyond ``FeedStore``'s:
-/// - ``commit(_:base:writeID:fence:answer:)`` changes the feed only if it is still at `base`, and one
+/// - ``FeedLog/commit(_:)`` changes the feed only if it is still at `base`, and one
 ///   write id commits at most once: a second commit with it gets the first one's answer.
 /// - ``events`` delivers the commits of every instance (this one's too) for the feeds followed, in
 ///   version order per feed, but may miss some (a lost connection): a ``SharedStoreEvent/following(_:)``
@@ -27,17 +27,10 @@ public protocol VersionedFeedStore: FeedStore, FeedLog {
     /// gone, has another history, is behind `version` (lost data), or the window no longer reaches back
     /// to `version + 1`: a snapshot is needed then.
     func batches(_ name: String, history: String, after version: Int) async throws(StoreError) -> [StoredBatch]?
-    /// Commits `write` if the feed is still at `base`: for `.put`, `base` is the version the batch was
-    /// computed against (the write's version is `base + 1`; 0 creates); for `.viewState`, the version
-    /// the state belongs to, of `baseHistory` (nil: the history is not checked); for `.delete` it is
-    /// not checked. `writeID` is the client's
-    /// `Idempotency-Key` or one drawn; `fence` a lease's token for a hosted source; `answer` is kept
-    /// with the write id, so a retry gets the same. `expectedState`, when given, is the view-model
-    /// state the stored one must be (a change computed from it), else `conflict`. `counted`: a created
-    /// feed counts against the store's most feeds (hosted view models do not). `clientKey`: `writeID`
-    /// is a client's `Idempotency-Key`, whose answer is kept for retries (24 h); a drawn id's only as
-    /// long as settling a lost answer needs (minutes), so writes do not pile up keys.
-    func commit(_ write: FeedWrite, base: Int, baseHistory: String?, writeID: String, clientKey: Bool, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult
+    // Commits go through the one seam, ``FeedLog/commit(_:)`` (a ``FeedCommit`` in, a
+    // ``FeedCommitOutcome`` out): the store changes the feed only if it is still at
+    // ``FeedCommit/base`` (and, when given, ``FeedCommit/baseHistory`` and ``FeedCommit/expectedState``),
+    // and one write id commits at most once.
     /// The feeds counted against the most feeds, and the bytes of every feed, over every instance.
     func usage() async throws(StoreError) -> (feeds: Int, bytes: Int)
     /// Gives the feed found at `version` of `history` a new history `fresh` at the next version (same
@@ -46,7 +39,7 @@ public protocol VersionedFeedStore: FeedStore, FeedLog {
     func restartHistory(_ name: String, from history: String, at version: Int, to fresh: String) async throws(StoreError) -> Bool
     /// The names of every feed the store holds (of every instance), sorted.
     func names() async throws(StoreError) -> [String]
-    /// After ``SharedCommitResult/lostData``: takes the store's new epoch (making one if there is
+    /// After ``FeedCommitOutcome/lostData``: takes the store's new epoch (making one if there is
     /// none), so this instance writes again, as new histories.
     func adoptNewEpoch() async throws(StoreError)
 }
@@ -111,26 +104,26 @@ extension FeedChangeFeed {
 extension VersionedFeedStore {
     public var location: String { "the shared store" }
     public var kind: String { "the shared store" }
-
-    /// ``FeedLog/commit(_:)`` as a versioned commit; the store's error is ``FeedCommitOutcome/unavailable(_:)``.
-    public func commit(_ commit: FeedCommit) async -> FeedCommitOutcome {
-        do {
-            return FeedCommitOutcome(try await self.commit(commit.write, base: commit.base, baseHistory: commit.baseHistory, writeID: commit.writeID, clientKey: commit.clientKey,
-                                                           fence: commit.fence, answer: commit.answer, expectedState: commit.expectedState, counted: commit.counted))
-        } catch {
-            return .unavailable(error)
-        }
-    }
 }
 
 extension VersionedFeedStore {
+    /// A commit through ``FeedLog/commit(_:)``, answered as ``SharedCommitResult``.
+    @available(*, deprecated, message: "commit a FeedCommit through FeedLog.commit(_:), which answers FeedCommitOutcome")
+    public func commit(_ write: FeedWrite, base: Int, baseHistory: String?, writeID: String, clientKey: Bool, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult {
+        try SharedCommitResult(await commit(FeedCommit(write, base: base, baseHistory: baseHistory, writeID: writeID, clientKey: clientKey, fence: fence, answer: answer,
+                                                       expectedState: expectedState, counted: counted)))
+    }
+
     /// A commit with no expected state, counted against the most feeds.
+    @available(*, deprecated, message: "commit a FeedCommit through FeedLog.commit(_:), which answers FeedCommitOutcome")
     public func commit(_ write: FeedWrite, base: Int, writeID: String, fence: String?, answer: [UInt8]) async throws(StoreError) -> SharedCommitResult {
-        try await commit(write, base: base, baseHistory: nil, writeID: writeID, clientKey: true, fence: fence, answer: answer, expectedState: nil, counted: true)
+        try SharedCommitResult(await commit(FeedCommit(write, base: base, writeID: writeID, clientKey: true, fence: fence, answer: answer)))
     }
 }
 
-/// What became of a ``SharedFeedStore`` commit.
+/// What became of a ``SharedFeedStore`` commit, as answered before ``FeedCommitOutcome``: the same
+/// cases without `unavailable` (thrown instead), and `limit` for `overLimit`.
+@available(*, deprecated, message: "use FeedCommitOutcome, the one answer of FeedLog.commit(_:)")
 public enum SharedCommitResult: Sendable, Equatable {
     /// Committed at `version` (for a delete: 1 when the feed existed, 0 when not). `first` is false when
     /// the write id had committed before: `answer` is then the first commit's.
@@ -146,6 +139,19 @@ public enum SharedCommitResult: Sendable, Equatable {
     /// A limit counted over every instance's feeds would be passed: the most feeds (`feeds`) or the
     /// most bytes; nothing was written.
     case limit(feeds: Bool, used: Int, most: Int)
+
+    /// `outcome` as it was answered before; `unavailable` is thrown.
+    public init(_ outcome: FeedCommitOutcome) throws(StoreError) {
+        switch outcome {
+        case .committed(let version, let answer, let first): self = .committed(version: version, answer: answer, first: first)
+        case .conflict(let version, let history): self = .conflict(version: version, history: history)
+        case .lostData: self = .lostData
+        case .fenced: self = .fenced
+        case .notCommitted: self = .notCommitted
+        case .overLimit(let feeds, let used, let most): self = .limit(feeds: feeds, used: used, most: most)
+        case .unavailable(let error): throw error
+        }
+    }
 }
 
 /// A feed's place in its history.

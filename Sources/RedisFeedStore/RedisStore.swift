@@ -268,57 +268,62 @@ public final class RedisStore: SharedFeedStore {
             }
         case .delete: base = 0
         }
-        let refusal: String? = switch try await commit(write, base: base, writeID: RandomID.perWrite(), fence: nil, answer: []) {
+        let refusal: String? = switch await commit(FeedCommit(write, base: base, writeID: RandomID.perWrite(), clientKey: true)) {
         case .committed: nil
+        case .unavailable(let error): throw error
         case .conflict(let version, let history): "another writer changed the feed (Redis holds version \(version) of history \(history))"
         case .lostData: "Redis lost its data (epoch \(epoch) is gone); restart to start new histories"
         case .fenced: "the feed's lease is held by another instance"
         case .notCommitted: "the write's answer was lost and it was not committed"
-        case .limit(let feeds, let used, let most): feeds ? "\(used) feeds of at most \(most)" : "\(used) bytes stored of at most \(most)"
+        case .overLimit(let feeds, let used, let most): feeds ? "\(used) feeds of at most \(most)" : "\(used) bytes stored of at most \(most)"
         }
         if let refusal { throw .io(path: url.description, reason: refusal) }
     }
 
-    public func commit(_ write: FeedWrite, base: Int, baseHistory: String?, writeID: String, clientKey: Bool, fence: String?, answer: [UInt8], expectedState: [UInt8]?, counted: Bool) async throws(StoreError) -> SharedCommitResult {
+    /// ``FeedLog/commit(_:)``: the commit script (or the view-state or delete script), its answer (or
+    /// error) translated into ``FeedCommitOutcome`` here, once; a lost answer is settled by
+    /// ``RedisFeedCommitter`` first.
+    public func commit(_ commit: FeedCommit) async -> FeedCommitOutcome {
         let epoch = self.epoch, committer = self.committer
         let started = MonotonicClock.now()
         let result: Result<RedisCommitOutcome, RedisError>
         do throws(RedisError) {
             let outcome: RedisCommitOutcome
-            switch write {
+            switch commit.write {
             case .put(let name, let history, _, let snapshot, let batch, _, let viewState):
-                outcome = try await committer.commit(RedisFeedWrite(feed: name, epoch: epoch, baseVersion: base, history: history, snapshot: snapshot, viewState: viewState,
-                                                                    batch: batch?.bytes ?? [], window: replay, writeID: writeID, fence: fence, answer: answer,
-                                                                    expectedState: expectedState, maxFeeds: maxFeeds, counted: counted, maxBytes: maxBytes, clientKey: clientKey))
+                outcome = try await committer.commit(RedisFeedWrite(feed: name, epoch: epoch, baseVersion: commit.base, history: history, snapshot: snapshot, viewState: viewState,
+                                                                    batch: batch?.bytes ?? [], window: replay, writeID: commit.writeID, fence: commit.fence, answer: commit.answer,
+                                                                    expectedState: commit.expectedState, maxFeeds: maxFeeds, counted: commit.counted, maxBytes: maxBytes,
+                                                                    clientKey: commit.clientKey))
             case .viewState(let name, let bytes):
-                outcome = try await committer.setViewState(feed: name, epoch: epoch, version: base, history: baseHistory, state: bytes, writeID: writeID, clientKey: clientKey,
-                                                           expectedState: expectedState, fence: fence, answer: answer)
+                outcome = try await committer.setViewState(feed: name, epoch: epoch, version: commit.base, history: commit.baseHistory, state: bytes, writeID: commit.writeID,
+                                                           clientKey: commit.clientKey, expectedState: commit.expectedState, fence: commit.fence, answer: commit.answer)
             case .delete(let name):
-                outcome = try await committer.delete(feed: name, epoch: epoch, writeID: writeID, clientKey: clientKey, answer: answer)
+                outcome = try await committer.delete(feed: name, epoch: epoch, writeID: commit.writeID, clientKey: commit.clientKey, answer: commit.answer)
             }
             result = .success(outcome)
         } catch {
             result = .failure(error)
         }
         let seconds = MonotonicClock.now() - started
-        let outcome: SharedCommitResult? = switch result {
+        let outcome: FeedCommitOutcome = switch result {
         case .success(.committed(let version, let answer, let first)): .committed(version: version, answer: answer, first: first)
         case .success(.conflict(let version, let history)): .conflict(version: version, history: history)
         case .success(.epochChanged): .lostData
         case .success(.fenced): .fenced
         case .success(.notCommitted): .notCommitted
-        case .success(.limit(let kind, let used, let most)): .limit(feeds: kind == "feeds", used: used, most: most)
-        case .failure: nil
+        case .success(.limit(let kind, let used, let most)): .overLimit(feeds: kind == "feeds", used: used, most: most)
+        case .failure(let error): .unavailable(storeError(error))
         }
         switch result {
         case .success(.committed): refusedBytes.withLock { $0 = 0 }
         case .failure(let error) where error.outOfMemory:
-            let bytes: Int = switch write {
+            let bytes: Int = switch commit.write {
             case .put(_, _, _, let snapshot, let batch, _, let viewState): snapshot.count + (batch?.bytes.count ?? 0) + (viewState?.count ?? 0)
             case .viewState(_, let state): state.count
             case .delete: 0
             }
-            refusedBytes.withLock { $0 = max($0, bytes + answer.count) }
+            refusedBytes.withLock { $0 = max($0, bytes + commit.answer.count) }
         default: break
         }
         counters.withLock {
@@ -326,13 +331,9 @@ public final class RedisStore: SharedFeedStore {
             $0.writes += 1
             $0.commitSeconds += seconds
             $0.maxWritesPerCommit = 1
-            if case .committed? = outcome {} else { $0.failedCommits += 1 }
+            if case .committed = outcome {} else { $0.failedCommits += 1 }
         }
-        switch (outcome, result) {
-        case (let outcome?, _): return outcome
-        case (nil, .failure(let error)): throw storeError(error)
-        case (nil, .success(let other)): throw .io(path: url.description, reason: "unexpected outcome \(other)")
-        }
+        return outcome
     }
 
     public func read(_ name: String) async throws(StoreError) -> StoredFeed? {

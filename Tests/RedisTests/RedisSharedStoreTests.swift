@@ -31,17 +31,17 @@ struct RedisSharedStoreTests {
             a.follow("news")
             #expect(await Self.next(a) == .following("news"))
             #expect(try await a.read("news") == nil)
-            #expect(try await b.commit(Self.put("news", 1), base: 0, writeID: "w1", fence: nil, answer: Array("created".utf8))
+            #expect(await b.commit(FeedCommit(Self.put("news", 1), base: 0, writeID: "w1", clientKey: true, answer: Array("created".utf8)))
                     == .committed(version: 1, answer: Array("created".utf8), first: true))
-            #expect(try await b.commit(Self.put("news", 2), base: 1, writeID: "w2", fence: nil, answer: []) == .committed(version: 2, answer: [], first: true))
+            #expect(await b.commit(FeedCommit(Self.put("news", 2), base: 1, writeID: "w2", clientKey: true, answer: [])) == .committed(version: 2, answer: [], first: true))
             #expect(await Self.next(a) == .committed(name: "news", history: "h1", version: 1, batch: [], snapshot: Array("s1".utf8), state: nil))
             #expect(await Self.next(a) == .committed(name: "news", history: "h1", version: 2, batch: Self.batch(2), snapshot: Array("s2".utf8), state: nil))
             // A computed its batch against version 1: a conflict naming version 2; computed again, committed.
-            #expect(try await a.commit(Self.put("news", 2), base: 1, writeID: "w3", fence: nil, answer: []) == .conflict(version: 2, history: "h1"))
-            #expect(try await a.commit(Self.put("news", 3), base: 2, writeID: "w3", fence: nil, answer: Array("third".utf8))
+            #expect(await a.commit(FeedCommit(Self.put("news", 2), base: 1, writeID: "w3", clientKey: true, answer: [])) == .conflict(version: 2, history: "h1"))
+            #expect(await a.commit(FeedCommit(Self.put("news", 3), base: 2, writeID: "w3", clientKey: true, answer: Array("third".utf8)))
                     == .committed(version: 3, answer: Array("third".utf8), first: true))
             // The same write id again (a client's retry with its Idempotency-Key): the first answer, nothing written.
-            #expect(try await b.commit(Self.put("news", 4), base: 3, writeID: "w3", fence: nil, answer: [])
+            #expect(await b.commit(FeedCommit(Self.put("news", 4), base: 3, writeID: "w3", clientKey: true, answer: []))
                     == .committed(version: 3, answer: Array("third".utf8), first: false))
             let feed = try #require(try await b.read("news"))
             #expect(feed.version == 3 && feed.history == "h1" && feed.snapshot == Array("s3".utf8) && feed.batches.map(\.version) == [2, 3])
@@ -50,12 +50,12 @@ struct RedisSharedStoreTests {
             #expect(try await b.batches("news", history: "h1", after: 0) == nil)  // version 1 made no batch: a snapshot
             #expect(try await b.batches("news", history: "h2", after: 2) == nil)
             // A view state at the stored version, then at an old one.
-            #expect(try await b.commit(.viewState(name: "news", bytes: Array("st".utf8)), base: 3, writeID: "v1", fence: nil, answer: [])
+            #expect(await b.commit(FeedCommit(.viewState(name: "news", bytes: Array("st".utf8)), base: 3, writeID: "v1", clientKey: true, answer: []))
                     == .committed(version: 3, answer: [], first: true))
-            #expect(try await b.commit(.viewState(name: "news", bytes: Array("old".utf8)), base: 2, writeID: "v2", fence: nil, answer: [])
+            #expect(await b.commit(FeedCommit(.viewState(name: "news", bytes: Array("old".utf8)), base: 2, writeID: "v2", clientKey: true, answer: []))
                     == .conflict(version: 3, history: "h1"))
             #expect(try await a.read("news")?.viewState == Array("st".utf8))
-            #expect(try await b.commit(.delete(name: "news"), base: 0, writeID: "d1", fence: nil, answer: []) == .committed(version: 1, answer: [], first: true))
+            #expect(await b.commit(FeedCommit(.delete(name: "news"), base: 0, writeID: "d1", clientKey: true, answer: [])) == .committed(version: 1, answer: [], first: true))
             // A's own commit (version 3) does not come back to it: the next message is B's view state.
             #expect(await Self.next(a) == .committed(name: "news", history: "h1", version: 3, batch: [], snapshot: nil, state: Array("st".utf8)))
             #expect(await Self.next(a) == .deleted(name: "news", history: "h1"))
@@ -67,8 +67,8 @@ struct RedisSharedStoreTests {
         try await RedisTestServer.with { server in
             let store = try RedisStore.open(url: server.url, keys: RedisKeys(prefix: "p"), replay: 4)
             defer { store.close() }
-            for version in 1...2 { _ = try await store.commit(Self.put("news", version), base: version - 1, writeID: "n\(version)", fence: nil, answer: []) }
-            _ = try await store.commit(Self.put("other", 1, history: "h9"), base: 0, writeID: "o1", fence: nil, answer: [])
+            for version in 1...2 { _ = await store.commit(FeedCommit(Self.put("news", version), base: version - 1, writeID: "n\(version)", clientKey: true, answer: [])) }
+            _ = await store.commit(FeedCommit(Self.put("other", 1, history: "h9"), base: 0, writeID: "o1", clientKey: true, answer: []))
             #expect(try await store.positions(["news", "other", "none"])
                     == StorePositions(intact: true, feeds: ["news": FeedPosition(history: "h1", version: 2), "other": FeedPosition(history: "h9", version: 1)]))
             #expect(try await store.positions([]) == StorePositions(intact: true, feeds: [:]))
@@ -81,7 +81,7 @@ struct RedisSharedStoreTests {
             #expect(try await store.positions([]) == StorePositions(intact: true, feeds: [:]))
             _ = try admin.command(["FLUSHALL"])
             #expect(try await store.positions(["news"]) == StorePositions(intact: false, feeds: [:]))
-            #expect(try await store.commit(Self.put("news", 1), base: 0, writeID: "n9", fence: nil, answer: []) == .lostData)
+            #expect(await store.commit(FeedCommit(Self.put("news", 1), base: 0, writeID: "n9", clientKey: true, answer: [])) == .lostData)
         }
     }
 
@@ -91,7 +91,7 @@ struct RedisSharedStoreTests {
         try await RedisTestServer.with { server in
             let store = try RedisStore.open(url: server.url, keys: RedisKeys(prefix: "r"), replay: 4)
             defer { store.close() }
-            _ = try await store.commit(Self.put("news", 1), base: 0, writeID: "k", fence: nil, answer: Array("0 1 2".utf8))
+            _ = await store.commit(FeedCommit(Self.put("news", 1), base: 0, writeID: "k", clientKey: true, answer: Array("0 1 2".utf8)))
             let kept = try await store.recordAnswer("news", writeID: "k", version: 1, answer: Array("0 1 0".utf8))
             #expect(kept?.version == 1 && kept?.answer == Array("0 1 2".utf8))
             #expect(try await store.recordAnswer("news", writeID: "fresh", version: 1, answer: Array("0 1 0".utf8)) == nil)
@@ -116,7 +116,7 @@ struct RedisSharedStoreTests {
             #expect(await Self.next(store, skippingInterruptions: false) == .connected)  // every channel subscribed again
             let other = try RedisStore.open(url: server.url, keys: RedisKeys(), replay: 4)  // another instance's commit
             defer { other.close() }
-            _ = try await other.commit(Self.put("news", 1), base: 0, writeID: "w1", fence: nil, answer: [])
+            _ = await other.commit(FeedCommit(Self.put("news", 1), base: 0, writeID: "w1", clientKey: true, answer: []))
             #expect(await Self.next(store) == .committed(name: "news", history: "h1", version: 1, batch: [], snapshot: Array("s1".utf8), state: nil))
         }
     }

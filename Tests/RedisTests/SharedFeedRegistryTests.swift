@@ -194,7 +194,7 @@ struct SharedFeedRegistryTests {
             let event = Array("event: batch\nid: ds1.\(stored.history).2\ndata: {\"feed\":\"news\",\"version\":2}\n\n".utf8)
             let put = FeedWrite.put(name: "news", history: stored.history, version: 2, snapshot: WireCodec.encode(try Self.snapshot([1, 2])),
                                     batch: StoredBatch(version: 2, bytes: event), keepFrom: 0, viewState: nil)
-            #expect(try await writer.commit(put, base: 1, writeID: "w", fence: nil, answer: []) == .committed(version: 2, answer: [], first: true))
+            #expect(await writer.commit(FeedCommit(put, base: 1, writeID: "w", clientKey: true, answer: [])) == .committed(version: 2, answer: [], first: true))
             await b.registry.sharedFeeds?.checkPositions()
             let filled = try #require(await sink.next())
             #expect(filled.type == "batch" && filled.id == "ds1.\(stored.history).2")
