@@ -87,7 +87,7 @@ enum RedisKeptStatePrograms {
 /// Kept state across a new program under `--redis`: a state version 1 kept in Redis is migrated by
 /// version 2, or left exactly as it is (every use refused with `500`, nothing written) until reset.
 /// Version 1's instance keeps running beside version 2's, as in a rolling upgrade.
-@Suite(.enabled(if: RedisTestServer.isInstalled, RedisTestServer.skipReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: RedisTestServer.isInstalled, RedisTestServer.skipReason), .timeLimit(.minutes(3)))
 struct KeptStateVersionRedisTests {
     typealias P = RedisKeptStatePrograms
     typealias Instance = SharedFeedRegistryTests.Instance

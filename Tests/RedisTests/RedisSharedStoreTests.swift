@@ -6,7 +6,7 @@ import Redis
 /// The ``SharedFeedStore`` seam on Redis, two stores (two instances) on one real server, no HTTP:
 /// commits with the version check, a write id's first answer, reads, the batches after a version,
 /// positions and lost data, and the commits of one instance arriving at the other.
-@Suite(.enabled(if: RedisTestServer.isInstalled, RedisTestServer.skipReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: RedisTestServer.isInstalled, RedisTestServer.skipReason), .timeLimit(.minutes(3)))
 struct RedisSharedStoreTests {
     static func put(_ name: String, _ version: Int, history: String = "h1") -> FeedWrite { RedisStoreTests.put(name, version, history: history) }
     static func batch(_ version: Int) -> [UInt8] { Array("b\(version)".utf8) }

@@ -11,7 +11,7 @@ import TestSupport
 /// Families (issue 38) on a store several instances share: a member's feed is a shared feed, made on
 /// any instance, its actions run once whichever instance takes them, and dropping it on one instance
 /// keeps its state in Redis.
-@Suite(.enabled(if: RedisTestServer.isInstalled, RedisTestServer.skipReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: RedisTestServer.isInstalled, RedisTestServer.skipReason), .timeLimit(.minutes(3)))
 struct SharedFamilyTests {
     /// A value the tests and a family's closures share.
     final class Cell<Value: Sendable>: Sendable {
