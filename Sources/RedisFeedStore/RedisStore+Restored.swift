@@ -26,18 +26,26 @@ extension RedisStore {
         guard let epoch = try await client.command("GET", keys.epoch).string else { return NewHistories(feeds: 0) }  // no epoch: nothing kept
         var started = 0
         for name in try await feedNames(client, keys: keys) {
-            for _ in 0..<100 {  // each pass that finds the feed moved reads it again
+            var settled = false
+            for _ in 0..<100 where !settled {  // each pass that finds the feed moved reads it again
                 let fields = try await client.command("HMGET", keys.feed(name), "history", "version").array ?? []
-                guard let history = fields.first?.string, let version = fields.dropFirst().first?.string.flatMap({ Int($0) }), version > 0 else { break }
+                guard let history = fields.first?.string, let version = fields.dropFirst().first?.string.flatMap({ Int($0) }), version > 0 else {
+                    settled = true  // deleted meanwhile: nothing to restart
+                    break
+                }
                 let outcome = try await committer.newHistory(feed: name, epoch: epoch, from: history, at: version, to: RandomID.history())
                 if case .committed = outcome {
                     started += 1
-                    break
+                    settled = true
                 }
                 if case .epochChanged(let current) = outcome {
                     throw .unexpectedReply(command: "EVALSHA (new history of \(name))",
                                            reply: "the epoch changed to \(current ?? "none") meanwhile: Redis lost its data, so no history is left to restart")
                 }
+            }
+            if !settled {
+                throw .unexpectedReply(command: "EVALSHA (new history of \(name))",
+                                       reply: "the feed was written 100 times while its history was being restarted; run the command again")
             }
         }
         return NewHistories(feeds: started)
