@@ -38,11 +38,11 @@ package final class SharedFeedCopy: FeedCopyKeeper {
     /// Told when a client's id shows that the store went back in time (``catchUp(to:of:)``): the feed,
     /// the client's id, and the version the store holds.
     let rewound: (@Sendable (String, EventID, Int) -> Void)?
-    /// When (``MonotonicClock``) a client's id last made this feed start a new history.
-    var lastRewindRestart: Double?
-    /// At most one such restart per feed in this many seconds: an id is not signed, so a reader could
-    /// otherwise make every subscriber resync again and again by sending made-up ones.
-    static let rewindRestartInterval = 60.0
+    /// When (``MonotonicClock``) a client's id last had this feed reported as gone back.
+    var lastRewindReport: Double?
+    /// At most one report per feed in this many seconds: an id is not signed, so a reader could
+    /// otherwise fill the log by sending made-up ones.
+    static let rewindReportInterval = 60.0
 
     package init(store: any SharedFeedStore, lostData: (@Sendable () async -> Void)?, rewound: (@Sendable (String, EventID, Int) -> Void)? = nil) {
         self.store = store
@@ -210,24 +210,21 @@ package final class SharedFeedCopy: FeedCopyKeeper {
     /// A client that saw a later version on another instance than this copy holds: the copy is read
     /// again first, so the client resumes with batches.
     ///
-    /// A store that, read now, holds the client's history at an older version than the client was
-    /// served went back in time: Redis put back from an older RDB or AOF with no instance left that
-    /// held the copy (those that did notice by themselves, in ``refresh(_:)``). Left so, the feed would
-    /// number new states with versions clients already hold, and a client resuming from one would get
-    /// batches computed from a state it never had. The feed starts a new history there (at most once a
-    /// minute per feed), so this client and every later one gets a snapshot.
+    /// A store that, read now, still holds the client's history at an older version than the client
+    /// was served may have gone back in time: Redis put back from an older RDB or AOF with no instance
+    /// left that held the copy (those that did notice by themselves, in ``refresh(_:)``). The client
+    /// gets a snapshot, as any id the feed cannot continue does, and ``rewound`` is told (the log names
+    /// `diffstream restore --redis`, which gives every feed a new history). A read never changes the
+    /// feed: ids are not signed, so a made-up one must not be able to restart a history.
     package func catchUp(to id: EventID, of feed: isolated Feed) async -> Bool {
         await feed.acquireWrite()
         defer { feed.releaseWrite() }
         if await refresh(feed) != nil { return true }
         guard id.history == feed.history, id.version > feed.version, feed.version > 0 else { return false }
         let now = MonotonicClock.now()
+        if let last = lastRewindReport, now - last < Self.rewindReportInterval { return false }
+        lastRewindReport = now
         rewound?(feed.name, id, feed.version)
-        if let last = lastRewindRestart, now - last < Self.rewindRestartInterval { return false }
-        lastRewindRestart = now
-        if (try? await store.restartHistory(feed.name, from: id.history, at: feed.version, to: RandomID.history())) == true {
-            await refresh(feed)
-        }
         return false
     }
 

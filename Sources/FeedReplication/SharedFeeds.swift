@@ -144,7 +144,7 @@ public actor SharedFeeds: FeedSource {
                 store.follow(name)
                 let lostData: @Sendable () async -> Void = { [weak self] in await self?.storeLostData() }
                 let rewound: @Sendable (String, EventID, Int) -> Void = { [logger, kind = store.kind] name, id, held in
-                    logger.error("\(kind) holds feed \(name) at version \(held) of history \(id.history), but a client resumed from version \(id.version) of it: \(kind) went back in time (put back from an older copy?); the feed starts a new history. After restoring \(kind) from an older copy, give every feed a new history (docs/deploy-redis.md, 'Restoring Redis')")
+                    logger.error("\(kind) holds feed \(name) at version \(held) of history \(id.history), but a client resumed from version \(id.version) of it: if \(kind) was put back from an older copy, run 'diffstream restore --redis' so that no version is numbered twice (docs/deploy-redis.md, 'Restoring Redis from an older RDB or AOF'); the client gets a snapshot")
                 }
                 guard let stored = try await store.read(name) else {
                     return Feed(name: name, replayLimit: replayLimit, transport: transport, metrics: metrics, store: store, account: storage,
