@@ -33,6 +33,8 @@ export class Connection {
     this.token = options.token || null;
     this.mode = options.mode || (this.crossOrigin ? 'own' : undefined);
     this.onError = options.onError || null;
+    this.poll = options.poll || null;
+    this.maxPolls = options.maxPolls;
     this.feeds = new Map(); // feed -> { state: FeedState, status, connection, error, listeners: Set, stream }
     this.regions = new Set();
     this.catalogPromise = null;
@@ -48,6 +50,8 @@ export class Connection {
     if (this.explicitBase) options.baseURL = this.baseURL;
     if (this.token) options.token = this.token;
     if (this.mode) options.mode = this.mode;
+    if (this.poll) options.poll = this.poll;
+    if (this.maxPolls !== undefined) options.maxPolls = this.maxPolls;
     return openStreams(options);
   }
 

@@ -39,7 +39,18 @@ export function chooseMode(requested, { foreign = false, failed = [], scope = gl
   return { mode, available };
 }
 
-const subscribeMessage = (sub, entry) => ({ type: 'subscribe', sub, feed: entry.feed, history: entry.history, version: entry.version, id: entry.id, stale: Boolean(entry.stale) });
+const subscribeMessage = (sub, entry) => ({
+  type: 'subscribe', sub, feed: entry.feed, history: entry.history, version: entry.version, id: entry.id, stale: Boolean(entry.stale),
+  ...(entry.poll ? { poll: true, maxPolls: entry.maxPolls } : {}),
+});
+
+/// Whether `feed` is one the page follows through its log (the `poll` option): a list of names, where
+/// `prefix.*` takes every feed under the prefix, or a function of the name.
+export function pollsFeed(poll, feed) {
+  if (typeof poll === 'function') return Boolean(poll(feed));
+  if (!Array.isArray(poll)) return false;
+  return poll.some((p) => p === feed || (typeof p === 'string' && p.endsWith('.*') && feed.startsWith(p.slice(0, -1))));
+}
 
 /// The tab's side of the shared connection: its subscriptions, the position each feed holds, and the
 /// transport to the hub (see `openStreams`, which gives pages its API).
@@ -52,6 +63,8 @@ export class TabStreams {
     this.mode = chooseMode(options.mode, { foreign: this.foreign }).mode;
     this.tabId = randomId();
     this.token = options.token || null;
+    this.poll = options.poll || null; // the feeds followed through their cacheable log (pollsFeed)
+    this.maxPolls = Number.isInteger(options.maxPolls) ? options.maxPolls : undefined;
     this.subs = new Map();  // sub -> { feed, listener, history, version, id, state, resyncing, stale, left }
     this.nextSub = 1;
     this.ready = false;     // the transport is up (our tab lock is held)
@@ -163,7 +176,7 @@ export class TabStreams {
   subscribe(feed, listener) {
     if (this.closed) throw new Error('these streams are closed');
     const sub = this.nextSub++;
-    const entry = { feed, listener, history: null, version: null, id: null, state: 'connecting', resyncing: false, stale: null };
+    const entry = { feed, listener, history: null, version: null, id: null, state: 'connecting', resyncing: false, stale: null, poll: pollsFeed(this.poll, feed), maxPolls: this.maxPolls };
     if (isFeedName(feed)) {
       this.subs.set(sub, entry);
       this.post(subscribeMessage(sub, entry));
@@ -258,7 +271,10 @@ export class TabStreams {
 /// Options: `baseURL` (the server's origin; the page's own by default), `token` (a JWT for private
 /// feeds; on the page's origin it is stored in the `diffstreamAuthorization` cookie that every tab and
 /// the worker share, on another origin it goes in the stream's URL), `mode` ('worker', 'tab' or 'own';
-/// the first the browser supports by default; another origin always gets 'own').
+/// the first the browser supports by default; another origin always gets 'own'), `poll` (feeds to follow
+/// through their cacheable log, `GET /feeds/{feed}/log`, for pages behind a CDN: a list of names, `prefix.*`
+/// for a family, or a function of the name; docs/client-js.md, "Behind a CDN"), `maxPolls` (how many feeds
+/// the hub polls at most, MAX_POLLS by default; the rest go in the event stream).
 ///
 /// Returns `{ subscribe(feed, listener) → {close(), resync(), state, version, history, stale}, setToken(token),
 /// retry(), close(), state, mode, leading, delivered }`. The listener gets

@@ -26,7 +26,8 @@ export { valueAt, isSafeURL } from './diffstream-bindings.js';
 let shared = null; // closed (connection.close()): the next connect starts another
 
 /// Starts the page's connection (once; later calls return it). Options: `baseURL` (another server: its
-/// own stream, CORS through --allow-origin), `token`, `mode` ('worker' | 'tab' | 'own'), `onError`.
+/// own stream, CORS through --allow-origin), `token`, `mode` ('worker' | 'tab' | 'own'), `onError`, `poll`
+/// (feeds to follow through their cacheable log behind a CDN: names, `prefix.*`, or a function) and `maxPolls`.
 export function connect(options = {}) {
   if (!shared || shared.closed) shared = new Connection(options);
   else if (options.token !== undefined) shared.setToken(options.token);

@@ -16,14 +16,16 @@
 import { isFeedName, invalidFeedDetail } from './diffstream-protocol.js';
 import { FeedSlot } from './stream-feed.js';
 import { Stream } from './stream-source.js';
+import { Poller } from './stream-poll.js';
+import { MAX_POLLS } from './stream-limits.js';
 
-export { HUB_LOG_LIMIT, HUB_LOG_CHARS, RETRY_FIRST_MS, RETRY_MAX_MS, OUTAGE_GRACE_MS, UNREACHABLE_AFTER } from './stream-limits.js';
+export { HUB_LOG_LIMIT, HUB_LOG_CHARS, RETRY_FIRST_MS, RETRY_MAX_MS, OUTAGE_GRACE_MS, UNREACHABLE_AFTER, MAX_POLLS, LIVE_READ_TIMEOUT_MS } from './stream-limits.js';
 
 /// Holds the event streams for all the feeds any of its clients (tabs) subscribe to: one stream while
 /// they are at most `maxStreamFeeds`, more beyond (the server takes at most that many per stream); each
 /// client has subscriptions `sub`, each to one feed.
 ///
-/// Messages in: subscribe {sub, feed, history, version, id, stale}, unsubscribe {sub}, resync {sub}, retry {sub},
+/// Messages in: subscribe {sub, feed, history, version, id, stale, poll?, maxPolls?}, unsubscribe {sub}, resync {sub}, retry {sub},
 /// token {token}, many {messages} (several of these, sent in one task). Messages out (to the subscription's `send`, with `sub` and `feed`):
 /// event {event: snapshot|batch|deleted|notfound|forbidden|unauthorized|unavailable|available, data, id} and
 /// state {state: connecting|open|retrying|unreachable|closed, status?, detail?} (unreachable: retrying, and
@@ -35,9 +37,14 @@ export { HUB_LOG_LIMIT, HUB_LOG_CHARS, RETRY_FIRST_MS, RETRY_MAX_MS, OUTAGE_GRAC
 /// the current message: queueMicrotask by default), `baseURL` (the server's origin; '' for the page's),
 /// `token` (sent in the stream's URL; without one the cookie carries it), `onOpen(url)` (each stream opened),
 /// `maxStreamFeeds` (most feeds in one stream: the server's `--max-stream-feeds`; a server that refuses
-/// a stream as too many feeds lowers it to the limit it names).
+/// a stream as too many feeds lowers it to the limit it names), `maxPolls` (MAX_POLLS).
+///
+/// A feed whose first subscription asks for `poll` is followed through its cacheable log
+/// (`GET /feeds/{feed}/log`, stream-poll.js) instead of the event stream, while fewer than `maxPolls`
+/// feeds are (a subscription's `maxPolls` sets it: the page knows whether its server speaks HTTP/2);
+/// past that, it goes in the event stream like any other. The tabs see no difference.
 export class StreamHub {
-  constructor({ EventSource, fetch, setTimeout, clearTimeout, defer, baseURL = '', token = null, onOpen, maxStreamFeeds = 100 } = {}) {
+  constructor({ EventSource, fetch, setTimeout, clearTimeout, defer, baseURL = '', token = null, onOpen, maxStreamFeeds = 100, maxPolls = MAX_POLLS } = {}) {
     this.EventSource = EventSource;
     this.fetch = fetch;
     this.setTimeout = setTimeout;
@@ -47,6 +54,7 @@ export class StreamHub {
     this.token = token;
     this.onOpen = onOpen || (() => {});
     this.maxStreamFeeds = maxStreamFeeds >= 1 ? Math.floor(maxStreamFeeds) : 100;
+    this.maxPolls = maxPolls >= 0 ? Math.floor(maxPolls) : MAX_POLLS;
     this.feeds = new Map(); // feed -> FeedSlot
     this.subs = new Map();  // `${client}/${sub}` -> FeedSlot
     this.streams = [];      // Stream, in the order opened: a new feed goes in the first with room
@@ -62,6 +70,7 @@ export class StreamHub {
 
   /// The slot's stream reconnects even if its feeds are the same (the feed is asked from a new position).
   force(slot) {
+    if (slot.poller) { slot.poller.start(); return; } // read again from the slot's (new) position
     if (slot.stream) slot.stream.forced = true; // else it is not in a stream yet: joining one reconnects it
     this.schedule();
   }
@@ -79,17 +88,30 @@ export class StreamHub {
   sync() {
     const wanted = this.wanted();
     const keep = new Set(wanted);
+    this.syncPolls(wanted, keep);
     for (const stream of this.streams) {
       for (const slot of stream.members) if (!keep.has(slot)) stream.remove(slot);
       for (const slot of [...stream.members].slice(this.maxStreamFeeds)) stream.remove(slot);
     }
     for (const stream of this.streams) if (stream.members.size === 0) stream.close();
     this.streams = this.streams.filter((stream) => stream.members.size > 0);
-    for (const slot of wanted) if (!slot.stream) this.place(slot);
+    for (const slot of wanted) if (!slot.stream && !slot.poller) this.place(slot);
     // Every stream that changes closes before any opens: a feed that moved is never in two at once.
     const changed = this.streams.filter((stream) => stream.changed());
     for (const stream of changed) { stream.forced = false; stream.closeSource(); }
     for (const stream of changed) stream.connect([...stream.members]);
+  }
+
+  /// Polled feeds no longer wanted stop; a feed that asks for `poll` and is in no stream gets a Poller
+  /// while there is room (a feed already in a stream stays there: moving it would cost a resync).
+  syncPolls(wanted, keep) {
+    for (const slot of this.feeds.values()) if (slot.poller && !keep.has(slot)) slot.poller.close();
+    let polled = wanted.filter((slot) => slot.poller).length;
+    for (const slot of wanted) {
+      if (!slot.poll || slot.poller || slot.stream || polled >= this.maxPolls) continue;
+      slot.poller = new Poller(this, slot);
+      polled++;
+    }
   }
 
   /// A feed without a stream goes in the first with room, one not waiting out a backoff if there is one
@@ -111,6 +133,7 @@ export class StreamHub {
   /// The server ended a feed's part of its stream: the stream no longer carries it.
   left(slot) {
     if (slot.stream) slot.stream.left(slot);
+    if (slot.poller) slot.poller.close();
   }
 
   onDeleted(slot, data) {
@@ -122,6 +145,7 @@ export class StreamHub {
   }
 
   drop(slot) {
+    if (slot.poller) slot.poller.close();
     this.clearTimeout(slot.timer);
     if (slot.outage) this.clearTimeout(slot.outage.timer);
     if (this.feeds.get(slot.feed) === slot) this.feeds.delete(slot.feed);
@@ -143,7 +167,8 @@ export class StreamHub {
         }
         let slot = this.feeds.get(message.feed);
         const fresh = !slot;
-        if (fresh) { slot = new FeedSlot(this, message.feed); this.feeds.set(message.feed, slot); }
+        if (fresh) { slot = new FeedSlot(this, message.feed); slot.poll = Boolean(message.poll); this.feeds.set(message.feed, slot); }
+        if (Number.isInteger(message.maxPolls) && message.maxPolls >= 0) this.maxPolls = message.maxPolls;
         const positioned = typeof message.id === 'string' && Number.isInteger(message.version);
         const sub = {
           send: (m) => send({ ...m, sub: message.sub, feed: message.feed }),
@@ -189,6 +214,7 @@ export class StreamHub {
         this.token = message.token || null;
         this.retryNow([...this.feeds.values()]);
         for (const stream of this.streams) stream.forced = true;
+        for (const slot of this.feeds.values()) if (slot.poller) slot.poller.start(); // from where it stands, with the new token
         this.schedule();
         return;
       default:
@@ -211,6 +237,7 @@ export class StreamHub {
   retryNow(slots) {
     let changed = false;
     for (const slot of slots) changed = slot.unrefuse() || changed;
+    for (const slot of slots) if (slot.poller) slot.poller.retryNow();
     for (const stream of new Set(slots.map((slot) => slot.stream))) if (stream) changed = stream.retryNow() || changed;
     if (changed) this.schedule();
   }
@@ -231,6 +258,7 @@ export class StreamHub {
   /// Ends every stream and every subscription (the hub is handed over or the tab leaves).
   closeAll() {
     for (const stream of this.streams) stream.close();
+    for (const slot of this.feeds.values()) if (slot.poller) slot.poller.close();
     this.streams = [];
     for (const slot of this.feeds.values()) { this.clearTimeout(slot.timer); if (slot.outage) this.clearTimeout(slot.outage.timer); }
     this.feeds.clear();

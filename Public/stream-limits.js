@@ -20,3 +20,11 @@ export const OUTAGE_GRACE_MS = 2000;
 export const UNREACHABLE_AFTER = 3;
 /// The delay before the next try after `failures` failures in a row (0 for the first).
 export const backoff = (failures) => Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** failures);
+/// Feeds a hub follows through their log (`poll`, stream-poll.js) at most, each a request always open:
+/// over HTTP/1.1 a browser opens six connections per origin, and the event stream and the page's own
+/// requests need the rest. Behind a CDN that speaks HTTP/2 a page may raise it (`maxPolls`); feeds past
+/// it are carried by the event stream.
+export const MAX_POLLS = 4;
+/// A live read of the log waits at most 20 s at the server; one without an answer after this long (a
+/// connection a middlebox dropped without a word) is given up and asked again.
+export const LIVE_READ_TIMEOUT_MS = 45000;

@@ -15,7 +15,7 @@ LIBRARY = [
     "diffstream.js", "diffstream-connection.js", "diffstream-patch.js", "diffstream-bindings.js", "diffstream-keyed.js",
     "diffstream-animate.js", "diffstream-actions.js", "diffstream-protocol.js", "diffstream-streams.js",
     "diffstream-transports.js", "diffstream-util.js", "stream-hub.js", "stream-feed.js", "stream-source.js",
-    "stream-limits.js", "stream-worker.js",
+    "stream-limits.js", "stream-worker.js", "diffstream-poll.js", "stream-poll.js",
 ]
 
 
