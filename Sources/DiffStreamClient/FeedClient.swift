@@ -59,6 +59,9 @@ public struct FeedClient: Sendable {
     /// sequence; each stream reconnects, and asks ``tokenHook`` for a fresh token, on its own, and its
     /// ``FeedEvent/connection(_:)`` states come interleaved with the others'.
     public var maxStreamFeeds = 100
+    /// How feeds are followed: the event stream (the default), or each feed's cacheable log, for servers
+    /// behind an HTTP cache or a CDN (docs/client-swift.md, "Behind a CDN").
+    public var delivery: FeedDelivery = .eventStream
 
     /// - Parameters:
     ///   - baseURL: the server, e.g. `http://127.0.0.1:8080`.
@@ -110,6 +113,11 @@ public struct FeedClient: Sendable {
     }
 
     private func follow<Transform: EventTransform>(_ route: StreamMachine.Route, transform: Transform) -> AsyncThrowingStream<Transform.Element, any Error> {
+        if delivery == .cacheableLog {
+            var seen: Set<String> = []
+            let parts = route.feeds.filter { seen.insert($0).inserted }.map { poll($0, transform: transform) }
+            return parts.count == 1 ? parts[0] : Self.merge(parts)
+        }
         if case .multi(let listed) = route, listed.count > max(1, maxStreamFeeds) {
             var seen: Set<String> = []
             let feeds = listed.filter { seen.insert($0).inserted }  // a name twice would be followed on two streams
@@ -129,6 +137,20 @@ public struct FeedClient: Sendable {
             for feed in route.feeds { cached[feed] = cache.load(feed: feed) }
         }
         let machine = StreamMachine(route: route, token: token, settings: settings, cached: cached, jitter: { Double.random(in: 0..<1) })
+        let client = self
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                await StreamDriver.run(machine: machine, client: client, transform: transform, continuation: continuation)
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Follows one feed through its cacheable log (``FeedDelivery/cacheableLog``).
+    private func poll<Transform: EventTransform>(_ feed: String, transform: Transform) -> AsyncThrowingStream<Transform.Element, any Error> {
+        var settings = PollMachine.Settings()
+        settings.maximumBackoff = maximumBackoff
+        let machine = PollMachine(feed: feed, token: token, settings: settings, cached: cache?.load(feed: feed), jitter: { Double.random(in: 0..<1) })
         let client = self
         return AsyncThrowingStream { continuation in
             let task = Task {
@@ -196,8 +218,14 @@ public struct FeedClient: Sendable {
     func urlRequest(for request: StreamRequest) -> URLRequest? {
         guard let url = url(path: request.path, query: request.query) else { return nil }
         var urlRequest = URLRequest(url: url)
-        urlRequest.setValue("text/event-stream", forHTTPHeaderField: "Accept")
-        urlRequest.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
+        switch request.kind {
+        case .events:
+            urlRequest.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+            urlRequest.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
+        case .log:
+            // No `Cache-Control` of ours: the answers are meant to come from caches on the way.
+            urlRequest.setValue("application/json", forHTTPHeaderField: "Accept")
+        }
         if let id = request.lastEventID { urlRequest.setValue(id, forHTTPHeaderField: "Last-Event-ID") }
         if let token = request.token { urlRequest.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         return urlRequest
@@ -208,6 +236,18 @@ extension String {
     fileprivate func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
     }
+}
+
+/// How a ``FeedClient`` follows feeds.
+public enum FeedDelivery: Sendable, Equatable {
+    /// One event stream (`GET /feeds/{feed}/events`, or `GET /events?feed=…` for several): the default.
+    case eventStream
+    /// Each feed's cacheable log (`GET /feeds/{feed}/log`, docs/protocol.md, "Reads through HTTP
+    /// caches"), one request at a time per feed, a live one waiting at the head: for public feeds
+    /// served through an HTTP cache or a CDN, which collapses the reads of many clients into one. The
+    /// events and guarantees are the event stream's; ``FeedEvent/unavailable(feed:detail:)`` is never
+    /// reported (a store outage is a `503`, retried).
+    case cacheableLog
 }
 
 /// A client error that ends a sequence (the server's refusals are events, not errors).

@@ -44,12 +44,12 @@ where Section.ID: Sendable, Item.ID: Sendable {
     }
 }
 
-/// Runs a ``StreamMachine`` against the network: performs its actions with the client's ``FeedStreamTransport``, feeds
+/// Runs a ``StreamMachine`` (or a ``PollMachine``) against the network: performs its actions with the client's ``FeedStreamTransport``, feeds
 /// it transport events and timer ticks, and yields its events. The clock is the process's monotonic
 /// uptime. Ends when the machine finishes or the consumer stops iterating.
 enum StreamDriver {
-    static func run<Transform: EventTransform>(
-        machine initial: StreamMachine, client: FeedClient, transform initialTransform: Transform,
+    static func run<Machine: FollowingMachine, Transform: EventTransform>(
+        machine initial: Machine, client: FeedClient, transform initialTransform: Transform,
         continuation: AsyncThrowingStream<Transform.Element, any Error>.Continuation
     ) async {
         var machine = initial

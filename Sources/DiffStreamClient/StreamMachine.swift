@@ -3,7 +3,10 @@ import DiffStreamJSON
 
 /// A request the transport is asked to open.
 struct StreamRequest: Equatable, Sendable {
-    /// `/feeds/NAME/events` or `/events`.
+    /// What the request reads: an event stream, or one answer of a feed's cacheable log.
+    enum Kind: Equatable, Sendable { case events, log }
+
+    /// `/feeds/NAME/events`, `/events` or `/feeds/NAME/log`.
     var path: String
     /// Query parameters in order (values not yet percent-encoded).
     var query: [QueryParameter]
@@ -11,6 +14,17 @@ struct StreamRequest: Equatable, Sendable {
     var lastEventID: String?
     /// The token, sent as `Authorization: Bearer`.
     var token: String?
+    var kind: Kind = .events
+}
+
+/// A pure state machine that follows feeds over connections the driver makes (``StreamDriver``): the
+/// event stream's (``StreamMachine``) or the cacheable log's (``PollMachine``).
+protocol FollowingMachine: Sendable {
+    /// The token the machine's connections carry now.
+    var token: String? { get }
+    /// When the driver must send ``StreamMachine/Input/timer`` next, if at all.
+    var nextDeadline: Double? { get }
+    mutating func handle(_ input: StreamMachine.Input, now: Double) -> [StreamMachine.Action]
 }
 
 /// A name and a value of a URL's query.
@@ -51,7 +65,7 @@ struct QueryParameter: Equatable, Sendable {
 /// - A feed yielded from the offline cache (stale) that the new stream resumes at the cached id with
 ///   nothing missed gets no event at all: when ``Settings/outageGrace`` seconds after the stream opened
 ///   nothing came for it, what is held is current, and it is yielded again, not stale (`.full(.resync)`).
-struct StreamMachine: Sendable {
+struct StreamMachine: FollowingMachine {
     struct Settings: Sendable {
         /// The heartbeat interval assumed until the server announces one, in seconds.
         var defaultHeartbeat: Double = 15

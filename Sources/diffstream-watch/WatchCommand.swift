@@ -34,6 +34,7 @@ struct WatchCommand: AsyncParsableCommand {
     @Argument(help: "The feeds to follow (several share one stream).") var feeds: [String]
     @Flag(help: "Print each snapshot as one line of JSON: the object GET /feeds/{feed} returns at that position (with \"history\" and the event id under \"id\").") var json = false
     @Flag(help: "Print the current snapshot of each feed and exit.") var once = false
+    @Flag(help: "Follow each feed through its cacheable log (GET /feeds/{feed}/log: one read at a time, a live one waiting at the head) instead of the event stream: for a server behind an HTTP cache or a CDN.") var poll = false
     /// The bearer token sent. `diffstream --token T watch …` (the server command's option, before
     /// `watch`) reaches here as `DIFFSTREAM_WATCH_TOKEN`.
     @Option(help: "The bearer token to send (or set DIFFSTREAM_WATCH_TOKEN).") var token: String?
@@ -81,6 +82,7 @@ struct WatchCommand: AsyncParsableCommand {
         let token = token ?? ProcessInfo.processInfo.environment["DIFFSTREAM_WATCH_TOKEN"]
         var client = FeedClient(baseURL: base, token: token, cacheDirectory: cache.map { URL(fileURLWithPath: $0, isDirectory: true) })
         client.insecure = insecure
+        if poll { client.delivery = .cacheableLog }
         if base.scheme == "https" || cacert != nil || insecure {
             do {
                 client.streamTransport = try TLSStreamTransport(caFile: cacert, insecure: insecure)

@@ -59,6 +59,13 @@ for try await event in client.snapshots(of: ["inbox", "lobby"], as: Snapshot<Roo
 }
 for try await event in client.updates(of: ["home", "week"]) { record(event) }   // feeds of different types: untyped
 
+// docs/client-swift.md, "Behind a CDN: `delivery = .cacheableLog`", verbatim:
+var cdnClient = FeedClient(baseURL: URL(string: "https://cdn.example.com")!)
+cdnClient.delivery = .cacheableLog   // each feed through GET /feeds/{feed}/log instead of the event stream
+for try await event in cdnClient.snapshots(of: "lobby", as: Snapshot<Room, Message>.self) {
+    if case .update(let update) = event { show(update.snapshot, in: update.feed) }
+}
+
 // docs/client-swift.md, "Actions", verbatim:
 struct Toggle: Encodable, Sendable { var id: String }
 try await client.perform("toggle", on: "todo", input: Toggle(id: "t3"))   // ActionResult(feed, version, ops)
