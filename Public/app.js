@@ -44,7 +44,11 @@ if (savedToken) setCookie(savedToken);
 $('token-set').hidden = !savedToken;
 // `?streams=worker|tab|own` picks where the shared stream is held (the tests run each path).
 const mode = new URLSearchParams(location.search).get('streams') || undefined;
-const connection = connect({ mode, token: savedToken || null, onError: (detail) => showError(`Could not ${words(detail.action)}: ${detail.message}`) });
+// `?poll=week,forecast` (or `?poll=*`): those feeds through their cacheable log, for the page behind a CDN
+// (docs/client-js.md, "Behind a CDN").
+const polled = (new URLSearchParams(location.search).get('poll') || '').split(',').filter(Boolean);
+const poll = polled.includes('*') ? () => true : polled;
+const connection = connect({ mode, token: savedToken || null, poll, onError: (detail) => showError(`Could not ${words(detail.action)}: ${detail.message}`) });
 window.diffstreamStreams = connection.streams; // the transport, for the tests of the shared connection
 
 function saveToken() {
