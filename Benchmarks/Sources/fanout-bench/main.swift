@@ -5,6 +5,12 @@
 //
 //   fanout-bench --port 8080 --pid <server pid> --subscribers 1000 --publishes 20
 //   fanout-bench --port 8090 --pid <nginx worker pid> --pid <another worker pid> --nchan ...
+//   fanout-bench --poll --port <nginx's> --pid <nginx worker pid>… --origin-port 8080 --origin-pid <server pid> ...
+//
+// --poll: the subscribers read the feed's cacheable log through a cache (nginx in front of diffstream,
+// Benchmarks/log-cache.sh) with LogReader, one request at a time each; the publishes go to the origin,
+// whose CPU per publish is reported apart from the cache's (--pid), with the origin's requests per
+// publish (its /metrics: the log route's request count).
 //
 // The last line, `RESULT key=value ...`, is for scripts (Benchmarks/run-fanout.sh).
 //
@@ -30,6 +36,9 @@ struct Options {
     var feed = "fanout"
     var items = 20
     var sources = 1
+    var poll = false
+    var originPort: UInt16?
+    var originPIDs: [Int32] = []
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -45,6 +54,9 @@ struct Options {
             case "--sources": sources = Int(iterator.next()!)!
             case "--nchan": nchan = true
             case "--gzip": gzip = true
+            case "--poll": poll = true
+            case "--origin-port": originPort = UInt16(iterator.next()!)!
+            case "--origin-pid": originPIDs.append(Int32(iterator.next()!)!)
             default:
                 FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
                 exit(2)
@@ -64,7 +76,7 @@ func now() -> Double {
 
 /// One blocking HTTP request on a fresh connection; returns the status code.
 @MainActor func request(_ method: String, _ path: String, body: String = "") -> Int {
-    let fd = connectTo(source: 1, blocking: true)
+    let fd = connectTo(source: 1, blocking: true, port: options.originPort ?? options.port)
     defer { close(fd) }
     let text = "\(method) \(path) HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
     _ = text.withCString { send(fd, $0, strlen($0), 0) }
@@ -74,7 +86,7 @@ func now() -> Double {
     return Int(String(decoding: buffer[9..<12], as: UTF8.self)) ?? 0
 }
 
-@MainActor func connectTo(source: Int, blocking: Bool) -> Int32 {
+@MainActor func connectTo(source: Int, blocking: Bool, port: UInt16 = options.port) -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     var local = sockaddr_in()
     local.sin_family = sa_family_t(AF_INET)
@@ -82,7 +94,7 @@ func now() -> Double {
     _ = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = options.port.bigEndian
+    address.sin_port = port.bigEndian
     address.sin_addr.s_addr = inet_addr(options.host)
     let result = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
     if result != 0 {
@@ -111,6 +123,28 @@ func now() -> Double {
     return request(method, path, body: body)
 }
 
+/// The origin's requests to the log route so far: the count of its request histogram's series whose
+/// route ends with `/log` (docs/protocol.md, "Metrics"), read from its /metrics.
+@MainActor func originLogRequests() -> Int {
+    let fd = connectTo(source: 1, blocking: true, port: options.originPort ?? options.port)
+    defer { close(fd) }
+    let text = "GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
+    _ = text.withCString { send(fd, $0, strlen($0), 0) }
+    var answer: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = recv(fd, &chunk, chunk.count, 0)
+        if count <= 0 { break }
+        answer += chunk[0..<count]
+    }
+    var total = 0
+    for line in String(decoding: answer, as: UTF8.self).split(separator: "\n")
+    where line.hasPrefix("diffstream_http_request_duration_seconds_count{") && line.contains("/log\"") {
+        total += Int(Double(line.split(separator: " ").last ?? "") ?? 0)
+    }
+    return total
+}
+
 func residentKiB(_ pid: Int32) -> Int {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
     for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
@@ -134,10 +168,22 @@ final class Subscriber {
     var decoder: GzipStreamDecoder?
     var received: [Int: Double] = [:]
     var scanFrom = 0
+    var log: LogReader?
 
     init(fd: Int32) { self.fd = fd }
 
     func consume(_ bytes: ArraySlice<UInt8>, at time: Double) {
+        if let log {
+            let answers = log.consume(bytes)
+            guard !answers.isEmpty else { return }  // the answer is not whole yet
+            for (status, body) in answers {
+                headDone = true
+                if status == 200 { record(body, at: time) }
+            }
+            let text = log.request
+            _ = text.withCString { send(fd, $0, strlen($0), 0) }  // one answer at a time: the next read
+            return
+        }
         var data = Array(bytes)
         if !headDone {
             text += data
@@ -147,6 +193,11 @@ final class Subscriber {
             text = []
         }
         if let decoder { data = decoder.decode(data) ?? [] }
+        record(data, at: time)
+    }
+
+    func record(_ data: [UInt8], at time: Double) {
+        if log != nil { text = []; scanFrom = 0 }  // each answer is whole
         text += data
         // Record every marker seen so far.
         let marker: [UInt8] = Array("seq-".utf8)
@@ -193,7 +244,8 @@ for index in 0..<options.subscribers {
     let fd = connectTo(source: 1 + index % max(1, options.sources), blocking: false)
     let subscriber = Subscriber(fd: fd)
     if options.gzip { subscriber.decoder = GzipStreamDecoder() }
-    let text = "GET \(path) HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n\(options.gzip ? "Accept-Encoding: gzip\r\n" : "")\r\n"
+    if options.poll { subscriber.log = LogReader(feed: options.feed) }
+    let text = subscriber.log?.request ?? "GET \(path) HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n\(options.gzip ? "Accept-Encoding: gzip\r\n" : "")\r\n"
     _ = text.withCString { send(fd, $0, strlen($0), 0) }
     subscribers.append(subscriber)
 }
@@ -223,7 +275,7 @@ let publisher = Publisher()
 
 @MainActor func startPublish(_ sequence: Int) {
     let (method, path, body) = publishRequest(sequence)
-    let fd = connectTo(source: 1, blocking: true)
+    let fd = connectTo(source: 1, blocking: true, port: options.originPort ?? options.port)
     let text = "\(method) \(path) HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
     _ = text.withCString { send(fd, $0, strlen($0), 0) }
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -284,6 +336,8 @@ let rssConnected = options.pids.map(residentKiB).reduce(0, +)
 // 3. Publishes.
 var published: [Int: Double] = [:]
 let cpuBefore = options.pids.map(cpuSeconds).reduce(0, +)
+let originCPUBefore = options.originPIDs.map(cpuSeconds).reduce(0, +)
+let originRequestsBefore = options.poll ? originLogRequests() : 0
 let toolCPUBefore = ownCPUSeconds()
 let started = now()
 for sequence in 1...options.publishes {
@@ -295,6 +349,8 @@ for sequence in 1...options.publishes {
 }
 pump(until: now() + 10) { subscribers.allSatisfy { $0.received.count >= options.publishes + (options.nchan ? 0 : 1) } }
 let cpuAfter = options.pids.map(cpuSeconds).reduce(0, +)
+let originCPUAfter = options.originPIDs.map(cpuSeconds).reduce(0, +)
+let originRequests = options.poll ? originLogRequests() - originRequestsBefore : 0
 let toolCPU = ownCPUSeconds() - toolCPUBefore
 let toolWall = now() - started
 
@@ -323,12 +379,20 @@ if !options.pids.isEmpty {
     print(String(format: "server RSS: %.1f MiB before, %.1f MiB connected: %.2f KiB per connection", Double(rssBefore) / 1024, Double(rssConnected) / 1024, perConnection))
     print(String(format: "server CPU: %.1f ms per publish", serverCPUPerBatch))
 }
+let originCPUPerBatch = (originCPUAfter - originCPUBefore) * 1000 / Double(options.publishes)
+let originRequestsPerBatch = Double(originRequests) / Double(options.publishes)
+if options.poll {
+    print(String(format: "origin: %.2f ms CPU per publish, %.2f log requests per publish", originCPUPerBatch, originRequestsPerBatch))
+    var statuses: [Int: Int] = [:]
+    for subscriber in subscribers { for (status, count) in subscriber.log?.statuses ?? [:] { statuses[status, default: 0] += count } }
+    print("answers by status: " + statuses.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))
+}
 // The tool's own CPU while the changes went out: near 100 % of one core would mean it, not the
 // server, sets the pace.
 print(String(format: "load tool CPU: %.2f s over %.2f s (%.0f %% of one core), %.1f ms per publish", toolCPU, toolWall, toolCPU / max(0.001, toolWall) * 100,
              toolCPU * 1000 / Double(options.publishes)))
-let serverName = options.nchan ? "nchan" : (options.gzip ? "diffstream-gzip" : "diffstream")
-print("RESULT server=\(serverName) " + String(format: "subscribers=%d p50=%.2f p99=%.2f min=%.2f delivered=%d missing=%d cpu_ms_per_batch=%.2f kib_per_subscriber=%.3f tool_cpu_s=%.2f tool_wall_s=%.2f tool_cpu_ms_per_batch=%.2f",
+let serverName = options.poll ? "diffstream-log-cache" : options.nchan ? "nchan" : (options.gzip ? "diffstream-gzip" : "diffstream")
+print("RESULT server=\(serverName) " + String(format: "subscribers=%d p50=%.2f p99=%.2f min=%.2f delivered=%d missing=%d cpu_ms_per_batch=%.2f kib_per_subscriber=%.3f tool_cpu_s=%.2f tool_wall_s=%.2f tool_cpu_ms_per_batch=%.2f origin_cpu_ms_per_batch=%.2f origin_requests_per_batch=%.2f",
              options.subscribers, percentile(0.5), percentile(0.99), latencies.first ?? .nan, latencies.count, missing, serverCPUPerBatch, perConnection, toolCPU, toolWall,
-             toolCPU * 1000 / Double(options.publishes)))
+             toolCPU * 1000 / Double(options.publishes), originCPUPerBatch, originRequestsPerBatch))
 for subscriber in subscribers { close(subscriber.fd) }
