@@ -19,7 +19,12 @@ extension FeedAPI {
         let needsToken = authorizer.needsToken(name)
         var read = await feed.logRead(after: query.position, end: LogChunk.end)
         if case .live(let position, _) = query, case .batches(_, _, let batches) = read, batches.isEmpty {
-            switch await logPolls.wait(on: registry.current(feed), at: position, seconds: options.longPollSeconds) {
+            // A family member stays live while it has a reader waiting, as while it has a stream.
+            let member = hosted.flatMap { $0.family(of: name) != nil ? $0 : nil }
+            await member?.joined(name)
+            let wake = await logPolls.wait(on: registry.current(feed), at: position, seconds: options.longPollSeconds)
+            await member?.left(name)
+            switch wake {
             case .events(let events):
                 let batches = Self.batches(in: events, after: position)
                 if !batches.isEmpty {
@@ -76,13 +81,13 @@ extension FeedAPI {
         return response
     }
 
-    /// The batches of `events` (whole events the feed sent) that follow `position` without a gap, up
-    /// to the end of its chunk: each one's data.
-    /// - Complexity: O(bytes of `events`).
-    static func batches(in events: [UInt8], after position: EventID) -> [[UInt8]] {
+    /// The batches of `events` (the events the feed sent) that follow `position` without a gap, up to
+    /// the end of its chunk: each one's data.
+    /// - Complexity: O(events).
+    static func batches(in events: [EventFields], after position: EventID) -> [[UInt8]] {
         var batches: [[UInt8]] = []
         let boundary = LogChunk.boundary(after: position.version)
-        for event in EventFields.parse(events) where event.type == "batch" {
+        for event in events where event.type == "batch" {
             guard let id = event.id.flatMap(EventID.init), id.history == position.history,
                   id.version == position.version + batches.count + 1, id.version <= boundary else { break }
             batches.append(event.data)

@@ -4,8 +4,8 @@ import Synchronization
 
 /// Why a live log read's wait ended (``LogPollGroup/wait(at:seconds:)``).
 package enum LogWake: Equatable, Sendable {
-    /// The feed sent these events (a batch, usually; whole events of the feed).
-    case events([UInt8])
+    /// The feed sent these events (a batch, usually), parsed once for every reader it wakes.
+    case events([EventFields])
     /// Nothing came within the wait.
     case timeout
     /// The feed was deleted (or does not exist).
@@ -137,8 +137,11 @@ package final class LogPollGroup: SubscriberGroup {
 
     // MARK: EventSink, as the feed sees it
 
-    /// The feed's next events: every reader is woken with them.
-    package func send(_ payload: EventPayload) { wakeAll(.events(payload.bytes)) }
+    /// The feed's next events: every reader is woken with them, sliced into their fields once.
+    package func send(_ payload: EventPayload) {
+        guard memberCount > 0 else { return }
+        wakeAll(.events(EventFields.parse(payload.bytes)))
+    }
 
     package func resume(with payload: EventPayload) { send(payload) }
 

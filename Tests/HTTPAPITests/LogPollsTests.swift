@@ -27,9 +27,9 @@ struct LogPollsTests {
         try await feed.publish(FeedLogReadSnapshots.snapshot(3))
         var woken: [LogWake] = []
         for reader in readers { woken.append(await reader.value) }
-        guard case .events(let bytes) = woken[0] else { Issue.record("not events: \(woken[0])"); return }
+        guard case .events(let events) = woken[0] else { Issue.record("not events: \(woken[0])"); return }
         #expect(woken.allSatisfy { $0 == woken[0] })
-        #expect(EventFields.parse(bytes).map(\.id) == [EventID(history: head.history, version: 3).description])
+        #expect(events.map(\.id) == [EventID(history: head.history, version: 3).description])
         #expect(await eventually { await feed.subscriberCount == 0 && polls.count == 0 })
     }
 

@@ -184,4 +184,22 @@ struct LogRouteTests {
         let missing = try await server.request("GET", "/feeds/f/log?after=x", headers: auth)
         #expect(missing.status == 400 && missing.header("Cache-Control") == "private, no-store")
     }
+
+    /// A family's member is made on its first read, and a live read at its head is woken by its next
+    /// change (an action), as a stream would be.
+    @Test func aFamilysMemberIsReadAndFollowed() async throws {
+        let server = try TestServer()
+        defer { Task { await server.stop() } }
+        _ = try await server.hosted.host(family: "count", Counter()) { member in Counter.State(count: 1, label: member.key) }
+        let start = try await server.request("GET", "/feeds/count.alice/log")
+        #expect(start.status == 200)
+        let next = try #require(start.json?["next"]?.stringValue)
+        #expect(start.json?["snapshot"]?["version"] == 1)
+        let reader = Task { try await server.request("GET", "/feeds/count.alice/log?after=\(next)&live=1") }
+        let feed = try #require(await server.registry.read("count.alice"))
+        #expect(await eventually { await feed.subscriberCount == 1 })
+        #expect(try await server.request("POST", "/feeds/count.alice/actions/increment", body: "{}").status == 200)
+        let reply = try await reader.value
+        #expect(reply.status == 200 && Self.versions(reply) == [2])
+    }
 }
