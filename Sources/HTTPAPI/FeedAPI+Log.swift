@@ -26,10 +26,10 @@ extension FeedAPI {
             await member?.left(name)
             switch wake {
             case .events(let events):
-                let batches = Self.batches(in: events, after: position)
+                let (batches, head) = Self.batches(in: events, after: position)
                 if !batches.isEmpty {
                     // What the feed sent: the head as it broadcast it (with `--replay 0` too, which keeps no window).
-                    read = .batches(history: position.history, head: position.version + batches.count, batches: batches)
+                    read = .batches(history: position.history, head: head, batches: batches)
                 } else {
                     read = await feed.logRead(after: position, end: LogChunk.end)
                 }
@@ -82,17 +82,19 @@ extension FeedAPI {
     }
 
     /// The batches of `events` (the events the feed sent) that follow `position` without a gap, up to
-    /// the end of its chunk: each one's data.
+    /// the end of its chunk: each one's data; and the head they show (the last batch's version, past
+    /// the chunk's end when they go on after it).
     /// - Complexity: O(events).
-    static func batches(in events: [EventFields], after position: EventID) -> [[UInt8]] {
+    package static func batches(in events: [EventFields], after position: EventID) -> (batches: [[UInt8]], head: Int) {
         var batches: [[UInt8]] = []
+        var head = position.version
         let boundary = LogChunk.boundary(after: position.version)
         for event in events where event.type == "batch" {
-            guard let id = event.id.flatMap(EventID.init), id.history == position.history,
-                  id.version == position.version + batches.count + 1, id.version <= boundary else { break }
-            batches.append(event.data)
+            guard let id = event.id.flatMap(EventID.init), id.history == position.history, id.version == head + 1 else { break }
+            if id.version <= boundary { batches.append(event.data) }
+            head = id.version
         }
-        return batches
+        return (batches, head)
     }
 
     /// Wakes every live log read (each answers `503`, to retry elsewhere): the server is shutting down,

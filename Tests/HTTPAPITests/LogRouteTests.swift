@@ -202,4 +202,20 @@ struct LogRouteTests {
         let reply = try await reader.value
         #expect(reply.status == 200 && Self.versions(reply) == [2])
     }
+
+    /// A live read woken by several batches at once answers those up to its chunk's end, and says
+    /// whether more follow; a batch of another history or after a gap is not taken.
+    @Test func theBatchesAWakingEventCarries() {
+        let history = "0123456789abcdef"
+        func batch(_ version: Int, _ history: String = history) -> EventFields {
+            EventFields(type: "batch", id: EventID(history: history, version: version).description, data: Array("{\"v\":\(version)}".utf8))
+        }
+        let at62 = EventID(history: history, version: 62)
+        let (two, head) = FeedAPI.batches(in: [batch(63), batch(64), batch(65)], after: at62)
+        #expect(two.map { String(decoding: $0, as: UTF8.self) } == [#"{"v":63}"#, #"{"v":64}"#])
+        #expect(head == 65)
+        #expect(FeedAPI.batches(in: [batch(64)], after: at62).batches.isEmpty, "a gap")
+        #expect(FeedAPI.batches(in: [batch(63, "ffffffffffffffff")], after: at62).batches.isEmpty, "another history")
+        #expect(FeedAPI.batches(in: [EventFields(type: "snapshot", id: nil, data: [])], after: at62) == ([], 62))
+    }
 }
