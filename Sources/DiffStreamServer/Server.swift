@@ -323,7 +323,7 @@ public final class Server: Service, Sendable {
     }
 
     /// Shuts down gracefully (once; later calls wait for the first): stops accepting, ends event
-    /// streams, lets responses in flight finish (3 s at most), then closes the store and releases its
+    /// streams and live log reads, lets responses in flight finish (3 s at most), then closes the store and releases its
     /// lock. A ``run()`` in progress returns.
     public func shutdown() async {
         stop.request(.shutdown)
@@ -336,6 +336,7 @@ public final class Server: Service, Sendable {
                 for source in sources { source.cancel() }
                 await hosted.stopFamilies()
                 push?.cancel()
+                api.endLongPolls()  // live log reads answer now: they would hold their connections up to 20 s
                 if started {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                         http.shutdown(timeout: 3) {

@@ -102,6 +102,13 @@ public struct Authorizer: Sendable {
         case owner(feed: String, family: String, key: String)
     }
 
+    /// Whether reading `feed` needs a token: a bound family's member, or any feed under `--private`
+    /// but those of `--public-feeds`. Only a feed that needs none is public, and its log reads may be
+    /// kept by shared caches (``LogCaching``).
+    public func needsToken(_ feed: String) -> Bool {
+        binding(of: feed) != nil || policy.privateReads && !policy.publicFeeds.contains(feed)
+    }
+
     /// The bound family `feed` is a member of, and its key (nil: not a bound family's member).
     /// - Complexity: O(n) in the name's length (a lookup per dot).
     package func binding(of feed: String) -> (family: String, key: Substring, mapping: SubjectKey)? {
@@ -211,7 +218,7 @@ public struct Authorizer: Sendable {
     /// - Complexity: one token verification, then O(feeds × patterns).
     public func authorizeSubscriptions(to feeds: [String], headers: HTTPHeaders, query: [(name: String, value: String)], now: Double) async
         -> Result<(principal: Principal, decisions: [AuthorizationDecision]), InvalidToken> {
-        let needsToken = { (feed: String) in binding(of: feed) != nil || policy.privateReads && !policy.publicFeeds.contains(feed) }
+        let needsToken = { (feed: String) in self.needsToken(feed) }
         guard feeds.contains(where: needsToken) else { return .success((.anonymous, feeds.map { _ in .allow(.anonymous) })) }
         let principal: Principal
         switch Self.presentedToken(headers: headers, query: query, isEventStream: true) {

@@ -15,6 +15,7 @@ import Metrics
 /// | `/feeds`                                | GET                |
 /// | `/feeds/{feed}`                         | GET, PUT, DELETE; GET, PATCH for a hosted view model |
 /// | `/feeds/{feed}/events`                  | GET (SSE)          |
+/// | `/feeds/{feed}/log[?after=ID[&live=1[&cursor=C]]]` | GET (reads by position, for HTTP caches) |
 /// | `/events?feed=A&feed=B…`                | GET (SSE, many feeds on one stream) |
 /// | `/feeds/{feed}/actions/{action}`        | POST, for a hosted view model's actions |
 /// | anything else                           | GET: a file of `Public/` |
@@ -46,6 +47,9 @@ public struct FeedAPI: Sendable {
         public var heartbeat: Double = 15
         /// The most feeds one `GET /events` stream may list (`--max-stream-feeds`).
         public var maxStreamFeeds = 100
+        /// The longest wait of a live log read at the head (`GET /feeds/{feed}/log?…&live=1`), in
+        /// seconds: ``PollCursor/interval``.
+        public var longPollSeconds: Double = PollCursor.interval
         public init(token: String? = nil, allowOrigin: String? = nil, compression: Bool = true) {
             self.token = token
             self.allowOrigin = allowOrigin
@@ -65,6 +69,8 @@ public struct FeedAPI: Sendable {
     package let announcement: EventPayload
     /// The fan-out of each feed multi-feed streams carry: tagged once per event for all their slots.
     package let taggedFeeds = TaggedFeeds()
+    /// The live log reads waiting at each feed's head, one subscriber group per feed.
+    package let logPolls = LogPolls()
     /// What `retry:` tells clients to wait before reconnecting, in milliseconds.
     package static let retryMilliseconds = 2000
 
@@ -90,6 +96,9 @@ public struct FeedAPI: Sendable {
     package static let knownMethods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
     package static let feedPattern = RoutePattern("/feeds/{feed}")
+    package static let logPattern = RoutePattern("/feeds/{feed}/log")
+    /// The log route's index in ``patterns``: its errors are never stored by a cache.
+    package static let logPatternIndex = patterns.firstIndex(of: logPattern)!
 
     /// The route table: every method and path the API answers, in the order paths are matched (the
     /// first pattern with the path's shape is the path's resource). `HEAD` is answered as `GET` (the
@@ -106,6 +115,7 @@ public struct FeedAPI: Sendable {
         Route("PUT", feedPattern, when: .viewModelFeed, listed: false, .refuseViewModelWrite),
         Route("DELETE", feedPattern, when: .viewModelFeed, listed: false, .refuseViewModelWrite),
         Route("GET", RoutePattern("/feeds/{feed}/events"), .subscribe),
+        Route("GET", logPattern, .readLog),
         Route("GET", RoutePattern("/events"), .subscribeMany),
         Route("POST", RoutePattern("/feeds/{feed}/actions/{action}"), when: .action, .performAction),
         Route("GET", RoutePattern("/{path...}"), .staticFile),
@@ -180,6 +190,11 @@ public struct FeedAPI: Sendable {
             response = error.response
         }
         if let feed = parameters.value("feed"), FeedID.isValid(feed) { response.logMetadata["feed"] = .string(feed) }
+        if index == Self.logPatternIndex, response.status.code >= 300 {
+            // A log read's error is never stored (a cached `404` would outlive the feed's creation).
+            let feed = parameters["feed"]
+            response.headers.set("Cache-Control", (FeedID.isValid(feed) && authorizer.needsToken(feed) ? LogCaching.privateNoStore : .noStore).header)
+        }
         // Nanoseconds from the monotonic clock: a `Duration` would cost the request two 128-bit conversions.
         RequestTimers.shared.timer(route: index, of: Self.patterns, status: response.status.code)
             .recordNanoseconds(Int64((MonotonicClock.now() - started) * 1e9))
@@ -292,6 +307,8 @@ public struct FeedAPI: Sendable {
             return try await subscribe(request, name: name)
         case .subscribeMany:
             return try await subscribeMany(request)
+        case .readLog:
+            return try await readLog(request, name: name)
         case .performAction:
             return try await action(request, feed: name, action: parameters["action"])
         case .staticFile:

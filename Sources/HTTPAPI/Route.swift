@@ -101,6 +101,8 @@ public struct Route: Sendable {
         case subscribe, performAction, staticFile
         /// `GET /events?feed=…`: many feeds on one event stream.
         case subscribeMany
+        /// `GET /feeds/{feed}/log`: reads by position, for HTTP caches.
+        case readLog
     }
 
     /// The method, e.g. `GET`. `HEAD` is answered by the `GET` row.

@@ -28,12 +28,9 @@ package final class TaggedFanOut: SubscriberGroup {
     package let id: Int
     package let feed: Feed
     private let state = Mutex(State())
-    /// Ids are negative: never equal to a transport's own stream ids, which share the feed's
-    /// subscriber table with fan-outs.
-    private static let ids = Atomic<Int>(0)
 
     package init(feed: Feed) {
-        self.id = Self.ids.subtract(1, ordering: .relaxed).newValue
+        self.id = SubscriberGroupID.next()  // negative: never a transport's stream id
         self.feed = feed
     }
 

@@ -17,6 +17,7 @@ struct RoutePatternTests {
         ("/feeds/a%2Fb", "/feeds/{feed}"),
         ("/fee%64s/news", "/feeds/{feed}"),
         ("/feeds/news/events", "/feeds/{feed}/events"),
+        ("/feeds/news/log?after=x", "/feeds/{feed}/log"),
         ("/feeds/news/actions/add", "/feeds/{feed}/actions/{action}"),
         ("/feeds/news/other", "/{path...}"),
         ("/feeds/news/events/more", "/{path...}"),
@@ -32,7 +33,8 @@ struct RoutePatternTests {
     @Test func theTableHasEachRouteOnce() {
         let rows = FeedAPI.routes.map { "\($0.method) \($0.pattern)" }
         #expect(Set(FeedAPI.routes.map(\.pattern.description)) == [
-            "/healthz", "/readyz", "/metrics", "/feeds", "/feeds/{feed}", "/feeds/{feed}/events", "/feeds/{feed}/actions/{action}", "/events", "/{path...}",
+            "/healthz", "/readyz", "/metrics", "/feeds", "/feeds/{feed}", "/feeds/{feed}/events", "/feeds/{feed}/log", "/feeds/{feed}/actions/{action}", "/events",
+            "/{path...}",
         ])
         // PUT and DELETE of /feeds/{feed} have two rows: a feed of snapshots, and a view model's (409).
         #expect(rows.filter { $0 == "PUT /feeds/{feed}" || $0 == "DELETE /feeds/{feed}" }.count == 4)

@@ -17,12 +17,18 @@ final class TestServer: Sendable {
     let registry: FeedRegistry
     let hosted: HostedFeeds
     let port: UInt16
+    let api: FeedAPI
 
-    init(token: String? = nil, logger: Logger = Logger(label: "test", factory: { SwiftLogNoOpLogHandler($0) }), requestLog: (any RequestLog)? = nil) throws {
+    /// `configure` changes the API's options (made with `token`, without compression).
+    init(token: String? = nil, logger: Logger = Logger(label: "test", factory: { SwiftLogNoOpLogHandler($0) }), requestLog: (any RequestLog)? = nil,
+         replayLimit: Int = 64, configure: (inout FeedAPI.Options) -> Void = { _ in }) throws {
         server = try HTTPServer(configuration: .init(port: 0, logger: logger, requestLog: requestLog))
-        registry = FeedRegistry(replayLimit: 64, transport: server)
+        registry = FeedRegistry(replayLimit: replayLimit, transport: server)
         hosted = HostedFeeds(registry: registry)
-        let api = FeedAPI(registry: registry, hosted: hosted, files: nil, options: .init(token: token, compression: false), serverMetrics: { nil })
+        var options = FeedAPI.Options(token: token, compression: false)
+        configure(&options)
+        let api = FeedAPI(registry: registry, hosted: hosted, files: nil, options: options, serverMetrics: { nil })
+        self.api = api
         port = try server.start { request in await api.handle(request) }
     }
 
@@ -35,16 +41,29 @@ final class TestServer: Sendable {
     struct Reply: Sendable {
         var status: Int
         var body: String
+        /// The header section (after the status line), as sent.
+        var head = ""
         var json: JSONValue? { try? JSONParser.parse(Array(body.utf8)) }
+
+        /// The value of the header `name` (any case), if sent.
+        func header(_ name: String) -> String? {
+            for line in head.split(separator: "\r\n") {
+                guard let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == name.lowercased() else { continue }
+                return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+            return nil
+        }
     }
 
     /// One request on a new connection (`Connection: close`); the reply is read to the end.
-    func request(_ method: String, _ path: String, body: String = "") async throws -> Reply {
+    /// `headers`: more header lines (`Name: value`).
+    func request(_ method: String, _ path: String, body: String = "", headers: [String] = []) async throws -> Reply {
         let port = port
+        let extra = headers.map { $0 + "\r\n" }.joined()
         let text = try await onThread {
             let socket = try TestSocket(port: port)
             defer { socket.close() }
-            try socket.send("\(method) \(path) HTTP/1.1\r\nHost: test\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+            try socket.send("\(method) \(path) HTTP/1.1\r\nHost: test\r\nContent-Length: \(body.utf8.count)\r\n\(extra)Connection: close\r\n\r\n\(body)")
             var received: [UInt8] = []
             while let chunk = try socket.receive() { received += chunk }
             return String(decoding: received, as: UTF8.self)
@@ -52,7 +71,7 @@ final class TestServer: Sendable {
         guard let head = text.range(of: "\r\n\r\n"), let status = Int(text.split(separator: " ").dropFirst().first ?? "") else {
             throw TestFailure("not an HTTP response: \(text.prefix(200))")
         }
-        return Reply(status: status, body: String(text[head.upperBound...]))
+        return Reply(status: status, body: String(text[head.upperBound...]), head: String(text[..<head.lowerBound]))
     }
 
     /// The events of `GET path` as they arrive: (type, data) for every event with data.
