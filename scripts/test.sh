@@ -115,9 +115,9 @@ python3 -m pytest checks/e2e -q -p no:cacheprovider --ignore checks/e2e/test_emb
 step "end-to-end tests again with --loops 1 and every server on a fresh --data directory"
 # Not again: test_redis.py and test_redis_families.py (their servers use Redis, not --data), and the files whose
 # subject is neither the loops nor the store (flags, static files, TLS, the Swift and Node clients), and the reads
-# through nginx's cache (test_log_cache*.py: once, here in the first pass; the Redis one starts its own redis-server).
+# through nginx's cache (test_log_cache*.py and test_log_clients.py: once, here in the first pass; the Redis one starts its own redis-server).
 E2E_LOOPS=1 DIFFSTREAM_E2E_DATA=tmp python3 -m pytest checks/e2e -q -p no:cacheprovider --ignore checks/e2e/test_redis.py --ignore checks/e2e/test_redis_memory.py --ignore checks/e2e/test_redis_restore.py --ignore checks/e2e/test_redis_families.py \
-    --ignore checks/e2e/test_log_cache.py --ignore checks/e2e/test_log_cache_redis.py \
+    --ignore checks/e2e/test_log_cache.py --ignore checks/e2e/test_log_cache_redis.py --ignore checks/e2e/test_log_clients.py \
     --ignore checks/e2e/test_families.py --ignore checks/e2e/test_family_writes.py --ignore checks/e2e/test_upgrade_fixture.py --ignore checks/e2e/test_family_clients.py \
     --ignore checks/e2e/test_cli.py --ignore checks/e2e/test_watch.py --ignore checks/e2e/test_static.py --ignore checks/e2e/test_tls.py --ignore checks/e2e/test_watch_tls.py \
     --ignore checks/e2e/test_swift_client.py --ignore checks/e2e/test_eventsource_node.py
@@ -128,7 +128,7 @@ step "end-to-end tests again with every server on --redis (one redis-server for 
 # --redis are test_redis_families.py's), test_family_clients.py (the clients follow a member as any feed) and
 # test_log_cache*.py (once, in the first pass).
 DIFFSTREAM_E2E_REDIS=1 python3 -m pytest checks/e2e -q -p no:cacheprovider --ignore checks/e2e/test_redis.py --ignore checks/e2e/test_redis_memory.py --ignore checks/e2e/test_redis_restore.py --ignore checks/e2e/test_store.py \
-    --ignore checks/e2e/test_log_cache.py --ignore checks/e2e/test_log_cache_redis.py \
+    --ignore checks/e2e/test_log_cache.py --ignore checks/e2e/test_log_cache_redis.py --ignore checks/e2e/test_log_clients.py \
     --ignore checks/e2e/test_embedding.py --ignore checks/e2e/test_families.py --ignore checks/e2e/test_redis_families.py --ignore checks/e2e/test_family_writes.py --ignore checks/e2e/test_upgrade_fixture.py \
     --ignore checks/e2e/test_family_clients.py
 
