@@ -50,8 +50,9 @@ extension FeedAPI {
 
     /// The answer to `query` from what the feed holds.
     func answer(_ read: FeedLogRead, to query: LogQuery, feed name: String, needsToken: Bool) throws(APIError) -> HTTPResponse {
-        let requested: Int? = if case .live(_, let cursor) = query { cursor } else { nil }
-        let cursor = PollCursor.next(after: requested, now: options.now(), jitter: Int.random(in: PollCursor.jitter))
+        let (position, requested): (EventID?, Int?) = if case .live(let position, let cursor) = query { (position, cursor) } else { (nil, nil) }
+        let jitter = position.flatMap { position in requested.map { PollCursor.jitter(at: position, after: $0) } } ?? 0
+        let cursor = PollCursor.next(after: requested, now: options.now(), jitter: jitter)
         let answer: LogAnswer
         let caching: LogCaching
         switch read {
