@@ -19,10 +19,12 @@ extension FeedAPI {
         let needsToken = authorizer.needsToken(name)
         var read = await feed.logRead(after: query.position, end: LogChunk.end)
         if case .live(let position, _) = query, case .batches(_, _, let batches) = read, batches.isEmpty {
+            // With a shared store, the copy held now (one dropped as idle since the read is replaced).
+            let feed = await registry.current(feed)
             // A family member stays live while it has a reader waiting, as while it has a stream.
             let member = hosted.flatMap { $0.family(of: name) != nil ? $0 : nil }
             await member?.joined(name)
-            let wake = await logPolls.wait(on: registry.current(feed), at: position, seconds: options.longPollSeconds)
+            let wake = await logPolls.wait(on: feed, at: position, seconds: options.longPollSeconds)
             await member?.left(name)
             switch wake {
             case .events(let events):
@@ -50,8 +52,9 @@ extension FeedAPI {
 
     /// The answer to `query` from what the feed holds.
     func answer(_ read: FeedLogRead, to query: LogQuery, feed name: String, needsToken: Bool) throws(APIError) -> HTTPResponse {
-        let requested: Int? = if case .live(_, let cursor) = query { cursor } else { nil }
-        let cursor = PollCursor.next(after: requested, now: options.now(), jitter: Int.random(in: PollCursor.jitter))
+        let (position, requested): (EventID?, Int?) = if case .live(let position, let cursor) = query { (position, cursor) } else { (nil, nil) }
+        let jitter = position.flatMap { position in requested.map { PollCursor.jitter(at: position, after: $0) } } ?? 0
+        let cursor = PollCursor.next(after: requested, now: options.now(), jitter: jitter)
         let answer: LogAnswer
         let caching: LogCaching
         switch read {

@@ -1,3 +1,4 @@
+import FeedCore
 import HTTPAPI
 import Testing
 
@@ -22,5 +23,16 @@ struct PollCursorTests {
                 #expect(PollCursor.next(after: requested, now: 1_800_000_010, jitter: jitter) != requested)
             }
         }
+    }
+
+    /// The jitter is the same for one position and cursor (in every process: FNV-1a, not `Hasher`),
+    /// within its range, and varies between positions.
+    @Test func theJitterIsAFunctionOfThePositionAndTheCursor() {
+        let position = EventID(history: "0123456789abcdef", version: 7)
+        #expect(PollCursor.jitter(at: position, after: 90_000_000) == PollCursor.jitter(at: position, after: 90_000_000))
+        let jitters = (0..<60).map { PollCursor.jitter(at: EventID(history: "0123456789abcdef", version: $0), after: 90_000_000) }
+        #expect(jitters.allSatisfy(PollCursor.jitter.contains))
+        #expect(Set(jitters) == Set(PollCursor.jitter))
+        #expect(PollCursor.jitter(at: position, after: 90_000_000) == 0, "FNV-1a of 'ds1.0123456789abcdef.7 90000000' mod 3")
     }
 }

@@ -32,7 +32,7 @@ def configuration(origin_port, port, directory):
         (r"proxy_cache_path /var/cache/nginx/diffstream ", f"proxy_cache_path {directory}/cache "),
         (r"pid [^;]+;", f"pid {directory}/nginx.pid;"),
         (r"error_log /dev/stderr warn;", f"error_log {directory}/error.log warn;"),
-        (r"access_log /dev/stdout;", f"access_log {directory}/access.log;"),
+        (r"access_log /dev/stdout;", f"log_format cache '$upstream_cache_status $status $request_uri';\n    access_log {directory}/access.log cache;"),
         (r"worker_rlimit_nofile 65536;", "worker_rlimit_nofile 20000;"),
     ]
     for pattern, replacement in replacements:
