@@ -11,11 +11,12 @@ import http.client
 import json
 import random
 import resource
+import shutil
 import time
 
 import pytest
 
-from e2e_helpers import JWT_SECRET, apply_ops, free_port, jwt_token, normalised, parse_metrics, rights, wait_until
+from e2e_helpers import JWT_SECRET, apply_ops, free_port, jwt_token, normalised, parse_metrics, rights, run_binary, wait_until
 from nginx_helpers import NginxCache
 
 PLAIN = ("--examples", "none")
@@ -326,3 +327,38 @@ def test_delete_and_recreate_and_a_restart_start_over_cleanly_through_the_cache(
     assert restarted not in (old, new)
     answer = start_over_through(cache, "f", f"ds1.{new}.1", restarted)
     assert normalised(answer["snapshot"]) == normalised(server.get("/feeds/f"))
+
+
+def test_a_restored_backup_starts_over_cleanly_through_the_cache(start, nginx, tmp_path):
+    """The third way to a new history: written to v10, backed up, written on past a chunk's end (v70,
+    its first chunk cached as immutable); restored from the backup and written on to v70 again. The
+    versions 11 to 70 of the old timeline and of the new one differ, so the restored feed must not
+    reuse the old history: a reader past v10 starts over, and the cached chunk keeps its meaning."""
+    data, backup = tmp_path / "data", tmp_path / "backup"
+    port = free_port()
+    server = start("--data", data, "--examples", "none", port=port)
+    for n in range(1, 11):
+        server.put("f", document(n))
+    result = run_binary("backup", "--data", data, backup)
+    assert result.returncode == 0, result.stderr
+    for n in range(11, 71):
+        server.put("f", document(n))
+    cache = nginx(port)
+    old = server.get("/feeds/f")["history"]
+    chunk_url = f"/feeds/f/log?after=ds1.{old}.10"
+    status, headers, chunk = get(cache.port, chunk_url)
+    assert status == 200 and headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    server.stop()
+
+    shutil.move(data, tmp_path / "data.old")  # as docs/operations.md says: the old directory aside
+    result = run_binary("restore", "--data", data, backup)
+    assert result.returncode == 0, result.stderr
+    server = start("--data", data, "--examples", "none", port=port)
+    for n in range(100, 160):
+        server.put("f", document(n))
+    restored = server.get("/feeds/f")
+    assert restored["history"] != old and restored["version"] == 70
+    answer = start_over_through(cache, "f", f"ds1.{old}.70", restored["history"])
+    assert normalised(answer["snapshot"]) == normalised(restored)
+    status, _, again = get(cache.port, chunk_url)
+    assert (status, again) in ((200, chunk), (409, again))
