@@ -597,30 +597,61 @@ public actor Feed {
         metrics.setSubscribers(name, subscriberCount)
     }
 
-    /// Deletes the feed once the store has (durably) forgotten it, then ends every subscription with
-    /// `event: deleted`. False if it did not exist.
+    /// Deletes the feed once its log has (durably) forgotten it, then ends every subscription with
+    /// `event: deleted`. The one way a delete changes a feed, as ``write(_:viewState:options:)`` is a
+    /// write's: it goes through the commit seam (``FeedLog``) and the outcome is applied here. A feed
+    /// that is its own authority deletes what it holds (false if nothing) and commits once: anything but
+    /// `committed` is its log's error. For a copy of a shared store's feed the store decides, whatever
+    /// the copy holds (another instance may have created the feed): a lost answer settled as not
+    /// committed is a loop around the one commit (at most ``FeedCopyKeeper/maxAttempts``), and a client's
+    /// key already used for a delete gets its first answer back, the copy read again.
+    /// - Returns: whether the feed existed.
     /// - Throws: ``FeedWriteError/store(_:)``, or ``FeedWriteError/idempotencyKeyReused`` when a shared
     ///   store kept `writeID` for another request.
     package func delete(writeID: String? = nil) async throws(FeedWriteError) -> Bool {
         guard writeTurn.waitingCount < Self.maxQueuedWrites else { throw .busy(limit: Self.maxQueuedWrites) }
         if !writeTurn.tryTake() { await waitForWriteTurn() }  // inline: no call to suspend through when the turn is free
         defer { releaseWrite() }
-        if let keeper { return try await keeper.delete(writeID: writeID, of: self) }
-        guard version > 0 else { return false }
-        if durable { try await commitOwned(.delete(name: name), base: version) }
-        if !bytesKeptByLog { account?.releaseFeed(bytes: storedBytes, counted: !isHosted) }
-        endEverySubscription()
-        return true
-    }
-
-    /// Commits a delete through the log of a feed that is its own authority (memory, the local log):
-    /// anything but `committed` is the log's error. (A copy's delete is its keeper's.)
-    private func commitOwned(_ write: FeedWrite, base: Int) async throws(FeedWriteError) {
-        switch await log.commit(FeedCommit(write, base: base, writeID: "", counted: !isHosted)) {
-        case .committed: return
-        case .unavailable(let error): throw .store(error)
-        case let other: throw .store(.io(path: name, reason: "the log answered \(other) to a feed that is its own authority"))
+        guard keeper != nil || version > 0 else { return false }
+        // A copy's store keeps a client's key with its answer, for retries (see `write`).
+        let request = keeper != nil && writeID != nil ? RequestDigest.of("DELETE") : nil
+        let commit = if keeper == nil {
+            FeedCommit(.delete(name: name), base: version, writeID: "", counted: !isHosted)
+        } else {
+            FeedCommit(.delete(name: name), base: 0, writeID: writeID ?? RandomID.perWrite(), clientKey: writeID != nil,
+                       answer: FeedWriteResult(created: false, version: 0, operations: 0).answer(request: request), counted: !isHosted)
         }
+        for _ in 0..<(keeper?.maxAttempts ?? 1) {
+            let outcome: FeedCommitOutcome
+            if keeper == nil && !durable {
+                outcome = .committed(version: version, answer: [], first: true)  // `--data none`: nothing to make durable
+            } else {
+                outcome = await log.commit(commit)
+            }
+            switch outcome {
+            case .committed(let existed, let answer, let first):
+                guard first else {
+                    _ = try FeedWriteResult(replaying: answer, version: existed, request: request)  // the key's first request was a delete too
+                    await keeper?.refresh(self)  // a retry gets the first answer; the feed may exist again since
+                    return existed == 1
+                }
+                if keeper == nil && !bytesKeptByLog { account?.releaseFeed(bytes: storedBytes, counted: !isHosted) }  // a shared store counts its own
+                if version > 0 { endEverySubscription() }
+                return keeper == nil || existed == 1  // a shared store says whether it held the feed
+            case .unavailable(let error):
+                throw .store(error)
+            case .notCommitted:
+                _ = try copyKeeper(answering: outcome, .none)
+                continue
+            case .lostData:
+                let keeper = try copyKeeper(answering: outcome, .none)
+                await keeper.recoverLostData(self)
+            case .conflict, .fenced, .overLimit:
+                _ = try copyKeeper(answering: outcome, .none)
+                return false  // not answers a shared store gives a delete
+            }
+        }
+        throw .store(.io(path: name, reason: "the delete could not be settled after \(keeper?.maxAttempts ?? 1) attempts"))
     }
 
     /// The feed is gone: every subscription ends with `event: deleted`, and the copy is emptied.
