@@ -7,7 +7,7 @@ import ServerSentEvents
 /// `FeedReplication`'s). The feed's one write path (``Feed/write(_:viewState:options:)``) asks it what
 /// the feed cannot know alone: a client's first answer, whether the authority is where the copy is, and
 /// to read the authority again after a lost race. Other instances' commits reach the feed through the
-/// feed's two entries, ``Feed/applyNext(history:version:snapshot:encodedBytes:event:state:)`` and
+/// feed's two entries, ``Feed/applyNext(history:version:snapshot:encodedBytes:event:state:window:)`` and
 /// ``Feed/reset(to:)``. Everything else (the diff, the limits, the window, the subscribers) stays the
 /// feed's, and only the feed sets its state.
 ///
@@ -65,7 +65,7 @@ package protocol FeedCopyKeeper: AnyObject {
 /// A copy's entries from outside its writes: what its authority tells it (commits and deletes made by
 /// other instances, reads again, outages), handed to its ``FeedCopyKeeper`` on the feed's actor. They
 /// set no state of their own: the keeper goes through the feed's entries
-/// (``Feed/applyNext(history:version:snapshot:encodedBytes:event:state:)``, ``Feed/reset(to:)``,
+/// (``Feed/applyNext(history:version:snapshot:encodedBytes:event:state:window:)``, ``Feed/reset(to:)``,
 /// ``Feed/endEverySubscription()``). A feed that is its own authority has no keeper: nothing happens.
 extension Feed {
     /// Where this feed is (nil while it does not exist), for a copy's position checks.

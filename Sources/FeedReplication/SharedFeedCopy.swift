@@ -8,7 +8,7 @@ import Timekeeping
 /// commit, and this keeper holds what the copy needs for that besides the feed's own state, and reads
 /// the store. It runs only on its feed's actor (``FeedCopyKeeper``). It never sets the feed's state:
 /// a write goes through the feed's one write path, and what the store holds reaches the feed through
-/// its two entries, ``Feed/applyNext(history:version:snapshot:encodedBytes:event:state:)`` (the next
+/// its two entries, ``Feed/applyNext(history:version:snapshot:encodedBytes:event:state:window:)`` (the next
 /// commit) and ``Feed/reset(to:)`` (the store's state, replacing the window).
 package final class SharedFeedCopy: FeedCopyKeeper {
     /// The most attempts of one write that lose a race to another instance before it is refused. A
