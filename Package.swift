@@ -148,6 +148,8 @@ let package = Package(
         ),
         // Helpers shared by the test targets (a seeded generator for property-based tests).
         .target(name: "TestSupport", dependencies: ["DiffStreamJSON", "HTTPCore"], path: "Tests/TestSupport", swiftSettings: strict),
+        // View models the hosting suites share: two releases of one program's kept state (KeptStateVersionTests, KeptStateVersionRedisTests).
+        .target(name: "HostingTestSupport", dependencies: ["DiffStream", "DiffStreamJSON", "ViewModelHosting"], path: "Tests/HostingTestSupport", swiftSettings: strict),
         .testTarget(name: "DiffStreamTests", dependencies: ["DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamJSONTests", dependencies: ["DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
@@ -158,9 +160,9 @@ let package = Package(
         .testTarget(name: "ViewModelHostingTests", dependencies: ["ViewModelHosting", "FeedCore", "TestSupport"], swiftSettings: strict),
         // The HTTP API, and what is tested through it on a real server (`TestServer`, port 0) or through
         // `FeedAPI`: streams, hosted view models and families, kept state's refusals, request lines.
-        .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "FeedCore", "ViewModelHosting", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+        .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "FeedCore", "ViewModelHosting", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", "HostingTestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                          .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
-        .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisFeedStore", "FeedStorage", "FeedServer", "FeedReplication", "DiffStream", "DiffStreamJSON", "TestSupport", "Timekeeping",
+        .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisFeedStore", "FeedStorage", "FeedServer", "FeedReplication", "DiffStream", "DiffStreamJSON", "TestSupport", "HostingTestSupport", "Timekeeping",
                                                          .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedStorageTests", dependencies: ["FeedStorage", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "DiffStreamTestingTests", dependencies: ["DiffStreamTesting", "DiffStream", "DiffStreamJSON", "FeedServer"], swiftSettings: strict),

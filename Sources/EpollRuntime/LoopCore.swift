@@ -168,7 +168,7 @@ final class LoopCore: @unchecked Sendable {
     /// that a connection is never answered from inside its own read.
     func dispatch(_ request: HTTPRequest, info: RequestInfo, connection: Connection) {
         let handler = server.handler
-        let minimumCompressedSize = server.configuration.minimumCompressedSize
+        let minimumCompressedSize = server.minimumCompressedSize
         let id = connection.id
         let operation: @Sendable () async -> Void = { [self] in
             let response = await handler(request)

@@ -11,6 +11,9 @@ import Synchronization
 /// refer back to this object, so they are made after it is.
 final class ServerCore: @unchecked Sendable {
     let configuration: HTTPServer.Configuration
+    /// ``HTTPServer/Configuration/minimumCompressedSize``, read once: each request reads it, and
+    /// reading it through `configuration` copied the whole configuration (its request log an existential).
+    let minimumCompressedSize: Int
     let machineSettings: ConnectionMachine.SharedSettings
     private(set) var handler: HTTPServer.Handler = { _ in HTTPResponse(status: .serviceUnavailable) }
     let logger: Logger
@@ -25,6 +28,7 @@ final class ServerCore: @unchecked Sendable {
 
     init(configuration: HTTPServer.Configuration) throws {
         self.configuration = configuration
+        self.minimumCompressedSize = configuration.minimumCompressedSize
         self.logger = configuration.logger
         self.requestLog = configuration.requestLog ?? LoggerRequestLog(configuration.logger, source: HTTPServer.logSource)
         self.metrics = ServerMetrics(loops: configuration.loops)

@@ -24,7 +24,7 @@ public actor Feed {
     ///
     /// The feed's state (this, ``snapshot``, ``version``, ``viewState``, the window) is set here only:
     /// by ``write(_:viewState:options:)``, the one way a write changes a feed, and by the two entries of
-    /// commits made elsewhere, ``applyNext(history:version:snapshot:encodedBytes:event:state:)`` and
+    /// commits made elsewhere, ``applyNext(history:version:snapshot:encodedBytes:event:state:window:)`` and
     /// ``reset(to:)``.
     public private(set) var history: String
     public private(set) var snapshot: WireSnapshot
@@ -182,7 +182,7 @@ public actor Feed {
     ///
     /// The one way a write changes a feed, whichever its log: the diff, the limits and the window are
     /// worked out here, the write goes through the commit seam (``FeedLog``), and the outcome is applied
-    /// here (``applyNext(history:version:snapshot:encodedBytes:event:state:)``), which broadcasts.
+    /// here (``applyNext(history:version:snapshot:encodedBytes:event:state:window:)``), which broadcasts.
     /// A feed that is its own authority commits once: anything but `committed` is its log's error. A
     /// copy of a shared store's feed (it has a ``FeedCopyKeeper``) commits with the copy's version as
     /// its base; a lost race (another instance wrote first) brings the copy up to date, sends
@@ -223,12 +223,18 @@ public actor Feed {
                 if let basis = options.basis, basis.version != version { throw .conflict }
             }
             let (base, baseHistory) = (version, history)
-            let write: FeedWrite
+            // What the log makes durable (nil: `--data none`, nothing to make durable), and the history
+            // a put writes (nil: the view state alone).
+            let write: FeedWrite?
+            var puts: String?
             let result: FeedWriteResult
             var event: [UInt8] = []
             var held = Reservation.none
+            var plan: ReplayWindow.Append?  // a feed that is its own authority: the window after the batch
             if base == 0 {
-                write = .put(name: name, history: RandomID.history(), version: 1, snapshot: encoded, batch: nil, keepFrom: 2, viewState: viewState)
+                let fresh = RandomID.history()
+                puts = fresh
+                write = durable ? .put(name: name, history: fresh, version: 1, snapshot: encoded, batch: nil, keepFrom: 2, viewState: viewState) : nil
                 result = FeedWriteResult(created: true, version: 1, operations: new.numberOfSections + new.numberOfItems)
                 if keeper == nil, let account {  // a shared store counts its feeds itself (`overLimit`)
                     do { try account.admitFeed(bytes: encodedCount, counted: !isHosted) } catch { throw .limit(error) }
@@ -250,19 +256,21 @@ public actor Feed {
                         if options.basis != nil { throw .conflict }
                         continue
                     }
-                    write = .viewState(name: name, bytes: viewState)
+                    write = durable ? .viewState(name: name, bytes: viewState) : nil
                     result = FeedWriteResult(created: false, version: base, operations: 0)
                 } else {
                     let next = base + 1
                     event = FeedEvents.batchEvent(feed: name, id: EventID(history: baseHistory, version: next), batch: batch)
                     result = FeedWriteResult(created: false, version: next, operations: batch.operations.count)
+                    puts = baseHistory
                     if keeper == nil {
                         // The window after this batch (the one rule, ``ReplayWindow``); the log keeps the same
                         // window: it trims only when this one does (every replayLimit / 4 batches), so most
                         // writes add a batch row and delete none (fewer pages per commit).
                         let append = window.appending(version: next, bytes: event.count)
-                        write = .put(name: name, history: baseHistory, version: next, snapshot: encoded,
-                                     batch: window.limit > 0 ? StoredBatch(version: next, bytes: event) : nil, keepFrom: append.keepFrom, viewState: viewState)
+                        plan = append
+                        write = durable ? .put(name: name, history: baseHistory, version: next, snapshot: encoded,
+                                               batch: window.limit > 0 ? StoredBatch(version: next, bytes: event) : nil, keepFrom: append.keepFrom, viewState: viewState) : nil
                         if let account {
                             let charged = storedBytes, charge = encodedCount + append.bytes
                             do { try account.charge(from: charged, to: charge) } catch { throw .limit(error) }
@@ -270,19 +278,19 @@ public actor Feed {
                         }
                     } else {
                         // A shared store publishes every batch (even with no window) and caps its own window.
-                        write = .put(name: name, history: baseHistory, version: next, snapshot: encoded,
-                                     batch: StoredBatch(version: next, bytes: event), keepFrom: 0, viewState: viewState)
+                        write = durable ? .put(name: name, history: baseHistory, version: next, snapshot: encoded,
+                                               batch: StoredBatch(version: next, bytes: event), keepFrom: 0, viewState: viewState) : nil
                     }
                 }
             }
             let outcome: FeedCommitOutcome
-            if !durable {
-                outcome = .committed(version: result.version, answer: [], first: true)  // `--data none`: nothing to make durable
-            } else if keeper == nil {
+            if let write, keeper == nil {
                 outcome = await log.commit(FeedCommit(write, base: base, writeID: writeID, counted: !isHosted))
-            } else {
+            } else if let write {
                 outcome = await log.commit(FeedCommit(write, base: base, baseHistory: baseHistory, writeID: writeID, clientKey: options.writeID != nil, fence: options.fence,
                                                       answer: result.answer(request: request), expectedState: options.basis.map { $0.state ?? [] }, counted: !isHosted))
+            } else {
+                outcome = .committed(version: result.version, answer: [], first: true)  // `--data none`: nothing to make durable
             }
             switch outcome {
             case .committed(let version, let answer, let first):
@@ -295,8 +303,8 @@ public actor Feed {
                 }
                 if bytesKeptByLog { held.release(account) }  // counted by the log now: the reservation ends
                 let at = keeper == nil ? result.version : version  // a log that is not shared decides no version
-                let applied = if case .put(_, let history, _, _, _, _, _) = write {
-                    applyNext(history: history, version: at, snapshot: new, encodedBytes: encodedCount, event: event, state: viewState)
+                let applied = if let history = puts {
+                    applyNext(history: history, version: at, snapshot: new, encodedBytes: encodedCount, event: event, state: viewState, window: plan)
                 } else {
                     applyNext(history: baseHistory, version: at, snapshot: nil, encodedBytes: 0, event: [], state: viewState)
                 }
@@ -369,10 +377,13 @@ public actor Feed {
     /// history or creates the feed. A version already here is ignored (a commit arrives twice: as this
     /// instance's answer and through the store's events). `snapshot` nil: the view-model state alone
     /// changed, at this very version. No suspension: commits are taken in the order they come.
+    /// - Parameter plan: the window after the batch, as the write worked it out before its commit
+    ///   (``ReplayWindow/appending(version:bytes:)``; nil: worked out here).
     /// - Returns: false when it does not follow (a gap, another history, a copy whose versions were
     ///   numbered again): the copy must be read again (``reset(to:)``).
     @discardableResult
-    package func applyNext(history: String, version: Int, snapshot new: WireSnapshot?, encodedBytes: Int, event: [UInt8], state: [UInt8]?) -> Bool {
+    package func applyNext(history: String, version: Int, snapshot new: WireSnapshot?, encodedBytes: Int, event: [UInt8], state: [UInt8]?,
+                           window plan: ReplayWindow.Append? = nil) -> Bool {
         guard let new else {
             guard history == self.history, version == self.version else { return false }
             viewState = state
@@ -395,7 +406,7 @@ public actor Feed {
         }
         guard !event.isEmpty else { return true }
         let payload = EventPayload(event)
-        window.append(version, payload)
+        if let plan { window.append(version, payload, as: plan) } else { window.append(version, payload) }
         broadcastBatch(event, payload)
         return true
     }
@@ -597,30 +608,61 @@ public actor Feed {
         metrics.setSubscribers(name, subscriberCount)
     }
 
-    /// Deletes the feed once the store has (durably) forgotten it, then ends every subscription with
-    /// `event: deleted`. False if it did not exist.
+    /// Deletes the feed once its log has (durably) forgotten it, then ends every subscription with
+    /// `event: deleted`. The one way a delete changes a feed, as ``write(_:viewState:options:)`` is a
+    /// write's: it goes through the commit seam (``FeedLog``) and the outcome is applied here. A feed
+    /// that is its own authority deletes what it holds (false if nothing) and commits once: anything but
+    /// `committed` is its log's error. For a copy of a shared store's feed the store decides, whatever
+    /// the copy holds (another instance may have created the feed): a lost answer settled as not
+    /// committed is a loop around the one commit (at most ``FeedCopyKeeper/maxAttempts``), and a client's
+    /// key already used for a delete gets its first answer back, the copy read again.
+    /// - Returns: whether the feed existed.
     /// - Throws: ``FeedWriteError/store(_:)``, or ``FeedWriteError/idempotencyKeyReused`` when a shared
     ///   store kept `writeID` for another request.
     package func delete(writeID: String? = nil) async throws(FeedWriteError) -> Bool {
         guard writeTurn.waitingCount < Self.maxQueuedWrites else { throw .busy(limit: Self.maxQueuedWrites) }
         if !writeTurn.tryTake() { await waitForWriteTurn() }  // inline: no call to suspend through when the turn is free
         defer { releaseWrite() }
-        if let keeper { return try await keeper.delete(writeID: writeID, of: self) }
-        guard version > 0 else { return false }
-        if durable { try await commitOwned(.delete(name: name), base: version) }
-        if !bytesKeptByLog { account?.releaseFeed(bytes: storedBytes, counted: !isHosted) }
-        endEverySubscription()
-        return true
-    }
-
-    /// Commits a delete through the log of a feed that is its own authority (memory, the local log):
-    /// anything but `committed` is the log's error. (A copy's delete is its keeper's.)
-    private func commitOwned(_ write: FeedWrite, base: Int) async throws(FeedWriteError) {
-        switch await log.commit(FeedCommit(write, base: base, writeID: "", counted: !isHosted)) {
-        case .committed: return
-        case .unavailable(let error): throw .store(error)
-        case let other: throw .store(.io(path: name, reason: "the log answered \(other) to a feed that is its own authority"))
+        guard keeper != nil || version > 0 else { return false }
+        // A copy's store keeps a client's key with its answer, for retries (see `write`).
+        let request = keeper != nil && writeID != nil ? RequestDigest.of("DELETE") : nil
+        let commit = if keeper == nil {
+            FeedCommit(.delete(name: name), base: version, writeID: "", counted: !isHosted)
+        } else {
+            FeedCommit(.delete(name: name), base: 0, writeID: writeID ?? RandomID.perWrite(), clientKey: writeID != nil,
+                       answer: FeedWriteResult(created: false, version: 0, operations: 0).answer(request: request), counted: !isHosted)
         }
+        for _ in 0..<(keeper?.maxAttempts ?? 1) {
+            let outcome: FeedCommitOutcome
+            if keeper == nil && !durable {
+                outcome = .committed(version: version, answer: [], first: true)  // `--data none`: nothing to make durable
+            } else {
+                outcome = await log.commit(commit)
+            }
+            switch outcome {
+            case .committed(let existed, let answer, let first):
+                guard first else {
+                    _ = try FeedWriteResult(replaying: answer, version: existed, request: request)  // the key's first request was a delete too
+                    await keeper?.refresh(self)  // a retry gets the first answer; the feed may exist again since
+                    return existed == 1
+                }
+                if keeper == nil && !bytesKeptByLog { account?.releaseFeed(bytes: storedBytes, counted: !isHosted) }  // a shared store counts its own
+                if version > 0 { endEverySubscription() }
+                return keeper == nil || existed == 1  // a shared store says whether it held the feed
+            case .unavailable(let error):
+                throw .store(error)
+            case .notCommitted:
+                _ = try copyKeeper(answering: outcome, .none)
+                continue
+            case .lostData:
+                let keeper = try copyKeeper(answering: outcome, .none)
+                await keeper.recoverLostData(self)
+            case .conflict, .fenced, .overLimit:
+                _ = try copyKeeper(answering: outcome, .none)
+                return false  // not answers a shared store gives a delete
+            }
+        }
+        throw .store(.io(path: name, reason: "the delete could not be settled after \(keeper?.maxAttempts ?? 1) attempts"))
     }
 
     /// The feed is gone: every subscription ends with `event: deleted`, and the copy is emptied.

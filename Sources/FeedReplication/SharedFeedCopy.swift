@@ -8,7 +8,7 @@ import Timekeeping
 /// commit, and this keeper holds what the copy needs for that besides the feed's own state, and reads
 /// the store. It runs only on its feed's actor (``FeedCopyKeeper``). It never sets the feed's state:
 /// a write goes through the feed's one write path, and what the store holds reaches the feed through
-/// its two entries, ``Feed/applyNext(history:version:snapshot:encodedBytes:event:state:)`` (the next
+/// its two entries, ``Feed/applyNext(history:version:snapshot:encodedBytes:event:state:window:)`` (the next
 /// commit) and ``Feed/reset(to:)`` (the store's state, replacing the window).
 package final class SharedFeedCopy: FeedCopyKeeper {
     /// The most attempts of one write that lose a race to another instance before it is refused. A
@@ -92,39 +92,10 @@ package final class SharedFeedCopy: FeedCopyKeeper {
         return unchanged
     }
 
-    /// Whatever the copy holds, the store decides (another instance may have created the feed).
-    package func delete(writeID: String?, of feed: isolated Feed) async throws(FeedWriteError) -> Bool {
-        let id = writeID ?? RandomID.perWrite()
-        let request = writeID == nil ? nil : RequestDigest.of("DELETE")
-        for _ in 0..<Self.maxAttempts {
-            let outcome = await feed.log.commit(FeedCommit(.delete(name: feed.name), base: 0, writeID: id, clientKey: writeID != nil,
-                                                           answer: FeedWriteResult(created: false, version: 0, operations: 0).answer(request: request), counted: !feed.isHosted))
-            switch outcome {
-            case .committed(let existed, let answer, let first):
-                if first {
-                    if feed.version > 0 { feed.endEverySubscription() }
-                } else {
-                    _ = try FeedWriteResult(replaying: answer, version: existed, request: request)  // the key's first request was a delete too
-                    await refresh(feed)  // a retry: the first answer; the feed may exist again since
-                }
-                return existed == 1
-            case .notCommitted:
-                continue
-            case .lostData:
-                await lostData?()
-            case .unavailable(let error):
-                throw .store(error)
-            case .conflict, .fenced, .overLimit:
-                return false  // not answers a delete gets
-            }
-        }
-        throw .store(.io(path: feed.name, reason: "the delete could not be settled after \(Self.maxAttempts) attempts"))
-    }
-
     /// A commit of this feed by any instance, from the shared store's events. One that follows is
     /// taken at once (no suspension, so events are taken in the order they come); a gap or another
     /// history queues a refresh from the store. Never skipped.
-    func take(history: String, version: Int, batch: [UInt8], snapshot encoded: [UInt8]?, state: [UInt8]?, into feed: isolated Feed) {
+    package func take(history: String, version: Int, batch: [UInt8], snapshot encoded: [UInt8]?, state: [UInt8]?, into feed: isolated Feed) {
         guard let encoded else {  // the view-model state alone changed
             if let state { feed.applyNext(history: history, version: version, snapshot: nil, encodedBytes: 0, event: [], state: state) }
             return
@@ -133,13 +104,13 @@ package final class SharedFeedCopy: FeedCopyKeeper {
             // A version this copy holds, with other content: the store's history was rewritten past it.
             if rewrites([StoredBatch(version: version, bytes: batch)], in: feed) {
                 rewritten = true
-                feed.queueRefresh()
+                readAgain(feed)
             }
             return
         }
         guard let decoded = try? WireCodec.decodeSnapshot(encoded),
               feed.applyNext(history: history, version: version, snapshot: decoded, encodedBytes: encoded.count, event: batch, state: state) else {
-            feed.queueRefresh()
+            readAgain(feed)
             return
         }
     }
@@ -175,7 +146,7 @@ package final class SharedFeedCopy: FeedCopyKeeper {
         // recreated history read as the old one) is read again.
         if generation != readGeneration {
             guard let stored, stored.history == feed.history else {
-                feed.queueRefresh()
+                readAgain(feed)
                 return nil
             }
             if stored.version <= feed.version { return nil }
@@ -229,6 +200,24 @@ package final class SharedFeedCopy: FeedCopyKeeper {
     }
 
     package func readAgain(_ feed: isolated Feed) {
-        feed.queueRefresh()
+        guard !refreshQueued else { return }
+        refreshQueued = true
+        Task { await feed.refreshNow() }
+    }
+
+    package func refreshInTurn(_ feed: isolated Feed) async -> StoreError? {
+        await feed.acquireWrite()
+        defer { feed.releaseWrite() }
+        refreshQueued = false
+        return await refresh(feed)
+    }
+
+    /// Subscribers are told once per outage (`event: unavailable` / `event: available`).
+    package func setOutage(_ detail: String?, of feed: isolated Feed) {
+        let changes = (detail == nil) != (outage == nil)
+        outage = detail
+        guard changes else { return }
+        feed.sendEverySubscriber(detail.map { FeedEvents.unavailableEvent(feed: feed.name, detail: $0) } ?? FeedEvents.availableEvent(feed: feed.name))
+        if detail == nil { readAgain(feed) }
     }
 }

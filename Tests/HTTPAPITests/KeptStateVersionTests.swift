@@ -5,72 +5,13 @@ import HTTPAPI
 import ViewModelHosting
 import FeedStorage
 import Foundation
+import HostingTestSupport
 import HTTPCore
 import Testing
 
-/// Two builds of one program, in one test: its view model's `State` at version 1, then at version 2 with
-/// a new field (`var done = false`, which synthesized `Codable` does not default when decoding).
-enum KeptStatePrograms {
-    struct Part: Identifiable, Equatable, WireSectionConvertible {
-        var id = "tasks"
-        var wireSection: WireSection { WireSection(id: id, model: ["title": "Tasks"]) }
-    }
-
-    struct Row: Identifiable, Equatable, WireItemConvertible {
-        var id = "task"
-        var title: String
-        var done: Bool
-        var wireItem: WireItem { WireItem(id: id, kind: "task", model: ["title": .string(title), "done": .bool(done)]) }
-    }
-
-    static func snapshot(_ title: String, done: Bool) throws -> Snapshot<Part, Row> {
-        try Snapshot { Section(Part()) { Row(title: title, done: done) } }
-    }
-
-    /// The program's first release.
-    struct V1: HostedViewModel {
-        struct State: Codable, Sendable, Equatable {
-            var title = ""
-            var count = 0
-        }
-
-        var initialState: State { State() }
-        var acceptsPatch: Bool { true }
-        func render(_ state: State) throws -> Snapshot<Part, Row> { try snapshot(state.title, done: false) }
-        var actions: [HostedAction<State>] { [HostedAction("increment") { state in state.count += 1 }] }
-    }
-
-    /// The next release, which gives no migration: the default decodes version 1's bytes, which lack `done`.
-    struct V2: HostedViewModel {
-        struct State: Codable, Sendable, Equatable {
-            var title = ""
-            var count = 0
-            var done = false
-        }
-
-        static var stateVersion: Int { 2 }
-        var initialState: State { State() }
-        var acceptsPatch: Bool { true }
-        func render(_ state: State) throws -> Snapshot<Part, Row> { try snapshot(state.title, done: state.done) }
-        var actions: [HostedAction<State>] { [HostedAction("increment") { state in state.count += 1 }] }
-    }
-
-    /// The next release with its migration from version 1.
-    struct V2Migrating: HostedViewModel {
-        typealias State = V2.State
-
-        static var stateVersion: Int { 2 }
-        var initialState: State { State() }
-        var acceptsPatch: Bool { true }
-        func render(_ state: State) throws -> Snapshot<Part, Row> { try snapshot(state.title, done: state.done) }
-        var actions: [HostedAction<State>] { [HostedAction("increment") { state in state.count += 1 }] }
-
-        func migrate(from version: Int, _ bytes: [UInt8]) throws -> State {
-            let old = try JSONDecoder().decode(V1.State.self, from: Data(bytes))
-            return State(title: old.title, count: old.count, done: false)
-        }
-    }
-
+/// What the suite asks of the API about the two builds of one program (``KeptStatePrograms``, shared
+/// with the Redis suite).
+extension KeptStatePrograms {
     static func request(_ method: String, _ target: String, _ body: String = "") -> HTTPRequest {
         HTTPRequest(method: method, target: target, headers: ["Host": "x"], body: Array(body.utf8))
     }

@@ -2,82 +2,17 @@ import DiffStream
 import DiffStreamJSON
 import Foundation
 @testable import FeedServer
+import HostingTestSupport
 import Testing
 
-/// Two builds of one program (issue 51, item 3), as in HTTPAPITests' KeptStateVersionTests: a
-/// `State` at version 1, then at version 2 with a new field `done` (synthesized `Codable` does not
-/// default it when decoding).
-enum RedisKeptStatePrograms {
-    struct Part: Identifiable, Equatable, WireSectionConvertible {
-        var id = "tasks"
-        var wireSection: WireSection { WireSection(id: id, model: ["title": "Tasks"]) }
-    }
-
-    struct Row: Identifiable, Equatable, WireItemConvertible {
-        var id = "task"
-        var title: String
-        var done: Bool
-        var wireItem: WireItem { WireItem(id: id, kind: "task", model: ["title": .string(title), "done": .bool(done)]) }
-    }
-
-    static func snapshot(_ title: String, done: Bool) throws -> Snapshot<Part, Row> {
-        try Snapshot { Section(Part()) { Row(title: title, done: done) } }
-    }
-
-    struct V1: HostedViewModel {
-        struct State: Codable, Sendable, Equatable {
-            var title = ""
-            var count = 0
-        }
-
-        var initialState: State { State() }
-        var acceptsPatch: Bool { true }
-        func render(_ state: State) throws -> Snapshot<Part, Row> { try snapshot(state.title, done: false) }
-    }
-
-    /// Version 2 without a migration (the default decodes version 1's bytes, which lack `done`).
-    struct V2: HostedViewModel {
-        struct State: Codable, Sendable, Equatable {
-            var title = ""
-            var count = 0
-            var done = false
-        }
-
-        static var stateVersion: Int { 2 }
-        var initialState: State { State() }
-        var acceptsPatch: Bool { true }
-        func render(_ state: State) throws -> Snapshot<Part, Row> { try snapshot(state.title, done: state.done) }
-    }
-
-    /// Version 2 with its migration from version 1.
-    struct V2Migrating: HostedViewModel {
-        typealias State = V2.State
-
-        static var stateVersion: Int { 2 }
-        var initialState: State { State() }
-        var acceptsPatch: Bool { true }
-        func render(_ state: State) throws -> Snapshot<Part, Row> { try snapshot(state.title, done: state.done) }
-
-        func migrate(from version: Int, _ bytes: [UInt8]) throws -> State {
-            let old = try JSONDecoder().decode(V1.State.self, from: Data(bytes))
-            return State(title: old.title, count: old.count, done: false)
-        }
-    }
-
-    static func patch(_ json: String) -> [UInt8] { Array(json.utf8) }
-
-    /// The refusal of a feed whose kept state this program cannot read: it names the feed and the decoding error.
-    static func isUnreadable(_ error: ViewModelError, _ feed: String) -> Bool {
-        guard case .keptStateUnreadable(let named, let reason) = error else { return false }
-        return named == feed && reason.contains("done: missing") && APIError(error).status.code == 500
-    }
-
+extension KeptStatePrograms {
+    /// Expects `body` to be refused because `feed`'s kept state cannot be read (``isUnreadable(_:_:)``), with `500`.
     static func expectUnreadable(_ feed: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
         do {
             try await body()
             Issue.record("\(feed): expected the kept state to be unreadable", sourceLocation: sourceLocation)
         } catch let error as ViewModelError {
-            #expect(isUnreadable(error, feed), "\(error)", sourceLocation: sourceLocation)
+            #expect(isUnreadable(error, feed) && APIError(error).status.code == 500, "\(error)", sourceLocation: sourceLocation)
         } catch {
             Issue.record("\(feed): \(error)", sourceLocation: sourceLocation)
         }
@@ -89,7 +24,7 @@ enum RedisKeptStatePrograms {
 /// Version 1's instance keeps running beside version 2's, as in a rolling upgrade.
 @Suite(.enabled(if: RedisTestServer.isInstalled, RedisTestServer.skipReason), .timeLimit(.minutes(3)))
 struct KeptStateVersionRedisTests {
-    typealias P = RedisKeptStatePrograms
+    typealias P = KeptStatePrograms
     typealias Instance = SharedFeedRegistryTests.Instance
     static let users = 50
 
