@@ -102,6 +102,8 @@ let package = Package(
         // Keeping copies of a shared store's feeds (docs/decisions/0005-feed-log-and-replication.md): the
         // leases of hosted sources. Knows the store only through FeedStorage's seams, never Redis.
         .target(name: "FeedReplication", dependencies: ["FeedCore", "FeedStorage", "ServerSentEvents", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // Who is present on a feed (issue 55): the pure tracker, and the derived feeds it writes; fed by the HTTP layer.
+        .target(name: "Presence", dependencies: ["DiffStream", "DiffStreamJSON", "FeedCore", "ServerSentEvents", "Timekeeping", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         // Hosting view models: `HostedViewModel`, `ViewModelHost`, `HostedFeeds`, actions, `ViewModelError`.
         .target(name: "ViewModelHosting", dependencies: ["FeedCore", "FeedReplication", "DiffStream", "DiffStreamJSON", "FeedStorage", "Timekeeping", .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         // The HTTP API: the route table, `FeedAPI`, API errors (the one place statuses are chosen),
@@ -154,6 +156,7 @@ let package = Package(
         .testTarget(name: "EpollRuntimeTests", dependencies: ["EpollRuntime", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedCoreTests", dependencies: ["FeedCore", "FeedStorage", "DiffStream", "DiffStreamJSON", "ServerSentEvents", "EpollRuntime", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "PresenceTests", dependencies: ["Presence", "FeedCore", "DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "FeedReplicationTests", dependencies: ["FeedReplication", "FeedCore", "FeedStorage"], swiftSettings: strict),
         .testTarget(name: "ViewModelHostingTests", dependencies: ["ViewModelHosting", "FeedCore", "TestSupport"], swiftSettings: strict),
         // The HTTP API, and what is tested through it on a real server (`TestServer`, port 0) or through

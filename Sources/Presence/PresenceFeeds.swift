@@ -1,0 +1,173 @@
+import DiffStreamJSON
+import FeedCore
+import ServerSentEvents
+import Synchronization
+import Timekeeping
+
+/// The presence feeds of this instance, beside the registry: for each feed `F` with presence on and
+/// someone present or watching, a ``PresenceTracker`` and the derived, read-only feed it writes
+/// (``PresenceFeedName``). The HTTP layer opens and closes connections here as event streams that
+/// include `F` come and go, and finds the presence feed here to answer and stream it.
+///
+/// A presence feed is a ``Feed`` in memory: not stored, not counted against the limits (no storage
+/// account), not in the registry's list, its history this instance's own (a client that resumes it
+/// on another instance gets a snapshot). It is made when first asked for and dropped when no one is
+/// present, no change waits and no one watches it.
+public actor PresenceFeeds {
+    private struct Entry {
+        var tracker: PresenceTracker
+        let feed: Feed
+        /// Streams of the presence feed itself (they keep it from being dropped).
+        var watchers = 0
+        var timer: Task<Void, Never>?
+        var timerAt: Double?
+        /// The writes of the last flush, which the next one waits for.
+        var writing: Task<Void, Never>?
+    }
+
+    private var entries: [String: Entry] = [:]
+    private var nextConnection = 0
+    /// The hashed presence names handed out, to the feed each stands for.
+    private let hashedNames = Mutex<[String: String]>([:])
+    private let transport: (any EventBroadcaster)?
+    /// Metrics of the presence feeds' own, never rendered: they are not feeds of the registry.
+    private let metrics = FeedMetrics()
+    /// The numbers of every presence feed (``PresenceTracker/Settings/identities`` is each feed's).
+    public nonisolated let settings: PresenceTracker.Settings
+    private let ids: PresenceItemIDs
+    private let clock: @Sendable () -> Double
+    private let wallClock: @Sendable () -> Double
+
+    /// - Parameters:
+    ///   - transport: what the presence feeds' events go out through (the HTTP server's).
+    ///   - ids: the item ids' secret (a deployment's, to name a user alike on every instance).
+    ///   - clock: monotonic seconds; `wallClock`: seconds since 1970 (an item's `since`).
+    public init(transport: (any EventBroadcaster)?, settings: PresenceTracker.Settings = PresenceTracker.Settings(), ids: PresenceItemIDs = PresenceItemIDs(),
+                clock: @escaping @Sendable () -> Double = MonotonicClock.now, wallClock: @escaping @Sendable () -> Double = WallClock.now) {
+        self.transport = transport
+        self.settings = settings
+        self.ids = ids
+        self.clock = clock
+        self.wallClock = wallClock
+    }
+
+    /// The presence feed's name of `feed` (remembered when hashed, so that ``target(of:)`` finds it).
+    public nonisolated func name(of feed: String) -> String {
+        let name = PresenceFeedName.of(feed)
+        if name.hasPrefix(PresenceFeedName.hashedPrefix) { hashedNames.withLock { $0[name] = feed } }
+        return name
+    }
+
+    /// The feed whose presence feed `name` is: `_presence.F` names it, a hashed name only once
+    /// ``name(of:)`` handed it out. Nil for any other name.
+    public nonisolated func target(of name: String) -> String? {
+        if let target = PresenceFeedName.plainTarget(of: name) { return target }
+        guard name.hasPrefix(PresenceFeedName.hashedPrefix) else { return nil }
+        return hashedNames.withLock { $0[name] }
+    }
+
+    /// A connection to `feed` opened (an event stream that includes it): the user is present.
+    /// - Returns: the connection's number, for ``close(_:connection:)``.
+    public func open(_ feed: String, identities: Bool, _ connection: PresenceConnection) -> Int {
+        nextConnection += 1
+        let number = nextConnection
+        let now = clock()
+        update(feed, identities: identities) { $0.open(number, connection, now: now, wall: wallClock()) }
+        return number
+    }
+
+    /// A connection to `feed` closed: its user leaves after the grace period, unless another opens.
+    public func close(_ feed: String, connection: Int) {
+        guard entries[feed] != nil else { return }
+        let now = clock()
+        update(feed, identities: settings.identities) { $0.close(connection, now: now) }
+    }
+
+    /// The presence feed of `feed` to stream (made if needed): counted as watched until ``unwatch(_:)``.
+    public func watch(_ feed: String, identities: Bool) async -> Feed {
+        let made = entry(feed, identities: identities)
+        entries[feed]?.watchers += 1
+        await made.writing?.value
+        return made.feed
+    }
+
+    /// A stream of `feed`'s presence feed ended.
+    public func unwatch(_ feed: String) {
+        entries[feed]?.watchers -= 1
+        dropIfIdle(feed)
+    }
+
+    /// The presence feed of `feed` to read once (made if needed, then dropped when idle).
+    public func read(_ feed: String, identities: Bool) async -> Feed {
+        let made = await watch(feed, identities: identities)
+        unwatch(feed)
+        return made
+    }
+
+    /// Who is present on `feed` as last written (nil when no one is and no one watches).
+    public func snapshot(of feed: String) -> WireSnapshot? {
+        entries[feed]?.tracker.snapshot
+    }
+
+    // MARK: The entries
+
+    private func entry(_ feed: String, identities: Bool) -> Entry {
+        if let entry = entries[feed] { return entry }
+        var settings = settings
+        settings.identities = identities
+        let tracker = PresenceTracker(feed: feed, settings: settings, ids: ids)
+        let made = Feed(name: name(of: feed), replayLimit: 64, transport: transport, metrics: metrics, store: nil)
+        let initial = tracker.snapshot
+        var entry = Entry(tracker: tracker, feed: made)
+        entry.writing = Task { _ = try? await made.write(initial, viewState: nil, options: FeedWriteOptions()) }
+        entries[feed] = entry
+        return entry
+    }
+
+    private func update(_ feed: String, identities: Bool, _ body: (inout PresenceTracker) -> Void) {
+        _ = entry(feed, identities: identities)
+        body(&entries[feed]!.tracker)
+        advance(feed)
+    }
+
+    /// Writes what the tracker says is due, then waits for its next deadline.
+    private func advance(_ feed: String) {
+        guard var entry = entries[feed] else { return }
+        let steps = entry.tracker.advance(now: clock())
+        if !steps.isEmpty {
+            let previous = entry.writing
+            let target = entry.feed
+            entry.writing = Task {
+                await previous?.value
+                for step in steps { _ = try? await target.write(step, viewState: nil, options: FeedWriteOptions()) }
+            }
+        }
+        if let deadline = entry.tracker.nextDeadline {
+            if entry.timerAt.map({ deadline < $0 }) ?? true {
+                entry.timer?.cancel()
+                entry.timerAt = deadline
+                let delay = max(deadline - clock(), 0)
+                entry.timer = Task { [weak self] in
+                    if delay > 0 { try? await Task.sleep(for: .milliseconds(Int64((delay * 1000).rounded(.up)))) }
+                    guard !Task.isCancelled else { return }
+                    await self?.fire(feed, deadline)
+                }
+            }
+        }
+        entries[feed] = entry
+        dropIfIdle(feed)
+    }
+
+    private func fire(_ feed: String, _ deadline: Double) {
+        guard entries[feed]?.timerAt == deadline else { return }
+        entries[feed]?.timerAt = nil
+        entries[feed]?.timer = nil
+        advance(feed)
+    }
+
+    private func dropIfIdle(_ feed: String) {
+        guard let entry = entries[feed], entry.tracker.isIdle, entry.watchers == 0 else { return }
+        entry.timer?.cancel()
+        entries[feed] = nil
+    }
+}
