@@ -108,7 +108,7 @@ let package = Package(
         .target(name: "ViewModelHosting", dependencies: ["FeedCore", "FeedReplication", "DiffStream", "DiffStreamJSON", "FeedStorage", "Timekeeping", .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         // The HTTP API: the route table, `FeedAPI`, API errors (the one place statuses are chosen),
         // authorization (tokens, JWT), the multi-feed stream policy, `/metrics`.
-        .target(name: "HTTPAPI", dependencies: ["FeedCore", "ViewModelHosting", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "JWTKit", package: "jwt-kit"),
+        .target(name: "HTTPAPI", dependencies: ["FeedCore", "ViewModelHosting", "Presence", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "JWTKit", package: "jwt-kit"),
                                                .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The three above with one import (`@_exported`), as before they were split (issue 36). Deprecated
         // (issue 53, docs/upgrading.md): kept for one release; no product of ours depends on it.
@@ -161,7 +161,7 @@ let package = Package(
         .testTarget(name: "ViewModelHostingTests", dependencies: ["ViewModelHosting", "FeedCore", "TestSupport"], swiftSettings: strict),
         // The HTTP API, and what is tested through it on a real server (`TestServer`, port 0) or through
         // `FeedAPI`: streams, hosted view models and families, kept state's refusals, request lines.
-        .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "FeedCore", "ViewModelHosting", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+        .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "Presence", "FeedCore", "ViewModelHosting", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                          .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisFeedStore", "FeedStorage", "FeedServer", "FeedReplication", "DiffStream", "DiffStreamJSON", "TestSupport", "Timekeeping",
                                                          .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
