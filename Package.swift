@@ -119,7 +119,7 @@ let package = Package(
         .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedCore", "ViewModelHosting", "HTTPAPI", "FeedStorage"], swiftSettings: strict),
         // The library a program hosts its view models with: the store, the registry, the API and the
         // server wired together, with a graceful shutdown (a swift-service-lifecycle `Service`).
-        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedCore", "ViewModelHosting", "HTTPAPI", "FeedReplication", "FeedStorage", "EpollRuntime", "CThreads",
+        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedCore", "ViewModelHosting", "HTTPAPI", "Presence", "FeedReplication", "FeedStorage", "EpollRuntime", "CThreads",
                                                         .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
         // `RedisSharing`: the server's feeds kept in Redis, shared by several instances (`--redis`). A product

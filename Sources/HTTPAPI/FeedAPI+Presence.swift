@@ -43,7 +43,12 @@ extension FeedAPI {
     /// view model's (or family's) own setting. Nil: no presence (or no ``PresenceFeeds``).
     func presenceSettings(of feed: String) -> (on: Bool, identities: Bool)? {
         guard presence != nil, !PresenceFeedName.isReserved(feed) else { return nil }
-        return options.presence.settings(of: feed)
+        let flagged = options.presence.settings(of: feed)
+        switch hosted?.hosted(feed)?.presence {
+        case .identities?: return (true, true)
+        case .anonymous?: return flagged ?? (true, false)
+        case .off?, nil: return flagged
+        }
     }
 
     /// The presence feed's name of `feed`, when it has one (for `GET /feeds` and the stream's header).

@@ -267,9 +267,12 @@ public struct PresenceTracker: Sendable {
 
     // MARK: Steps
 
-    /// What a change costs a batch, about: the item's bytes and the operation's framing.
+    /// What putting `item` costs a batch at most: the item as the wire writes it, and an insert's
+    /// framing (`{"op":"insert","item":…,"section":"present","before":"<id>"},`).
     private static func cost(_ item: WireItem) -> Int {
-        item.id.string.utf8.count + item.kind.utf8.count + item.model.bytes.count + 64
+        var writer = JSONWriter()
+        WireCodec.writeItem(item, into: &writer)
+        return writer.bytes.count + 2 * item.id.string.utf8.count + 96
     }
 
     /// The snapshots from ``published`` to `target`: removals first, then updates, then insertions,
@@ -279,7 +282,7 @@ public struct PresenceTracker: Sendable {
         enum Change { case remove(String), put(Int, WireItem) }
         var changes: [(change: Change, cost: Int)] = []
         let targetIDs = Set(target.map { $0.item.id.string })
-        for (id, _) in published where !targetIDs.contains(id) { changes.append((.remove(id), id.utf8.count + 48)) }
+        for (id, _) in published where !targetIDs.contains(id) { changes.append((.remove(id), id.utf8.count + 40)) }
         for (order, item) in target where published[item.id.string].map({ $0.item != item }) ?? false {
             changes.append((.put(order, item), Self.cost(item)))
         }

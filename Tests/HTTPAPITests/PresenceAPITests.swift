@@ -1,4 +1,5 @@
 import TestSupport
+import ViewModelHosting
 import DiffStreamJSON
 import FeedCore
 import HTTPAPI
@@ -145,6 +146,22 @@ struct PresenceAPITests {
         #expect(!feeds.contains { $0["feed"]?.stringValue?.hasPrefix("_presence") == true }, "not a feed of its own")
         let stream = await api.handle(HTTPRequest(method: "GET", target: "/feeds/board/events", headers: ["Host": "x"]))
         #expect(stream.headers["DiffStream-Presence"] == "_presence.board")
+    }
+
+    @Test func aHostedViewModelMayAskForPresenceWithIdentities() async throws {
+        let registry = FeedRegistry(replayLimit: 8, transport: MemoryBroadcaster())
+        let hosted = HostedFeeds(registry: registry)
+        try await hosted.host(Counter(presence: .identities), as: "counter")
+        var options = FeedAPI.Options()
+        options.verifier = try await JWTVerifier(hmacSecret: F.secret)
+        options.now = { F.now }
+        let feeds = PresenceFeeds(transport: MemoryBroadcaster(), settings: PresenceTracker.Settings(interval: 0.01, grace: 0))
+        let api = FeedAPI(registry: registry, hosted: hosted, files: nil, options: options, serverMetrics: { nil }, presence: feeds)
+        let watcher = try await base.subscribe(api, "/feeds/_presence.counter/events")
+        _ = try await base.subscribe(api, "/feeds/counter/events", headers: try await bearer("alice@example.com", name: "Alice"))
+        while await presence(api, "_presence.counter").count != 1 { guard await watcher.next() != nil else { break } }
+        #expect(await presence(api, "_presence.counter").items.first?["name"] == "Alice")
+        #expect(await api.handle(HTTPRequest(method: "GET", target: "/feeds/_presence.board", headers: ["Host": "x"])).status == .notFound, "no flag, no presence")
     }
 
     @Test(arguments: ["presence-meta=%5B1%5D", "presence-meta=%7B", "presence-meta=%7B%22a%22%3A%22\(String(repeating: "x", count: 130))%22%7D", "presence-id=short"])
