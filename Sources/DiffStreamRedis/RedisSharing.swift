@@ -90,7 +90,7 @@ public struct RedisSharing: FeedSharing {
                     + "once none is running, the next start's are taken): \(differing.joined(separator: "; "))"))
             }
             return .success(try RedisStore.open(url: url, keys: keys, instanceID: instance, settings: settings, onSettingsConflict: { differing in
-                logger.error("settings differ from a running instance's (it started while Redis held no instance's presence): \(differing.joined(separator: "; ")); stop the instances whose settings are not wanted")
+                logger.error("settings differ from a running instance's (it started while Redis held no instance's liveness): \(differing.joined(separator: "; ")); stop the instances whose settings are not wanted")
             }, replay: start.replay, maxFeeds: start.maxFeeds, maxBytes: start.maxStoreBytes, timeout: timeout))
         }
         while true {
