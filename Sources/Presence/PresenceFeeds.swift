@@ -13,6 +13,10 @@ import Timekeeping
 /// account), not in the registry's list, its history this instance's own (a client that resumes it
 /// on another instance gets a snapshot). It is made when first asked for and dropped when no one is
 /// present, no change waits and no one watches it.
+///
+/// With a ``PresenceSharing`` (several instances), each flush publishes this instance's share, and
+/// the presence feed shows the merge of the live instances' shares (``PresenceMerge``), read again
+/// after each flush and every interval while the feed is held.
 public actor PresenceFeeds {
     private struct Entry {
         var tracker: PresenceTracker
@@ -23,6 +27,20 @@ public actor PresenceFeeds {
         var timerAt: Double?
         /// The writes of the last flush, which the next one waits for.
         var writing: Task<Void, Never>?
+        /// With sharing: what the feed shows (written only by the chain of `writing` tasks), and the
+        /// task that merges the other instances' shares again every interval.
+        let shown: Shown
+        var polling: Task<Void, Never>?
+    }
+
+    /// The merged list a presence feed shows, set by its chain of writes one at a time.
+    private final class Shown: Sendable {
+        private let value: Mutex<WireSnapshot>
+        init(_ snapshot: WireSnapshot) { value = Mutex(snapshot) }
+        var snapshot: WireSnapshot {
+            get { value.withLock { $0 } }
+            set { value.withLock { $0 = newValue } }
+        }
     }
 
     private var entries: [String: Entry] = [:]
@@ -37,16 +55,21 @@ public actor PresenceFeeds {
     private let ids: PresenceItemIDs
     private let clock: @Sendable () -> Double
     private let wallClock: @Sendable () -> Double
+    private let sharing: (any PresenceSharing)?
 
     /// - Parameters:
     ///   - transport: what the presence feeds' events go out through (the HTTP server's).
     ///   - ids: the item ids' secret (a deployment's, to name a user alike on every instance).
     ///   - clock: monotonic seconds; `wallClock`: seconds since 1970 (an item's `since`).
+    ///   - sharing: where the instances of a deployment share their presence (its secret names the
+    ///     users, instead of `ids`); nil: this instance's streams only.
     public init(transport: (any EventBroadcaster)?, settings: PresenceTracker.Settings = PresenceTracker.Settings(), ids: PresenceItemIDs = PresenceItemIDs(),
-                clock: @escaping @Sendable () -> Double = MonotonicClock.now, wallClock: @escaping @Sendable () -> Double = WallClock.now) {
+                clock: @escaping @Sendable () -> Double = MonotonicClock.now, wallClock: @escaping @Sendable () -> Double = WallClock.now,
+                sharing: (any PresenceSharing)? = nil) {
         self.transport = transport
         self.settings = settings
-        self.ids = ids
+        self.ids = sharing.map { PresenceItemIDs(secret: $0.secret) } ?? ids
+        self.sharing = sharing
         self.clock = clock
         self.wallClock = wallClock
     }
@@ -118,8 +141,17 @@ public actor PresenceFeeds {
         let tracker = PresenceTracker(feed: feed, settings: settings, ids: ids)
         let made = Feed(name: name(of: feed), replayLimit: 64, transport: transport, metrics: metrics, store: nil)
         let initial = tracker.snapshot
-        var entry = Entry(tracker: tracker, feed: made)
+        var entry = Entry(tracker: tracker, feed: made, shown: Shown(initial))
         entry.writing = Task { _ = try? await made.write(initial, viewState: nil, options: FeedWriteOptions()) }
+        if sharing != nil {
+            let interval = max(settings.interval, 0.01)
+            entry.polling = Task { [weak self] in
+                while !Task.isCancelled {
+                    await self?.merge(feed, publishing: false)
+                    try? await Task.sleep(for: .milliseconds(Int64(interval * 1000)))
+                }
+            }
+        }
         entries[feed] = entry
         return entry
     }
@@ -134,7 +166,11 @@ public actor PresenceFeeds {
     private func advance(_ feed: String) {
         guard var entry = entries[feed] else { return }
         let steps = entry.tracker.advance(now: clock())
-        if !steps.isEmpty {
+        if !steps.isEmpty && sharing != nil {
+            entries[feed] = entry
+            merge(feed, publishing: true)
+            entry = entries[feed]!
+        } else if !steps.isEmpty {
             let previous = entry.writing
             let target = entry.feed
             entry.writing = Task {
@@ -158,6 +194,26 @@ public actor PresenceFeeds {
         dropIfIdle(feed)
     }
 
+    /// With sharing: publishes this instance's share (when `publishing`), then writes the merge of
+    /// every live instance's share, after the writes before it.
+    private func merge(_ feed: String, publishing: Bool) {
+        guard let sharing, var entry = entries[feed] else { return }
+        let previous = entry.writing, target = entry.feed, shown = entry.shown
+        let local = entry.tracker.snapshot, batchBytes = settings.batchBytes, listed = settings.listed
+        let share: [UInt8]? = entry.tracker.count > 0 ? WireCodec.encode(local) : nil
+        entry.writing = Task {
+            await previous?.value
+            if publishing { await sharing.publish(feed: feed, share: share) }
+            let others = await sharing.shares(of: feed).compactMap { try? WireCodec.decodeSnapshot($0) }
+            let merged = PresenceMerge.merge([local] + others, listed: listed)
+            for step in PresenceSteps.between(shown.snapshot, merged, batchBytes: batchBytes) {
+                _ = try? await target.write(step, viewState: nil, options: FeedWriteOptions())
+            }
+            shown.snapshot = merged
+        }
+        entries[feed] = entry
+    }
+
     private func fire(_ feed: String, _ deadline: Double) {
         guard entries[feed]?.timerAt == deadline else { return }
         entries[feed]?.timerAt = nil
@@ -168,6 +224,12 @@ public actor PresenceFeeds {
     private func dropIfIdle(_ feed: String) {
         guard let entry = entries[feed], entry.tracker.isIdle, entry.watchers == 0 else { return }
         entry.timer?.cancel()
+        entry.polling?.cancel()
         entries[feed] = nil
+        if let sharing {
+            // This instance's share goes with the feed (once the writes before it are done).
+            let previous = entry.writing
+            Task { await previous?.value; await sharing.publish(feed: feed, share: nil) }
+        }
     }
 }

@@ -89,9 +89,8 @@ public struct PresenceTracker: Sendable {
     public private(set) var count = 0
     private var dirty = false
     private var lastFlush: Double?
-    /// What the last flush wrote: its items by id (with their join order) and its count.
-    private var published: [String: (order: Int, item: WireItem)] = [:]
-    private var publishedCount = 0
+    /// What the last flush wrote.
+    private var published = PresenceTracker.snapshot([], count: 0)
 
     public init(feed: String, settings: Settings = Settings(), ids: PresenceItemIDs) {
         self.feed = feed
@@ -164,23 +163,20 @@ public struct PresenceTracker: Sendable {
     /// Ends the grace periods due at `now`, then flushes if a change waits and its interval has passed.
     /// - Returns: the snapshots to write to the presence feed, in order (none: nothing to write now).
     ///   Each differs from the one before by a batch of at most ``Settings/batchBytes``.
-    /// - Complexity: O(listed + stale entries) per flush, O(listed log listed) per step written.
+    /// - Complexity: O(listed + stale entries) per flush, O(listed) per step written.
     public mutating func advance(now: Double) -> [WireSnapshot] {
         expire(now: now)
         guard dirty, lastFlush.map({ now >= $0 + settings.interval }) ?? true else { return [] }
         dirty = false
         lastFlush = now
-        let target = firstVisible()
-        let steps = steps(to: target, count: count)
-        published = Dictionary(uniqueKeysWithValues: target.map { ($0.item.id.string, $0) })
-        publishedCount = count
+        let target = Self.snapshot(firstVisible(), count: count)
+        let steps = PresenceSteps.between(published, target, batchBytes: settings.batchBytes)
+        published = target
         return steps
     }
 
     /// The snapshot of what the last flush wrote (an empty list before any).
-    public var snapshot: WireSnapshot {
-        Self.snapshot(published.values.sorted { $0.order < $1.order }.map(\.item), count: publishedCount)
-    }
+    public var snapshot: WireSnapshot { published }
 
     // MARK: State
 
@@ -240,12 +236,12 @@ public struct PresenceTracker: Sendable {
     }
 
     /// The first ``Settings/listed`` visible members in join order, as items.
-    private func firstVisible() -> [(order: Int, item: WireItem)] {
-        var listed: [(order: Int, item: WireItem)] = []
+    private func firstVisible() -> [WireItem] {
+        var listed: [WireItem] = []
         for (order, key) in joinOrder {
             guard listed.count < settings.listed else { break }
             guard let member = members[key], member.order == order, member.isVisible else { continue }
-            listed.append((order, item(member)))
+            listed.append(item(member))
         }
         return listed
     }
@@ -263,49 +259,6 @@ public struct PresenceTracker: Sendable {
             if let subject = member.subject, subject.utf8.count <= Self.maxSubjectBytes { fields.append(("sub", .string(subject))) }
         }
         return WireItem(id: member.itemID, kind: Self.itemKind, model: .object(JSONObject(fields)))
-    }
-
-    // MARK: Steps
-
-    /// What putting `item` costs a batch at most: the item as the wire writes it, and an insert's
-    /// framing (`{"op":"insert","item":…,"section":"present","before":"<id>"},`).
-    private static func cost(_ item: WireItem) -> Int {
-        var writer = JSONWriter()
-        WireCodec.writeItem(item, into: &writer)
-        return writer.bytes.count + 2 * item.id.string.utf8.count + 96
-    }
-
-    /// The snapshots from ``published`` to `target`: removals first, then updates, then insertions,
-    /// cut into steps whose changes cost at most the batch budget (less a margin for the event's own
-    /// fields and the section's model).
-    private func steps(to target: [(order: Int, item: WireItem)], count: Int) -> [WireSnapshot] {
-        enum Change { case remove(String), put(Int, WireItem) }
-        var changes: [(change: Change, cost: Int)] = []
-        let targetIDs = Set(target.map { $0.item.id.string })
-        for (id, _) in published where !targetIDs.contains(id) { changes.append((.remove(id), id.utf8.count + 40)) }
-        for (order, item) in target where published[item.id.string].map({ $0.item != item }) ?? false {
-            changes.append((.put(order, item), Self.cost(item)))
-        }
-        for (order, item) in target where published[item.id.string] == nil { changes.append((.put(order, item), Self.cost(item))) }
-        guard !changes.isEmpty || count != publishedCount else { return [] }
-        let budget = max(settings.batchBytes - 1024, 1)
-        var current = published
-        var steps: [WireSnapshot] = []
-        var spent = 0
-        func step() { steps.append(Self.snapshot(current.values.sorted { $0.order < $1.order }.map(\.item), count: count)) }
-        for (change, cost) in changes {
-            if spent > 0 && spent + cost > budget {
-                step()
-                spent = 0
-            }
-            switch change {
-            case .remove(let id): current[id] = nil
-            case .put(let order, let item): current[item.id.string] = (order, item)
-            }
-            spent += cost
-        }
-        step()
-        return steps
     }
 
     /// A presence snapshot: the section `present` with `{"count":…,"listed":…}`, and `items`.
