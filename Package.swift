@@ -124,7 +124,7 @@ let package = Package(
                                                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
         // `RedisSharing`: the server's feeds kept in Redis, shared by several instances (`--redis`). A product
         // of its own, so a program that does not share its feeds links neither hiredis nor the Redis code.
-        .target(name: "DiffStreamRedis", dependencies: ["DiffStreamServer", "FeedStorage", "Redis", "RedisFeedStore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "DiffStreamRedis", dependencies: ["DiffStreamServer", "FeedStorage", "Presence", "Redis", "RedisFeedStore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The Swift client: follows feeds (typed decoding, resume, gaps, heartbeats, offline cache), runs actions
         // over URLSession, and translates batches into `NSDiffableDataSourceSnapshot` calls (pure, any platform).
         // Depends on the snapshot types and the pure wire codec only, never on the server.

@@ -147,7 +147,8 @@ public actor PresenceFeeds {
             let interval = max(settings.interval, 0.01)
             entry.polling = Task { [weak self] in
                 while !Task.isCancelled {
-                    await self?.merge(feed, publishing: false)
+                    // This instance's share is written again too: it lasts while it is renewed.
+                    await self?.merge(feed, publishing: true)
                     try? await Task.sleep(for: .milliseconds(Int64(interval * 1000)))
                 }
             }

@@ -22,6 +22,8 @@ import Redis
 /// | `usage` | hash | `feeds`, `bytes`: what `--max-feeds` and `--max-store-bytes` count, over every instance |
 /// | `settings` | hash | `replay`, `max-feeds`, `max-feed-bytes`, `max-store-bytes`: the running instances' |
 /// | `instances` | sorted set | the running instances' ids, scored by when each one's liveness ends (ms) |
+/// | `presence:<name>` | hash, with a TTL | who is present on the feed, per instance: instance id → its share, a presence snapshot (`RedisPresenceSharing`, module `DiffStreamRedis`; issue 55) |
+/// | `presence-secret` | string | the secret the presence feeds' item ids are HMACs under, the same on every instance |
 /// | channel `publish:<name>` | pub/sub | `<history> <version> <batch, snapshot, state lengths> <instance>\n<batch><snapshot><state>` after each commit; `<history> 0\n` after a delete |
 public struct RedisKeys: Sendable, Equatable {
     /// The key schema this build writes and reads.

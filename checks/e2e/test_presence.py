@@ -8,6 +8,7 @@ import urllib.parse
 import pytest
 
 from e2e_helpers import JWT_SECRET, SSEClient, apply_ops, jwt_token, rights, snapshot
+from redis_helpers import cluster, redis  # noqa: F401 (fixtures)
 
 
 @pytest.fixture
@@ -179,3 +180,28 @@ def test_bad_presence_parameters_are_refused(board):
     meta = urllib.parse.quote(json.dumps({"status": "x" * 200}))
     assert board.http("GET", f"/feeds/board/events?presence-meta={meta}").status == 400
     assert board.http("GET", "/feeds/board/events?presence-id=short").status == 400
+
+
+def test_two_instances_under_redis_merge_presence_and_a_killed_one_leaves_no_ghosts(cluster, secret_file):
+    flags = ("--examples", "none", "--presence-names", "board", "--presence-grace", "0", "--presence-interval", "0.2",
+             "--jwt-secret-file", secret_file, "--token", "admin-token")
+    a, b = cluster.launch(2, *flags)
+    a.put("board", snapshot(("s", [])), headers={"Authorization": "Bearer admin-token"})
+    watcher = Watcher(b.port)
+    alice = {"Authorization": "Bearer " + token("alice@example.com", "Alice")}
+    on_a = stream(a, headers=alice)
+    watcher.until(lambda w: w.count() == 1)
+    assert watcher.items()[0]["name"] == "Alice", "B shows a user whose stream is on A"
+    on_b = stream(b, headers=alice)
+    bob_on_a = stream(a, headers={"Authorization": "Bearer " + token("bob@example.com", "Bob")})
+    watcher.until(lambda w: w.count() == 2 and {i["name"]: i["connections"] for i in w.items()} == {"Alice": 2, "Bob": 1})
+    on_watch_a = Watcher(a.port)
+    on_watch_a.until(lambda w: w.count() == 2, timeout=5)
+    assert sorted(i["name"] for i in on_watch_a.items()) == ["Alice", "Bob"], "A shows the same merge"
+    on_watch_a.close()
+    killed = time.monotonic()
+    a.kill()  # SIGKILL: no goodbye; its share counts until its liveness lapses (5 s)
+    watcher.until(lambda w: w.count() == 1 and w.items()[0]["connections"] == 1, timeout=15)
+    assert watcher.items()[0]["name"] == "Alice" and time.monotonic() - killed < 10, "Bob's ghost gone within the liveness"
+    for client in (on_a, on_b, bob_on_a, watcher):
+        client.close()
