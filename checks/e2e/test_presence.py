@@ -2,12 +2,13 @@
 `_presence.F`, of who has an event stream of it open: joins, leaves after the grace period, several
 streams of one user as one item, the reconnect grace, coalescing, the threshold, and the rights."""
 import json
+import subprocess
 import time
 import urllib.parse
 
 import pytest
 
-from e2e_helpers import JWT_SECRET, SSEClient, apply_ops, jwt_token, rights, snapshot
+from e2e_helpers import BINARY, JWT_SECRET, SSEClient, apply_ops, clean_environment, jwt_token, rights, snapshot
 from redis_helpers import cluster, redis  # noqa: F401 (fixtures)
 
 
@@ -204,4 +205,20 @@ def test_two_instances_under_redis_merge_presence_and_a_killed_one_leaves_no_gho
     watcher.until(lambda w: w.count() == 1 and w.items()[0]["connections"] == 1, timeout=15)
     assert watcher.items()[0]["name"] == "Alice" and time.monotonic() - killed < 10, "Bob's ghost gone within the liveness"
     for client in (on_a, on_b, bob_on_a, watcher):
+        client.close()
+
+
+def test_diffstream_watch_follows_a_presence_feed_by_its_name(board):
+    watcher = BINARY.parent / "diffstream-watch"
+    if not watcher.exists():
+        pytest.fail(f"no {watcher}: build it with 'swift build --product diffstream-watch'")
+    alice = stream(board, headers={"Authorization": "Bearer " + token("alice@example.com", "Alice")})
+    probe = Watcher(board.port)
+    probe.until(lambda w: w.count() == 1)
+    result = subprocess.run([str(BINARY), "watch", "--once", "--json", f"http://127.0.0.1:{board.port}", "_presence.board"],
+                            capture_output=True, text=True, timeout=30, env=clean_environment(), stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout.splitlines()[0])
+    assert "_presence.board" in result.stdout and "Alice" in result.stdout, line
+    for client in (alice, probe):
         client.close()
