@@ -222,6 +222,15 @@ public final class Server: Service, Sendable {
         }
     }
 
+    /// Who is present on `feed` (issue 55, docs/protocol.md "Who is here"): what its presence feed
+    /// shows now, then each change; nil when the feed has no presence (`--presence`, or its view
+    /// model's ``HostedViewModel/presence``). For a hosted view model's source, to show "3 watching" or
+    /// to stop when nobody watches; ``PresenceSnapshot/changes(since:)`` tells the joins and leaves.
+    /// Reading it makes no one present.
+    public func presence(of feed: String) async -> AsyncStream<PresenceSnapshot>? {
+        await api.presenceSnapshots(of: feed)
+    }
+
     /// Hosts `model` as the feed `name`, from `state` (or what the store kept, or its initial state).
     @discardableResult
     public func host<Model: HostedViewModel>(_ model: Model, as name: String, state: Model.State? = nil) async throws(HostingError) -> ViewModelHost<Model> {

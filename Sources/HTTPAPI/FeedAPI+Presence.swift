@@ -99,6 +99,13 @@ extension FeedAPI {
         }
     }
 
+    /// Who is present on `feed`, for a program (a hosted view model's source): what its presence feed
+    /// shows now, then each change; nil when `feed` has no presence. Reading makes no one present.
+    public func presenceSnapshots(of feed: String) async -> AsyncStream<PresenceSnapshot>? {
+        guard let presence, let settings = presenceSettings(of: feed) else { return nil }
+        return await presence.snapshots(of: feed, identities: settings.identities)
+    }
+
     /// Adds `sink`, a stream (or a multi-feed stream's slot) of `feed`, to `feed`'s presence until it ends.
     func joinPresence(_ feed: String, _ connection: PresenceConnection, until sink: any EventSink) async {
         guard let presence, let settings = presenceSettings(of: feed) else { return }

@@ -31,6 +31,8 @@ public actor PresenceFeeds {
         /// task that merges the other instances' shares again every interval.
         let shown: Shown
         var polling: Task<Void, Never>?
+        /// The programs reading the presence (``snapshots(of:identities:)``), by number.
+        var listeners: [Int: AsyncStream<PresenceSnapshot>.Continuation] = [:]
     }
 
     /// The merged list a presence feed shows, set by its chain of writes one at a time.
@@ -45,6 +47,7 @@ public actor PresenceFeeds {
 
     private var entries: [String: Entry] = [:]
     private var nextConnection = 0
+    private var nextListener = 0
     /// The hashed presence names handed out, to the feed each stands for.
     private let hashedNames = Mutex<[String: String]>([:])
     private let transport: (any EventBroadcaster)?
@@ -127,6 +130,33 @@ public actor PresenceFeeds {
         return made
     }
 
+    /// Who is present on `feed`, as the presence feed shows it: what it shows now, then each change
+    /// (for a hosted view model's source). Reading keeps the presence feed, like a watcher, until the
+    /// sequence ends; following it makes no one present.
+    public func snapshots(of feed: String, identities: Bool) -> AsyncStream<PresenceSnapshot> {
+        let made = entry(feed, identities: identities)
+        nextListener += 1
+        let number = nextListener
+        let (stream, continuation) = AsyncStream.makeStream(of: PresenceSnapshot.self, bufferingPolicy: .bufferingNewest(1))
+        continuation.yield(PresenceSnapshot(sharing == nil ? made.tracker.snapshot : made.shown.snapshot))
+        entries[feed]?.listeners[number] = continuation
+        entries[feed]?.watchers += 1
+        continuation.onTermination = { _ in Task { [weak self] in await self?.stopListening(feed, number) } }
+        return stream
+    }
+
+    private func stopListening(_ feed: String, _ number: Int) {
+        guard entries[feed]?.listeners.removeValue(forKey: number) != nil else { return }
+        unwatch(feed)
+    }
+
+    /// Tells the programs reading `feed`'s presence what it shows now.
+    private func delivered(_ feed: String, _ snapshot: WireSnapshot) {
+        guard let listeners = entries[feed]?.listeners, !listeners.isEmpty else { return }
+        let typed = PresenceSnapshot(snapshot)
+        for continuation in listeners.values { continuation.yield(typed) }
+    }
+
     /// Who is present on `feed` as last written (nil when no one is and no one watches).
     public func snapshot(of feed: String) -> WireSnapshot? {
         entries[feed]?.tracker.snapshot
@@ -174,9 +204,10 @@ public actor PresenceFeeds {
         } else if !steps.isEmpty {
             let previous = entry.writing
             let target = entry.feed
-            entry.writing = Task {
+            entry.writing = Task { [weak self] in
                 await previous?.value
                 for step in steps { _ = try? await target.write(step, viewState: nil, options: FeedWriteOptions()) }
+                if let last = steps.last { await self?.delivered(feed, last) }
             }
         }
         if let deadline = entry.tracker.nextDeadline {
@@ -202,15 +233,15 @@ public actor PresenceFeeds {
         let previous = entry.writing, target = entry.feed, shown = entry.shown
         let local = entry.tracker.snapshot, batchBytes = settings.batchBytes, listed = settings.listed
         let share: [UInt8]? = entry.tracker.count > 0 ? WireCodec.encode(local) : nil
-        entry.writing = Task {
+        entry.writing = Task { [weak self] in
             await previous?.value
             if publishing { await sharing.publish(feed: feed, share: share) }
             let others = await sharing.shares(of: feed).compactMap { try? WireCodec.decodeSnapshot($0) }
             let merged = PresenceMerge.merge([local] + others, listed: listed)
-            for step in PresenceSteps.between(shown.snapshot, merged, batchBytes: batchBytes) {
-                _ = try? await target.write(step, viewState: nil, options: FeedWriteOptions())
-            }
+            let steps = PresenceSteps.between(shown.snapshot, merged, batchBytes: batchBytes)
+            for step in steps { _ = try? await target.write(step, viewState: nil, options: FeedWriteOptions()) }
             shown.snapshot = merged
+            if !steps.isEmpty { await self?.delivered(feed, merged) }
         }
         entries[feed] = entry
     }
@@ -226,6 +257,7 @@ public actor PresenceFeeds {
         guard let entry = entries[feed], entry.tracker.isIdle, entry.watchers == 0 else { return }
         entry.timer?.cancel()
         entry.polling?.cancel()
+        for continuation in entry.listeners.values { continuation.finish() }
         entries[feed] = nil
         if let sharing {
             // This instance's share goes with the feed (once the writes before it are done).

@@ -76,3 +76,19 @@ struct PresenceFeedsTests {
         #expect(await Self.shown(onB).count == 2)
     }
 }
+
+extension PresenceFeedsTests {
+    @Test func aProgramReadsWhoIsPresentAndTheJoinsAndLeaves() async {
+        let feeds = PresenceFeeds(transport: MemoryBroadcaster(), settings: Self.settings)
+        var snapshots = await feeds.snapshots(of: "board", identities: true).makeAsyncIterator()
+        let empty = await snapshots.next()
+        #expect(empty?.count == 0, "reading makes no one present")
+        let connection = await feeds.open("board", identities: true, Self.alice())
+        let joined = await snapshots.next()
+        #expect(joined?.count == 1 && joined?.users.first?.name == "Alice" && joined?.users.first?.subject == "alice")
+        #expect(joined.map { $0.changes(since: empty!).joined.map(\.name) } == ["Alice"])
+        await feeds.close("board", connection: connection)
+        let left = await snapshots.next()
+        #expect(left?.count == 0 && left.map { $0.changes(since: joined!).left.map(\.name) } == ["Alice"])
+    }
+}
