@@ -37,7 +37,7 @@ export { HUB_LOG_LIMIT, HUB_LOG_CHARS, RETRY_FIRST_MS, RETRY_MAX_MS, OUTAGE_GRAC
 /// `maxStreamFeeds` (most feeds in one stream: the server's `--max-stream-feeds`; a server that refuses
 /// a stream as too many feeds lowers it to the limit it names).
 export class StreamHub {
-  constructor({ EventSource, fetch, setTimeout, clearTimeout, defer, baseURL = '', token = null, onOpen, maxStreamFeeds = 100 } = {}) {
+  constructor({ EventSource, fetch, setTimeout, clearTimeout, defer, baseURL = '', token = null, onOpen, maxStreamFeeds = 100, presenceID = null } = {}) {
     this.EventSource = EventSource;
     this.fetch = fetch;
     this.setTimeout = setTimeout;
@@ -45,6 +45,9 @@ export class StreamHub {
     this.defer = defer || ((f) => queueMicrotask(f));
     this.baseURL = baseURL;
     this.token = token;
+    /// Sent with every stream (`presence-id`): the hub's streams, reopened as tabs add feeds, are one
+    /// present user on feeds with presence (docs/protocol.md "Who is here").
+    this.presenceID = presenceID;
     this.onOpen = onOpen || (() => {});
     this.maxStreamFeeds = maxStreamFeeds >= 1 ? Math.floor(maxStreamFeeds) : 100;
     this.feeds = new Map(); // feed -> FeedSlot
