@@ -102,11 +102,13 @@ let package = Package(
         // Keeping copies of a shared store's feeds (docs/decisions/0005-feed-log-and-replication.md): the
         // leases of hosted sources. Knows the store only through FeedStorage's seams, never Redis.
         .target(name: "FeedReplication", dependencies: ["FeedCore", "FeedStorage", "ServerSentEvents", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        // Who is present on a feed (issue 55): the pure tracker, and the derived feeds it writes; fed by the HTTP layer.
+        .target(name: "Presence", dependencies: ["DiffStream", "DiffStreamJSON", "FeedCore", "ServerSentEvents", "Timekeeping", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         // Hosting view models: `HostedViewModel`, `ViewModelHost`, `HostedFeeds`, actions, `ViewModelError`.
         .target(name: "ViewModelHosting", dependencies: ["FeedCore", "FeedReplication", "DiffStream", "DiffStreamJSON", "FeedStorage", "Timekeeping", .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         // The HTTP API: the route table, `FeedAPI`, API errors (the one place statuses are chosen),
         // authorization (tokens, JWT), the multi-feed stream policy, `/metrics`.
-        .target(name: "HTTPAPI", dependencies: ["FeedCore", "ViewModelHosting", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "JWTKit", package: "jwt-kit"),
+        .target(name: "HTTPAPI", dependencies: ["FeedCore", "ViewModelHosting", "Presence", "DiffStreamJSON", "HTTPCore", "FeedStorage", .product(name: "JWTKit", package: "jwt-kit"),
                                                .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         // The three above with one import (`@_exported`), as before they were split (issue 36). Deprecated
         // (issue 53, docs/upgrading.md): kept for one release; no product of ours depends on it.
@@ -117,12 +119,12 @@ let package = Package(
         .target(name: "DiffStreamTesting", dependencies: ["DiffStream", "DiffStreamJSON", "FeedCore", "ViewModelHosting", "HTTPAPI", "FeedStorage"], swiftSettings: strict),
         // The library a program hosts its view models with: the store, the registry, the API and the
         // server wired together, with a graceful shutdown (a swift-service-lifecycle `Service`).
-        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedCore", "ViewModelHosting", "HTTPAPI", "FeedReplication", "FeedStorage", "EpollRuntime", "CThreads",
+        .target(name: "DiffStreamServer", dependencies: ["DiffStream", "DiffStreamJSON", "FeedCore", "ViewModelHosting", "HTTPAPI", "Presence", "FeedReplication", "FeedStorage", "EpollRuntime", "CThreads",
                                                         .product(name: "Logging", package: "swift-log"), .product(name: "Prometheus", package: "swift-prometheus"),
                                                         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")], swiftSettings: strict),
         // `RedisSharing`: the server's feeds kept in Redis, shared by several instances (`--redis`). A product
         // of its own, so a program that does not share its feeds links neither hiredis nor the Redis code.
-        .target(name: "DiffStreamRedis", dependencies: ["DiffStreamServer", "FeedStorage", "Redis", "RedisFeedStore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "DiffStreamRedis", dependencies: ["DiffStreamServer", "FeedStorage", "Presence", "Redis", "RedisFeedStore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // The Swift client: follows feeds (typed decoding, resume, gaps, heartbeats, offline cache), runs actions
         // over URLSession, and translates batches into `NSDiffableDataSourceSnapshot` calls (pure, any platform).
         // Depends on the snapshot types and the pure wire codec only, never on the server.
@@ -156,11 +158,12 @@ let package = Package(
         .testTarget(name: "EpollRuntimeTests", dependencies: ["EpollRuntime", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "LogLinesTests", dependencies: ["LogLines", "JSONEscaping", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "FeedCoreTests", dependencies: ["FeedCore", "FeedStorage", "DiffStream", "DiffStreamJSON", "ServerSentEvents", "EpollRuntime", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "PresenceTests", dependencies: ["Presence", "FeedCore", "DiffStream", "DiffStreamJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "FeedReplicationTests", dependencies: ["FeedReplication", "FeedCore", "FeedStorage"], swiftSettings: strict),
         .testTarget(name: "ViewModelHostingTests", dependencies: ["ViewModelHosting", "FeedCore", "TestSupport"], swiftSettings: strict),
         // The HTTP API, and what is tested through it on a real server (`TestServer`, port 0) or through
         // `FeedAPI`: streams, hosted view models and families, kept state's refusals, request lines.
-        .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "FeedCore", "ViewModelHosting", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", "HostingTestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+        .testTarget(name: "HTTPAPITests", dependencies: ["HTTPAPI", "Presence", "FeedCore", "ViewModelHosting", "FeedStorage", "EpollRuntime", "LogLines", "TestSupport", "HostingTestSupport", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                                                          .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus")], swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisFeedStore", "FeedStorage", "FeedServer", "FeedReplication", "DiffStream", "DiffStreamJSON", "TestSupport", "HostingTestSupport", "Timekeeping",
                                                          .product(name: "Logging", package: "swift-log")], swiftSettings: strict),

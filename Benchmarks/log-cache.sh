@@ -48,12 +48,13 @@ stop_origin() { kill "$origin_pid"; wait "$origin_pid" 2>/dev/null || true; }
 
 start_nginx() {  # config: sets nginx_pids (--pid args)
     nginx -c "$1" -p "$work" -g 'daemon off;' 2>>"$work/nginx.err" &
+    nginx_job=$!
     wait_port "$2"
     nginx_pids=()
     for worker in $(pgrep -P "$(cat "$work/nginx.pid")"); do nginx_pids+=(--pid "$worker"); done
 }
 
-stop_nginx() { kill "$(cat "$work/nginx.pid")"; wait 2>/dev/null || true; rm -f "$work/nginx.pid"; }
+stop_nginx() { kill "$nginx_job"; wait "$nginx_job" 2>/dev/null || true; rm -f "$work/nginx.pid"; }
 
 run_cache() {
     start_origin

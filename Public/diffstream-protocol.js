@@ -3,7 +3,7 @@
 //   applyOps(sections, ops)        → the sections after a batch's operations (docs/protocol.md, "Operations")
 //   new FeedState(feed).apply(type, data, id)
 //                                  → what a snapshot or a batch does to what the client holds
-//   eventsURL(base, feeds, token)  → the URL of one event stream for many feeds (`GET /events?feed=…`)
+//   eventsURL(base, feeds, token, presenceID) → the URL of one event stream for many feeds (`GET /events?feed=…`)
 //   isFeedName(feed)               → whether the server takes `feed` as a feed's name
 //   unreachableDetail(server, page) → what to say when the server gives no answer (and `--allow-origin`)
 //
@@ -224,14 +224,17 @@ export function streamPosition(feed, lastEventId) {
 
 /// The URL of one event stream carrying `feeds` (`[{feed, lastEventId}]`, in order), each resuming
 /// from its `lastEventId` when it has one: `${base}/events?feed=NAME@ID&feed=NAME…`, plus
-/// `authorization=TOKEN` when a token is given (for a stream that cannot carry the cookie).
+/// `authorization=TOKEN` when a token is given (for a stream that cannot carry the cookie), and
+/// `presence-id=ID` when one is given (the id that keeps an anonymous visitor one present user across
+/// the stream's reopens: docs/protocol.md "Who is here").
 /// `base` is an origin (or '' for the page's own), with or without a trailing slash.
-export function eventsURL(base, feeds, token = null) {
+export function eventsURL(base, feeds, token = null, presenceID = null) {
   const query = feeds.map(({ feed, lastEventId }) => {
     const position = streamPosition(feed, lastEventId);
     return `feed=${encodeURIComponent(feed)}${position ? `@${encodeURIComponent(position.slice(feed.length + 1))}` : ''}`;
   });
   if (token) query.push(`authorization=${encodeURIComponent(token)}`);
+  if (presenceID) query.push(`presence-id=${encodeURIComponent(presenceID)}`);
   return `${(base || '').replace(/\/+$/, '')}/events?${query.join('&')}`;
 }
 

@@ -7,6 +7,14 @@ export function randomId() {
   return Math.random().toString(36).slice(2) + Date.now().toString(36);
 }
 
+/// An id a client keeps across its streams' reopens (`presence-id`, docs/protocol.md "Who is here"):
+/// 32 hexadecimal digits from the platform's generator.
+export function presenceId() {
+  const bytes = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
 /// A camelCase name as lowercase words (`addItem` → `add item`), for buttons, placeholders and messages.
 export function words(name) {
   return String(name).replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();

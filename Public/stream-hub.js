@@ -44,7 +44,7 @@ export { HUB_LOG_LIMIT, HUB_LOG_CHARS, RETRY_FIRST_MS, RETRY_MAX_MS, OUTAGE_GRAC
 /// feeds are (a subscription's `maxPolls` sets it: the page knows whether its server speaks HTTP/2);
 /// past that, it goes in the event stream like any other. The tabs see no difference.
 export class StreamHub {
-  constructor({ EventSource, fetch, setTimeout, clearTimeout, defer, baseURL = '', token = null, onOpen, maxStreamFeeds = 100, maxPolls = MAX_POLLS } = {}) {
+  constructor({ EventSource, fetch, setTimeout, clearTimeout, defer, baseURL = '', token = null, onOpen, maxStreamFeeds = 100, maxPolls = MAX_POLLS, presenceID = null } = {}) {
     this.EventSource = EventSource;
     this.fetch = fetch;
     this.setTimeout = setTimeout;
@@ -52,6 +52,9 @@ export class StreamHub {
     this.defer = defer || ((f) => queueMicrotask(f));
     this.baseURL = baseURL;
     this.token = token;
+    /// Sent with every stream (`presence-id`): the hub's streams, reopened as tabs add feeds, are one
+    /// present user on feeds with presence (docs/protocol.md "Who is here").
+    this.presenceID = presenceID;
     this.onOpen = onOpen || (() => {});
     this.maxStreamFeeds = maxStreamFeeds >= 1 ? Math.floor(maxStreamFeeds) : 100;
     this.maxPolls = maxPolls >= 0 ? Math.floor(maxPolls) : MAX_POLLS;

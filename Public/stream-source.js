@@ -65,7 +65,7 @@ export class Stream {
     const hub = this.hub;
     const g = this.generation;
     const epochs = new Map(slots.map((slot) => [slot, slot.epoch]));
-    const url = eventsURL(hub.baseURL, slots.map((slot) => ({ feed: slot.feed, lastEventId: slot.lastEventId })), hub.token);
+    const url = eventsURL(hub.baseURL, slots.map((slot) => ({ feed: slot.feed, lastEventId: slot.lastEventId })), hub.token, hub.presenceID);
     const source = new hub.EventSource(url);
     let opened = false;
     this.source = source;

@@ -2,11 +2,13 @@
 // tab of this origin. Each tab connects a port, says hello with its id, and subscribes; see
 // diffstream-streams.js for the tab side and stream-hub.js for the hub.
 import { StreamHub } from './stream-hub.js';
-import { randomId } from './diffstream-util.js';
+import { presenceId, randomId } from './diffstream-util.js';
 
 const workerId = randomId();
+// One presence id for the worker's life: its tabs share one stream, one present user (issue 55).
 const hub = new StreamHub({
   EventSource, fetch: (url, init) => fetch(url, init), setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (t) => clearTimeout(t),
+  presenceID: presenceId(),
 });
 const locks = self.navigator && navigator.locks; // Web Locks: only in a secure context (https, or http://localhost)
 

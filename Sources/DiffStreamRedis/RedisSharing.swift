@@ -1,6 +1,7 @@
 import DiffStreamServer
 import FeedStorage
 import Logging
+import Presence
 import Redis
 import RedisFeedStore
 
@@ -73,7 +74,7 @@ public struct RedisSharing: FeedSharing {
         if start.dataDirectory != nil { logger.info("feeds are kept in Redis at \(url) under '\(keys.base)'; the data directory is not used") }
         let timeout = self.timeout
         /// One try: the store, or why the start must stop.
-        func connect() async throws(RedisError) -> Result<RedisStore, Server.StartError> {
+        func connect() async throws(RedisError) -> Result<(RedisStore, RedisPresenceSharing), Server.StartError> {
             let client = RedisClient(url: url, timeout: timeout, name: "redis-check")
             defer { client.stop() }
             let check = try await RedisServerCheck.run(client)
@@ -89,12 +90,13 @@ public struct RedisSharing: FeedSharing {
                 return .failure(Server.StartError(.redis, "settings differ from the running instances' (every instance sharing Redis needs the same; "
                     + "once none is running, the next start's are taken): \(differing.joined(separator: "; "))"))
             }
-            return .success(try RedisStore.open(url: url, keys: keys, instanceID: instance, settings: settings, onSettingsConflict: { differing in
-                logger.error("settings differ from a running instance's (it started while Redis held no instance's presence): \(differing.joined(separator: "; ")); stop the instances whose settings are not wanted")
-            }, replay: start.replay, maxFeeds: start.maxFeeds, maxBytes: start.maxStoreBytes, timeout: timeout))
+            let presence = try await RedisPresenceSharing.open(url: url, keys: keys, instance: instance, timeout: timeout)
+            return .success((try RedisStore.open(url: url, keys: keys, instanceID: instance, settings: settings, onSettingsConflict: { differing in
+                logger.error("settings differ from a running instance's (it started while Redis held no instance's liveness): \(differing.joined(separator: "; ")); stop the instances whose settings are not wanted")
+            }, replay: start.replay, maxFeeds: start.maxFeeds, maxBytes: start.maxStoreBytes, timeout: timeout), presence))
         }
         while true {
-            let outcome: Result<RedisStore, Server.StartError>
+            let outcome: Result<(RedisStore, RedisPresenceSharing), Server.StartError>
             do throws(RedisError) {
                 outcome = try await connect()
             } catch {
@@ -106,9 +108,9 @@ public struct RedisSharing: FeedSharing {
                 continue
             }
             switch outcome {
-            case .success(let store):
+            case .success(let (store, presence)):
                 logger.info("feeds are kept in Redis at \(url) under '\(keys.base)' (epoch \(store.epoch))")
-                return OpenedSharing(store: store, close: { store.close() })
+                return OpenedSharing(store: store, close: { store.close(); presence.close() }, presence: presence)
             case .failure(let error):
                 throw error
             }

@@ -93,6 +93,16 @@ extension Server {
         /// `PREFIX.KEY` is read, subscribed to and acted on only with the admin token or a signed token
         /// whose `sub` maps to `KEY` through the ``SubjectKey`` given (`--bound-families`: ``SubjectKey/escaped``).
         public var boundFamilies: [String: SubjectKey] = [:]
+        /// Feeds with presence (issue 55, docs/protocol.md "Who is here"): each gets a read-only feed
+        /// of who is present, `_presence.F` (`--presence`, comma-separated patterns).
+        public var presence: [String] = []
+        /// Feeds whose presence shows who is present: a token's `sub` and `name` (`--presence-names`);
+        /// they have presence too.
+        public var presenceNames: [String] = []
+        /// Seconds between two batches of one presence feed at least (`--presence-interval`).
+        public var presenceInterval: Double = 1
+        /// Seconds a user stays present after their last stream closed (`--presence-grace`).
+        public var presenceGrace: Double = 5
         /// Allow writes without a credential even on a public address (`--open-writes`). On a loopback
         /// address writes are always open to this machine.
         public var openWrites = false

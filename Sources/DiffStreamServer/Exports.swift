@@ -9,3 +9,5 @@
 @_exported import FeedCore
 @_exported import HTTPAPI
 @_exported import ViewModelHosting
+// Who is here (issue 55): `PresenceSnapshot` and `PresentUser`, what `Server.presence(of:)` yields.
+@_exported import Presence

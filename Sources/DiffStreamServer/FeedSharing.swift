@@ -1,3 +1,4 @@
+import Presence
 import FeedStorage
 import Logging
 
@@ -48,10 +49,14 @@ public struct OpenedSharing: Sendable {
     public var store: any SharedFeedStore
     /// Closes the store's connections.
     public var close: @Sendable () -> Void
+    /// Where the instances share who is present on their feeds (issue 55); nil: each instance's
+    /// presence feeds show its own streams only.
+    public var presence: (any PresenceSharing)?
 
     /// `store`, closed by `close`.
-    public init(store: any SharedFeedStore, close: @escaping @Sendable () -> Void) {
+    public init(store: any SharedFeedStore, close: @escaping @Sendable () -> Void, presence: (any PresenceSharing)? = nil) {
         self.store = store
         self.close = close
+        self.presence = presence
     }
 }

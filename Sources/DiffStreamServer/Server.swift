@@ -3,6 +3,7 @@ import FeedReplication
 import FeedStorage
 import Foundation
 import Logging
+import Presence
 import ServiceLifecycle
 import Synchronization
 
@@ -107,6 +108,7 @@ public final class Server: Service, Sendable {
         options.tls = configuration.tlsCertificatePath != nil
         options.heartbeat = configuration.heartbeat
         options.maxStreamFeeds = configuration.maxStreamFeeds
+        options.presence = FeedAPI.PresencePolicy(feeds: configuration.presence.map(FeedPattern.init), identities: configuration.presenceNames.map(FeedPattern.init))
         if configuration.jwtSecret != nil || configuration.jwtPublicKeyPEM != nil {
             do {
                 options.verifier = try await JWTVerifier(hmacSecret: configuration.jwtSecret, publicKeyPEM: configuration.jwtPublicKeyPEM)
@@ -174,7 +176,10 @@ public final class Server: Service, Sendable {
         // glibc keeps the pages of freed memory: after a family let many members go, hand them back.
         hosted = HostedFeeds(registry: registry, members: members, releaseMemory: { HeapTrim.release() })
         let http = self.http
-        let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: options, serverMetrics: { http.metrics }, metrics: metrics)
+        // Presence feeds (issue 55) for the feeds the flags name and the hosted view models that ask.
+        let presence = PresenceFeeds(transport: http, settings: PresenceTracker.Settings(interval: configuration.presenceInterval, grace: configuration.presenceGrace),
+                                     sharing: shared?.presence)
+        let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: options, serverMetrics: { http.metrics }, metrics: metrics, presence: presence)
         self.api = api
         state = Mutex(LifeState(port: nil, sources: [], shutdown: nil, metricsPush: nil))
     }
@@ -215,6 +220,15 @@ public final class Server: Service, Sendable {
             if case .locked(let path) = error { throw StartError(.store, error.description, cause: .dataDirectoryLocked(path: path)) }
             throw StartError(.store, error.description)
         }
+    }
+
+    /// Who is present on `feed` (issue 55, docs/protocol.md "Who is here"): what its presence feed
+    /// shows now, then each change; nil when the feed has no presence (`--presence`, or its view
+    /// model's ``HostedViewModel/presence``). For a hosted view model's source, to show "3 watching" or
+    /// to stop when nobody watches; ``PresenceSnapshot/changes(since:)`` tells the joins and leaves.
+    /// Reading it makes no one present.
+    public func presence(of feed: String) async -> AsyncStream<PresenceSnapshot>? {
+        await api.presenceSnapshots(of: feed)
     }
 
     /// Hosts `model` as the feed `name`, from `state` (or what the store kept, or its initial state).

@@ -18,14 +18,17 @@ extension FeedAPI {
         let now = options.now
         // The header wins over the query parameter (EventSource cannot set headers on a first connect).
         let lastEventID = request.headers["Last-Event-ID"] ?? request.queryValue("lastEventId")
-        return HTTPResponse(status: .ok, headers: [
+        // Who is here (issue 55): the stream makes its user present on the feed while it lasts.
+        let joining = presenceSettings(of: name) != nil ? try await presenceConnection(request, principal: principal) : nil
+        var response = HTTPResponse(status: .ok, headers: [
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",
-        ]) { [announcement, hosted] stream in
+        ]) { [announcement, hosted, self] stream in
             stream.send(announcement)
             Task { [registry] in
                 await registry.current(feed).subscribe(stream, lastEventID: lastEventID)
+                if let joining { await joinPresence(name, joining, until: stream) }
                 if let hosted, hosted.family(of: name) != nil {
                     // A family member stays live while it has a stream (joined before the end is watched).
                     await hosted.joined(name)
@@ -34,6 +37,8 @@ extension FeedAPI {
                 if let expires { Self.endAtExpiry(stream, feed: name, expires: expires, now: now) }
             }
         }
+        if let presenceName = presenceName(of: name) { response.headers.set(Self.presenceHeader, presenceName) }
+        return response
     }
 
     /// Makes `name` live if it is a family member (after the request was authorized): its loader's

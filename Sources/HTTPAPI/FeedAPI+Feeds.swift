@@ -23,6 +23,7 @@ extension FeedAPI {
             entries.append(FeedListing(feed: family.prefix + ".*", version: nil, kind: "family", family: family.prefix, live: await family.liveCount,
                                        patch: family.acceptsPatch && family.truth == .kept, actions: family.actionList.map(ActionListing.init)))
         }
+        for index in entries.indices where entries[index].kind != "family" { entries[index].presence = presenceName(of: entries[index].feed) }
         entries.sort { $0.feed < $1.feed }  // the list is sorted by name, families among the feeds
         return entries
     }

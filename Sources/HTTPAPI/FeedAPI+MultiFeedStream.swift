@@ -4,6 +4,7 @@ import CoreMetrics
 import DiffStreamJSON
 import HTTPCore
 import Metrics
+import Presence
 
 /// The multi-feed stream's policy (`GET /events?feed=…`): which feeds a stream may carry, and the
 /// answer when none may.
@@ -17,7 +18,10 @@ extension FeedAPI {
         let listed = try MultiFeedRequest(request, limit: options.maxStreamFeeds)
         let names = listed.entries.map(\.feed)
         let principal: Principal, decisions: [AuthorizationDecision]
-        switch await authorizer.authorizeSubscriptions(to: names, headers: request.headers, query: request.query, now: options.now()) {
+        // A presence feed (issue 55) is read with the rights of the feed it stands for.
+        let presenceTargets = names.map { presenceTarget(of: $0) }
+        let rightsNames = zip(names, presenceTargets).map { name, target in target?.feed ?? name }
+        switch await authorizer.authorizeSubscriptions(to: rightsNames, headers: request.headers, query: request.query, now: options.now()) {
         case .failure(let invalid):
             var error = APIError(.unauthorized, "unauthorized", invalid.detail)
             error.challenge = "Bearer realm=\"diffstream\", error=\"invalid_token\""  // RFC 6750 §3.1
@@ -25,7 +29,9 @@ extension FeedAPI {
         case .success(let decided):
             (principal, decisions) = decided
         }
-        let allowed = zip(listed.entries, decisions).compactMap { entry, decision in if case .allow = decision { entry.feed } else { nil } }
+        let allowed = zip(zip(listed.entries, decisions), presenceTargets).compactMap { pair, target in
+            if case .allow = pair.1, target == nil { pair.0.feed } else { nil }
+        }
         // Family members are made first (after authorization); one the family refuses is not found.
         var refusedMembers: [String: ViewModelError] = [:]
         for name in allowed where hosted?.family(of: name) != nil {
@@ -33,9 +39,13 @@ extension FeedAPI {
         }
         var found = await registry.read(allowed).makeIterator()
         var opened: [(entry: MultiFeedRequest.Entry, outcome: MultiFeedOutcome)] = []
-        for (entry, decision) in zip(listed.entries, decisions) {
+        for ((entry, decision), target) in zip(zip(listed.entries, decisions), presenceTargets) {
             switch decision {
             case .allow:
+                if let target {
+                    opened.append((entry, .presence(target.feed, identities: target.identities)))
+                    continue
+                }
                 switch found.next() {
                 case _ where refusedMembers[entry.feed] != nil: opened.append((entry, .notFound))
                 case .success(let feed?)?: opened.append((entry, .open(feed)))
@@ -46,16 +56,19 @@ extension FeedAPI {
             case .forbidden(let detail): opened.append((entry, .forbidden(detail)))
             }
         }
-        if !opened.contains(where: { if case .open = $0.outcome { true } else { false } }) {
+        if !opened.contains(where: { switch $0.outcome { case .open, .presence: true; default: false } }) {
             throw Self.everyFeedRefused(opened.map { ($0.entry.feed, $0.outcome) })
         }
+        // Who is here (issue 55): each slot of a feed with presence makes the stream's user present on it.
+        let joining = opened.contains(where: { if case .open = $0.outcome { presenceSettings(of: $0.entry.feed) != nil } else { false } })
+            ? try await presenceConnection(request, principal: principal) : nil
         let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }
         let now = options.now
         var response = HTTPResponse(status: .ok, headers: [
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",
-        ]) { [announcement, opened, taggedFeeds, hosted] stream in
+        ]) { [announcement, opened, taggedFeeds, hosted, presence, self] stream in
             let multiplexer = FeedMultiplexer(stream)
             multiplexer.send(announcement)
             Task { [registry] in
@@ -68,6 +81,14 @@ extension FeedAPI {
                             await hosted.joined(entry.feed)
                             slot.onTermination { Task { await hosted.left(entry.feed) } }
                         }
+                        if let joining { await joinPresence(entry.feed, joining, until: slot) }
+                    case .presence(let target, let identities):
+                        guard let presence else { continue }
+                        let slot = multiplexer.makeSlot(feed: entry.feed)
+                        // Following presence makes no one present; it keeps the presence feed until it ends.
+                        let feed = await presence.watch(target, identities: identities)
+                        slot.onTermination { Task { await presence.unwatch(target) } }
+                        await taggedFeeds.join(slot, to: feed, lastEventID: entry.position)
                     case .notFound:
                         multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: "no feed named \(entry.feed)")))
                     case .forbidden(let detail):
@@ -89,6 +110,8 @@ extension FeedAPI {
     /// What happens to one listed feed of a multi-feed stream.
     enum MultiFeedOutcome: Sendable {
         case open(Feed), notFound, forbidden(String), unauthorized(String)
+        /// The presence feed of a feed with presence (issue 55).
+        case presence(String, identities: Bool)
         /// The shared store (Redis) cannot be reached to load the feed.
         case unavailable(String)
     }
@@ -98,7 +121,7 @@ extension FeedAPI {
         var error = everyFeedRefusedStatus(outcomes)
         error.feeds = outcomes.compactMap { feed, outcome in
             switch outcome {
-            case .open: nil
+            case .open, .presence: nil
             case .notFound: FeedRefusal(feed: feed, event: "notfound", error: "not found", detail: "no feed named \(feed)")
             case .forbidden(let detail): FeedRefusal(feed: feed, event: "forbidden", error: "forbidden", detail: detail)
             case .unauthorized(let detail): FeedRefusal(feed: feed, event: "unauthorized", error: "token required", detail: detail)

@@ -4,6 +4,7 @@ import CoreMetrics
 import DiffStreamJSON
 import HTTPCore
 import Metrics
+import Presence
 
 /// The HTTP API: routes requests to feeds, view models and static files, by one table
 /// (``routes``); errors of the domain (``ViewModelError``, ``FeedWriteError``, `StoreError`) become
@@ -50,6 +51,8 @@ public struct FeedAPI: Sendable {
         /// The longest wait of a live log read at the head (`GET /feeds/{feed}/log?…&live=1`), in
         /// seconds: ``PollCursor/interval``.
         public var longPollSeconds: Double = PollCursor.interval
+        /// Which feeds have presence (`--presence`, `--presence-names`; issue 55), given a ``PresenceFeeds``.
+        public var presence = PresencePolicy()
         public init(token: String? = nil, allowOrigin: String? = nil, compression: Bool = true) {
             self.token = token
             self.allowOrigin = allowOrigin
@@ -71,15 +74,19 @@ public struct FeedAPI: Sendable {
     package let taggedFeeds = TaggedFeeds()
     /// The live log reads waiting at each feed's head, one subscriber group per feed.
     package let logPolls = LogPolls()
+    /// The presence feeds of this instance (nil: no feed has presence).
+    package let presence: PresenceFeeds?
     /// What `retry:` tells clients to wait before reconnecting, in milliseconds.
     package static let retryMilliseconds = 2000
 
     /// The API over `registry`. `metrics` defaults to an endpoint made here, which bootstraps
     /// swift-metrics unless the program did (see ``MetricsEndpoint``); make it sooner and pass it when
     /// metrics are recorded before the API exists.
+    /// `presence`: the presence feeds, for the feeds ``Options/presence`` names (nil: none has presence).
     public init(registry: FeedRegistry, hosted: HostedFeeds?, files: (any StaticContent)?, options: Options, serverMetrics: @escaping @Sendable () -> ServerMetrics?,
-                metrics: MetricsEndpoint = MetricsEndpoint()) {
+                metrics: MetricsEndpoint = MetricsEndpoint(), presence: PresenceFeeds? = nil) {
         self.registry = registry
+        self.presence = presence
         self.hosted = hosted
         self.files = files
         self.options = options
@@ -220,6 +227,7 @@ public struct FeedAPI: Sendable {
         }
         if request.method == "OPTIONS" { return preflight() }
         if parameters.value("feed") != nil { _ = try feedName(parameters["feed"]) }
+        if let name = parameters.value("feed"), PresenceFeedName.isReserved(name) { return try await routePresence(request, pattern: Self.patterns[index], name: name) }
         let rows = Self.rowsByPattern[index]
         let method = request.method == "HEAD" ? "GET" : request.method
         var conditions = RouteConditions(hosted: hosted, parameters: parameters)
@@ -267,8 +275,10 @@ public struct FeedAPI: Sendable {
             let found: Feed?
             do { found = try await registry.read(name) } catch { throw APIError(readError: error) }
             guard let feed = found else { throw Self.noFeed(name) }
-            return Self.document(await feed.readDocument(), ifNoneMatch: request.headers["If-None-Match"],
-                                 acceptsGzip: options.compression && Gzip.isAccepted(by: request.headers["Accept-Encoding"]))
+            var document = Self.document(await feed.readDocument(), ifNoneMatch: request.headers["If-None-Match"],
+                                         acceptsGzip: options.compression && Gzip.isAccepted(by: request.headers["Accept-Encoding"]))
+            if let presenceName = presenceName(of: name) { document.headers.set(Self.presenceHeader, presenceName) }
+            return document
         case .putFeed:
             try await authorize(.write(name), request)
             let snapshot: WireSnapshot

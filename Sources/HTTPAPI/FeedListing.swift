@@ -15,8 +15,10 @@ package struct FeedListing: Encodable {
     package var live: Int?
     package var patch: Bool?
     package var actions: [ActionListing]?
+    /// The name of the feed's presence feed, when it has presence (issue 55).
+    package var presence: String?
 
-    package init(feed: String, version: Int?, kind: String, family: String? = nil, live: Int? = nil, patch: Bool? = nil, actions: [ActionListing]? = nil) {
+    package init(feed: String, version: Int?, kind: String, family: String? = nil, live: Int? = nil, patch: Bool? = nil, actions: [ActionListing]? = nil, presence: String? = nil) {
         self.feed = feed
         self.version = version
         self.kind = kind
@@ -24,6 +26,7 @@ package struct FeedListing: Encodable {
         self.live = live
         self.patch = patch
         self.actions = actions
+        self.presence = presence
     }
 }
 

@@ -21,7 +21,9 @@ import Redis
 /// | `interest:<family>:<shard>` | sorted set, with a TTL | the keys of a family's shard live on some instance, scored by when that ends (ms, Redis's clock) |
 /// | `usage` | hash | `feeds`, `bytes`: what `--max-feeds` and `--max-store-bytes` count, over every instance |
 /// | `settings` | hash | `replay`, `max-feeds`, `max-feed-bytes`, `max-store-bytes`: the running instances' |
-/// | `instances` | sorted set | the running instances' ids, scored by when each one's presence ends (ms) |
+/// | `instances` | sorted set | the running instances' ids, scored by when each one's liveness ends (ms) |
+/// | `presence:<name>` | hash, with a TTL | who is present on the feed, per instance: instance id → its share, a presence snapshot (`RedisPresenceSharing`, module `DiffStreamRedis`; issue 55) |
+/// | `presence-secret` | string | the secret the presence feeds' item ids are HMACs under, the same on every instance |
 /// | channel `publish:<name>` | pub/sub | `<history> <version> <batch, snapshot, state lengths> <instance>\n<batch><snapshot><state>` after each commit; `<history> 0\n` after a delete |
 public struct RedisKeys: Sendable, Equatable {
     /// The key schema this build writes and reads.
@@ -92,6 +94,6 @@ public struct RedisKeys: Sendable, Equatable {
     /// The settings every running instance must agree on (`--replay`, the limits): ``RedisScripts/agree``.
     public var settings: String { base + "settings" }
     /// The running instances: a sorted set of instance ids, scored by the time (ms, Redis's clock)
-    /// each one's presence ends unless renewed.
+    /// each one's liveness ends unless renewed.
     public var instances: String { base + "instances" }
 }

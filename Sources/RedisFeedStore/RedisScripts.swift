@@ -133,10 +133,10 @@ public enum RedisScripts {
 
     /// Compares this instance's settings with the ones the running instances share, and joins them.
     ///
-    /// KEYS: 1 `settings`, 2 `instances`. ARGV: 1 the instance's id, 2 milliseconds its presence lasts,
+    /// KEYS: 1 `settings`, 2 `instances`. ARGV: 1 the instance's id, 2 milliseconds its liveness lasts,
     /// then name, value pairs.
     ///
-    /// Presences past their time (Redis's clock, `TIME`) are dropped first. With no other instance
+    /// Liveness entries past their time (Redis's clock, `TIME`) are dropped first. With no other instance
     /// present, this one's settings become the shared ones (a deployment stopped and started again
     /// with a new `--replay` takes it); else each must equal the stored one (a setting not stored yet
     /// is stored). Agreeing, the instance is present until ARGV 2 milliseconds from now (its store

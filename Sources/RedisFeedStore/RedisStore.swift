@@ -51,14 +51,14 @@ public final class RedisStore: SharedFeedStore {
     /// The least memory below `maxmemory` under which ``writeRefusal()`` says Redis is full.
     public static let fullHeadroom = 64 * 1024
 
-    /// Milliseconds an instance counts as running (``agree(on:url:keys:instance:presenceMilliseconds:timeout:)``)
+    /// Milliseconds an instance counts as running (``agree(on:url:keys:instance:livenessMilliseconds:timeout:)``)
     /// unless its store renews it, which it does every second until ``close()``, agreeing again each
-    /// time: should every presence have lapsed (Redis away longer) and an instance with other settings
+    /// time: should every liveness have lapsed (Redis away longer) and an instance with other settings
     /// have started meanwhile, the renewal finds the difference and reports it.
-    public static let presenceMilliseconds = 5_000
-    private let presence: Task<Void, Never>
-    /// One renewal of this instance's presence, which ``presence`` runs every second.
-    package let presenceRenewal: PresenceRenewal
+    public static let livenessMilliseconds = 5_000
+    private let liveness: Task<Void, Never>
+    /// One renewal of this instance's liveness, which ``liveness`` runs every second.
+    package let livenessRenewal: LivenessRenewal
 
     private init(url: RedisURL, keys: RedisKeys, instanceID: String, settings: [(name: String, value: String)], onSettingsConflict: @escaping @Sendable ([String]) -> Void,
                  epoch: String, replay: Int, maxFeeds: Int?, maxBytes: Int?, timeout: Double, pingInterval: Double, connections: Int) {
@@ -74,10 +74,10 @@ public final class RedisStore: SharedFeedStore {
             RedisFeedCommitter(client: RedisClient(url: url, timeout: timeout, name: "redis-commit-\(index)"), keys: keys, origin: instanceID)
         }
         self.reader = RedisFeedReader(client: client, keys: keys)
-        let renewal = PresenceRenewal(client: client, command: Self.agreeCommand(settings, keys: keys, instance: instanceID, presenceMilliseconds: Self.presenceMilliseconds),
+        let renewal = LivenessRenewal(client: client, command: Self.agreeCommand(settings, keys: keys, instance: instanceID, livenessMilliseconds: Self.livenessMilliseconds),
                                       settings: settings, keys: keys, onSettingsConflict: onSettingsConflict)
-        self.presenceRenewal = renewal
-        self.presence = Task {
+        self.livenessRenewal = renewal
+        self.liveness = Task {
             while !Task.isCancelled {
                 await renewal.renew()
                 try? await Task.sleep(for: .seconds(1))
@@ -171,8 +171,8 @@ public final class RedisStore: SharedFeedStore {
     /// - Parameter maxFeeds: `--max-feeds`, counted over every instance's feeds (nil: no limit).
     /// - Parameter maxBytes: `--max-store-bytes`, the same (nil: no limit).
     /// - Parameter connections: connections commits go out on (each with a thread, each pipelined).
-    /// - Parameter instanceID: this instance's id (the one ``agree(on:url:keys:instance:presenceMilliseconds:timeout:)`` was given).
-    /// - Parameter settings: the settings it agreed on, agreed on again with each renewal of its presence;
+    /// - Parameter instanceID: this instance's id (the one ``agree(on:url:keys:instance:livenessMilliseconds:timeout:)`` was given).
+    /// - Parameter settings: the settings it agreed on, agreed on again with each renewal of its liveness;
     ///   `onSettingsConflict` hears of a difference found then (the differing settings, as `agree` names them).
     public static func open(url: RedisURL, keys: RedisKeys, instanceID: String = RandomID.token(), settings: [(name: String, value: String)] = [],
                             onSettingsConflict: @escaping @Sendable ([String]) -> Void = { _ in }, replay: Int, maxFeeds: Int? = nil, maxBytes: Int? = nil,
@@ -187,18 +187,18 @@ public final class RedisStore: SharedFeedStore {
     /// The settings every instance must agree on (`--replay`, the limits), compared with the running
     /// instances' (``RedisScripts/agree``): while any other instance is present they must be equal;
     /// with none, this instance's become the shared ones. Agreeing, `instance` is present for
-    /// `presenceMilliseconds` (the store it opens renews it).
+    /// `livenessMilliseconds` (the store it opens renews it).
     /// - Returns: one line per setting whose value differs: the name, this instance's value and the stored one.
     public static func agree(on settings: [(name: String, value: String)], url: RedisURL, keys: RedisKeys, instance: String,
-                             presenceMilliseconds: Int = RedisStore.presenceMilliseconds, timeout: Double = 2) throws(RedisError) -> [String] {
+                             livenessMilliseconds: Int = RedisStore.livenessMilliseconds, timeout: Double = 2) throws(RedisError) -> [String] {
         let connection = try RedisConnection(url: url, timeout: timeout)
         defer { connection.close() }
-        let reply = try connection.command(agreeCommand(settings, keys: keys, instance: instance, presenceMilliseconds: presenceMilliseconds))
+        let reply = try connection.command(agreeCommand(settings, keys: keys, instance: instance, livenessMilliseconds: livenessMilliseconds))
         return try differences(reply, settings: settings, keys: keys)
     }
 
-    private static func agreeCommand(_ settings: [(name: String, value: String)], keys: RedisKeys, instance: String, presenceMilliseconds: Int) -> [[UInt8]] {
-        (["EVAL", RedisScripts.agree, "2", keys.settings, keys.instances, instance, String(presenceMilliseconds)] + settings.flatMap { [$0.name, $0.value] })
+    private static func agreeCommand(_ settings: [(name: String, value: String)], keys: RedisKeys, instance: String, livenessMilliseconds: Int) -> [[UInt8]] {
+        (["EVAL", RedisScripts.agree, "2", keys.settings, keys.instances, instance, String(livenessMilliseconds)] + settings.flatMap { [$0.name, $0.value] })
             .map { Array($0.utf8) }
     }
 
@@ -213,10 +213,10 @@ public final class RedisStore: SharedFeedStore {
     }
 
     /// Leaves the running instances (so that a start with other settings need not wait for this
-    /// one's presence to end), stops the client's and the subscriber's threads and ends ``events``;
+    /// one's liveness to end), stops the client's and the subscriber's threads and ends ``events``;
     /// later calls fail.
     public func close() {
-        presence.cancel()
+        liveness.cancel()
         subscriber.stop()
         eventSink.finish()
         client.stop()  // finishes a renewal already queued, so the removal below comes after it

@@ -30,6 +30,10 @@ package struct FamilyMemberName: Hashable, Sendable {
             return "the family prefix '\(prefix)' is longer than \(maxPrefixLength) characters, leaving too little room for keys"
         }
         if prefix.utf8.last == UInt8(ascii: ".") { return "the family prefix '\(prefix)' ends with a dot" }
+        // Presence feeds' names (`PresenceFeedName`, docs/protocol.md "Who is here") are reserved.
+        if prefix == "_presence" || prefix.hasPrefix("_presence.") || prefix.hasPrefix("_presence-") {
+            return "the family prefix '\(prefix)' would make names reserved for presence feeds (_presence.F)"
+        }
         return nil
     }
 

@@ -14,6 +14,8 @@ package protocol HostedFamily: Sendable {
     /// Whether its view model takes `PATCH` (``HostedViewModel/acceptsPatch``): the route is found; a
     /// member whose family's ``truth`` is ``FamilyTruth/program`` still refuses it (409).
     var acceptsPatch: Bool { get }
+    /// Whether each member has a presence feed (``HostedViewModel/presence``).
+    var presence: HostedPresence { get }
     /// Where a member's state comes from when it is made again.
     var truth: FamilyTruth { get }
     /// The live member `key`, made if need be (a use).
@@ -29,6 +31,7 @@ extension ViewModelFamily: HostedFamily {
         model.actions.map { ActionDescription(name: $0.name, fields: $0.fields, isPublic: $0.isPublic) }
     }
     package nonisolated var acceptsPatch: Bool { model.acceptsPatch }
+    package nonisolated var presence: HostedPresence { model.presence }
     package func use(_ key: String) async throws(ViewModelError) -> any HostedFeed {
         try await member(key)
     }
@@ -49,6 +52,7 @@ package struct FamilyMemberFeed: HostedFeed {
 
     package var actionList: [ActionDescription] { family.actionList }
     package var acceptsPatch: Bool { family.acceptsPatch }
+    package var presence: HostedPresence { family.presence }
 
     package func perform(_ actionName: String, body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult {
         try await family.use(key).perform(actionName, body: body, writeID: writeID)

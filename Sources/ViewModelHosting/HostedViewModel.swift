@@ -42,6 +42,10 @@ public protocol HostedViewModel: Sendable {
     /// patch, RFC 7396: objects merge, anything else replaces, `null` clears). False by default.
     var acceptsPatch: Bool { get }
 
+    /// Whether the feed has a presence feed, `_presence.FEED`, of who is watching it (each member's
+    /// own, for a family; ``HostedPresence``). `.off` by default.
+    var presence: HostedPresence { get }
+
     /// Checks a state that a `PATCH` produced, before it is rendered. Throw ``InvalidInput`` naming
     /// the field to refuse it (`422`, nothing changes). Accepts everything by default.
     func validate(_ state: State) throws
@@ -66,6 +70,7 @@ public protocol HostedViewModel: Sendable {
 extension HostedViewModel {
     public var actions: [HostedAction<State>] { [] }
     public var acceptsPatch: Bool { false }
+    public var presence: HostedPresence { .off }
     public func validate(_ state: State) throws {}
     public static var stateVersion: Int { 1 }
     public func migrate(from version: Int, _ bytes: [UInt8]) throws -> State {

@@ -366,6 +366,8 @@ package protocol HostedFeed: Sendable {
     var name: String { get }
     var actionList: [ActionDescription] { get }
     var acceptsPatch: Bool { get }
+    /// Whether it has a presence feed (``HostedViewModel/presence``).
+    var presence: HostedPresence { get }
     func perform(_ actionName: String, body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult
     func patch(body: [UInt8], writeID: String?) async throws(ViewModelError) -> FeedWriteResult
     /// Refuses a use while the state kept with the feed cannot be read (``ViewModelError/keptStateUnreadable(feed:reason:)``).
@@ -388,4 +390,5 @@ extension ViewModelHost: HostedFeed {
         model.actions.map { ActionDescription(name: $0.name, fields: $0.fields, isPublic: $0.isPublic) }
     }
     package nonisolated var acceptsPatch: Bool { model.acceptsPatch }
+    package nonisolated var presence: HostedPresence { model.presence }
 }

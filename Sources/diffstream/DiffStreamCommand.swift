@@ -44,6 +44,10 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Option(help: "Comma-separated feeds anyone may read under --private. [env: DIFFSTREAM_PUBLIC_FEEDS]") var publicFeeds: String?
     @Flag(help: "Allow writes without a credential even on a public address. [env: DIFFSTREAM_OPEN_WRITES=1]") var openWrites = false
     @Option(help: "Comma-separated families whose members are their users' only: PREFIX.KEY needs a token whose sub maps to KEY (docs/protocol.md). [env: DIFFSTREAM_BOUND_FAMILIES]") var boundFamilies: String?
+    @Option(help: "Comma-separated feed patterns (news, board*) whose feeds get a presence feed, _presence.FEED: who is watching, anonymously (docs/protocol.md). [env: DIFFSTREAM_PRESENCE]") var presence: String?
+    @Option(help: "Comma-separated feed patterns whose presence feed shows who is watching: a token's sub and name. [env: DIFFSTREAM_PRESENCE_NAMES]") var presenceNames: String?
+    @Option(help: "Seconds between two batches of one presence feed at least. [env: DIFFSTREAM_PRESENCE_INTERVAL] (default: 1)") var presenceInterval: String?
+    @Option(help: "Seconds a user stays present after their last stream closed (a reconnect within it is no leave). [env: DIFFSTREAM_PRESENCE_GRACE] (default: 5)") var presenceGrace: String?
     @Option(help: "Seconds an example family's member without subscribers or use is kept before it is dropped. [env: DIFFSTREAM_FAMILY_IDLE] (default: 60)") var familyIdle: String?
     @Option(help: "Directory of the durable feed store; 'none' keeps feeds in memory only. [env: DIFFSTREAM_DATA] (default: ./data)") var data: String?
     @Option(help: "Redis holding the feeds several instances share, redis://[user:password@]host[:port][/db]; --data is then not used. [env: DIFFSTREAM_REDIS]") var redis: String?

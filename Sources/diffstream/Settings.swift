@@ -181,6 +181,16 @@ extension DiffStreamCommand {
         }
         configuration.replay = try integer(replay, "replay", 0...1_000_000, default: 1024)
         configuration.maxStreamFeeds = try integer(maxStreamFeeds, "max-stream-feeds", 1...10_000, default: 100)
+        // Who is here (issue 55).
+        for (flag, name) in [(presence, "presence"), (presenceNames, "presence-names")] {
+            let patterns = (value(flag, name)?.text ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            if let bad = patterns.first(where: { !FeedID.isValid($0.replacingOccurrences(of: "*", with: "x")) }) {
+                throw ConfigurationError(message: "--\(name): '\(bad)' is not a feed pattern (a feed name, * matching any characters)")
+            }
+            if name == "presence" { configuration.presence = patterns } else { configuration.presenceNames = patterns }
+        }
+        configuration.presenceInterval = try seconds(presenceInterval, "presence-interval", 0.01...60, default: 1)
+        configuration.presenceGrace = try seconds(presenceGrace, "presence-grace", 0...3600, default: 5)
 
         // Storage limits (issue 15).
         configuration.maxFeeds = try integer(maxFeeds, "max-feeds", 1...10_000_000, default: 10_000)

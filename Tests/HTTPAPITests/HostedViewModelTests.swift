@@ -29,6 +29,8 @@ struct Counter: HostedViewModel {
 
     var initialState: State { State() }
     var acceptsPatch: Bool { true }
+    /// Who is here (issue 55): off unless a test asks.
+    var presence: HostedPresence = .off
 
     func render(_ state: State) throws -> Snapshot<CounterSection, CounterItem> {
         if state.label == "boom" { throw Unshowable() }

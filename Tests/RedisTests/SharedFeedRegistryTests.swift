@@ -219,7 +219,7 @@ struct SharedFeedRegistryTests {
     }
 
     /// While an instance runs, another with other settings is refused, naming them; once none runs
-    /// (each left, or its presence ran out), the next start's settings are taken.
+    /// (each left, or its liveness ran out), the next start's settings are taken.
     @Test func settingsMustEqualTheRunningInstancesAndAreTakenWhenNoneRuns() async throws {
         try await RedisTestServer.with { server in
             let keys = RedisKeys(prefix: "settings")
@@ -231,7 +231,7 @@ struct SharedFeedRegistryTests {
             #expect(other == ["replay: this instance has 512, the instances sharing 'settings:v1:' have 1024"])
             #expect(try present() == ["a", "b"], "a refused instance does not join")
 
-            // A store leaves when closed; an instance that died is gone once its presence runs out (0 ms here).
+            // A store leaves when closed; an instance that died is gone once its liveness runs out (0 ms here).
             let store = try RedisStore.open(url: server.url, keys: keys, instanceID: "a", replay: 1024)
             store.close()
             _ = try admin.command(["ZADD", keys.instances, "0", "b"])
@@ -243,12 +243,12 @@ struct SharedFeedRegistryTests {
         }
     }
 
-    /// An open store keeps its instance present: its presence is renewed before it ends.
+    /// An open store keeps its instance present: its liveness is renewed before it ends.
     @Test func anOpenStoreStaysPresent() async throws {
         try await RedisTestServer.with { server in
-            let keys = RedisKeys(prefix: "presence")
+            let keys = RedisKeys(prefix: "liveness")
             let admin = try RedisConnection(url: server.url, timeout: 2)
-            #expect(try RedisStore.agree(on: [("replay", "8")], url: server.url, keys: keys, instance: "a", presenceMilliseconds: 0).isEmpty)
+            #expect(try RedisStore.agree(on: [("replay", "8")], url: server.url, keys: keys, instance: "a", livenessMilliseconds: 0).isEmpty)
             let store = try RedisStore.open(url: server.url, keys: keys, instanceID: "a", replay: 8)
             defer { store.close() }
             let renewed = await eventually {
@@ -256,12 +256,12 @@ struct SharedFeedRegistryTests {
                 let until = (try? admin.command(["ZSCORE", keys.instances, "a"]).string).flatMap { Double($0) } ?? 0
                 return until / 1000 > now + 1
             }
-            #expect(renewed, "the store renews its presence")
+            #expect(renewed, "the store renews its liveness")
             #expect(!(try RedisStore.agree(on: [("replay", "9")], url: server.url, keys: keys, instance: "b").isEmpty))
         }
     }
 
-    /// Every presence lapsed (Redis was away) and an instance with other settings started meanwhile:
+    /// Every liveness lapsed (Redis was away) and an instance with other settings started meanwhile:
     /// the next renewal of a running store finds the difference and reports it.
     @Test func aRenewalReportsSettingsThatDifferSinceALapse() async throws {
         try await RedisTestServer.with { server in
@@ -272,13 +272,13 @@ struct SharedFeedRegistryTests {
             let store = try RedisStore.open(url: server.url, keys: keys, instanceID: "a", settings: [("replay", "8")],
                                             onSettingsConflict: { differing in reports.withLock { $0.append(differing) } }, replay: 8)
             defer { store.close() }
-            // At once, as a lapse leaves it: A's presence gone, and B, started meanwhile, present with its settings.
+            // At once, as a lapse leaves it: A's liveness gone, and B, started meanwhile, present with its settings.
             let lapse = [["MULTI"], ["ZREM", keys.instances, "a"], ["HSET", keys.settings, "replay", "9"],
                          ["ZADD", keys.instances, "99999999999999", "b"], ["EXEC"]]
             for command in lapse { _ = try admin.command(command) }
             // The next renewal (the store runs one every second; this one is called here, so the test
             // does not wait on a loaded machine's cooperative pool, which once held it past 30 s).
-            await store.presenceRenewal.renew()
+            await store.livenessRenewal.renew()
             #expect(reports.withLock { !$0.isEmpty }, "the next renewal finds the difference")
             #expect(reports.withLock { $0.first } == ["replay: this instance has 8, the instances sharing 'lapse:v1:' have 9"])
         }

@@ -159,6 +159,11 @@ test('eventsURL lists every feed with its position, in order', () => {
   assert.equal(streamPosition('a', null), null);
 });
 
+test('eventsURL carries the presence id that keeps a visitor one present user across reopens', () => {
+  assert.equal(eventsURL('', [{ feed: 'board' }], null, '0123456789abcdef0123456789abcdef'), '/events?feed=board&presence-id=0123456789abcdef0123456789abcdef');
+  assert.equal(eventsURL('', [{ feed: 'board' }], 'tok', 'id-0123456789abcdef'), '/events?feed=board&authorization=tok&presence-id=id-0123456789abcdef');
+});
+
 test('isFeedName takes the protocol\'s names only: 1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot', () => {
   for (const name of ['a', 'Z', '0', '_x', '-x', 'a.b', 'home-2_v.1', 'x'.repeat(64), 'a.', 'A-Za-z0-9._-']) assert.equal(isFeedName(name), true, name);
   for (const name of ['', '.', '.hidden', 'x'.repeat(65), 'a b', 'a/b', 'a@b', 'a&feed=b', 'a%40', 'é', 'a\n', 'ａ', '*', null, undefined, 7, ['a']]) {

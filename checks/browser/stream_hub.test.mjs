@@ -100,6 +100,16 @@ test('a tab adding a feed reconnects the stream with every position: the others 
   assert.ok(!states(inbox.a).includes('retrying'), 'a planned reconnect is not a failure');
 });
 
+test('a hub given a presence id sends it with every stream it opens, so a reopen is the same present user', () => {
+  const { client, sources } = setup(200, { presenceID: '0123456789abcdef0123456789abcdef' });
+  const a = client('a');
+  a(sub('home'));
+  sources[0].open();
+  a(sub('week'));
+  assert.ok(sources[0].closed);
+  for (const source of sources) assert.ok(source.url.endsWith('&presence-id=0123456789abcdef0123456789abcdef'), source.url);
+});
+
 test('several subscriptions in one message burst open one stream', () => {
   const { hub, inbox, sources, flush } = setup();
   for (const [n, feed] of ['f1', 'f2', 'f3'].entries()) hub.handle('a', sub(feed, n), (m) => (inbox.a ||= []).push(m));

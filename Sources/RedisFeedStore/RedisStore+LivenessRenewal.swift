@@ -2,9 +2,9 @@ import Redis
 import Synchronization
 
 extension RedisStore {
-    /// Renews an instance's presence and agrees on the settings again (``RedisScripts/agree``); reports
+    /// Renews an instance's liveness and agrees on the settings again (``RedisScripts/agree``); reports
     /// a difference once, when it first appears.
-    package final class PresenceRenewal: Sendable {
+    package final class LivenessRenewal: Sendable {
         let client: RedisClient
         let command: [[UInt8]]
         let settings: [(name: String, value: String)]
