@@ -4,6 +4,8 @@
 # alternating the order, then the medians.
 #   Benchmarks/log-cache.sh                         (N=10000 RUNS=3 PUBLISHES=20 INTERVAL=1)
 #   N=2000 RUNS=1 PUBLISHES=10 Benchmarks/log-cache.sh
+#   LOG=1 ...   nginx logs the cache's answers ($upstream_cache_status): after each cache run, how many
+#               requests of each URL went to the origin (MISS), the most first
 # - cache: diffstream behind nginx with deploy/nginx-cache.conf (its listen port, upstream, cache
 #   folder and pid file changed, no access log); the readers follow GET /feeds/F/log (fanout-bench
 #   --poll: the snapshot, then live reads with the cursor, one request at a time on a kept-alive
@@ -62,9 +64,11 @@ run_cache() {
     rm -rf "$work/cache"; mkdir -p "$work/cache" "$work/body"
     # nginx's workers run as nobody when it starts as root: the cache folder must be theirs.
     [[ $(id -u) == 0 ]] && chown nobody "$work/cache" "$work/body"
+    local access="access_log off;"
+    [[ ${LOG:-0} == 1 ]] && access="log_format cached '\$upstream_cache_status \$status \$request_uri'; access_log $work/access.log cached;"
     sed -e "s|listen 80;|listen 127.0.0.1:$port;|" -e "s|server 127.0.0.1:8080;|server 127.0.0.1:$origin_port;|" \
         -e "s|/var/cache/nginx/diffstream|$work/cache|" -e "s|pid /run/nginx-diffstream-cache.pid;|pid $work/nginx.pid;|" \
-        -e "s|access_log /dev/stdout;|access_log off; client_body_temp_path $work/body;|" -e "s|worker_connections 16384;|worker_connections 30000;|" \
+        -e "s|access_log /dev/stdout;|$access client_body_temp_path $work/body;|" -e "s|worker_connections 16384;|worker_connections 30000;|" \
         deploy/nginx-cache.conf > "$work/nginx-cache.conf"
     start_nginx "$work/nginx-cache.conf" "$port"
     echo "## cache: diffstream behind nginx ($(( ${#nginx_pids[@]} / 2 )) workers), $n readers"
@@ -72,6 +76,11 @@ run_cache() {
         --subscribers "$n" --publishes "$publishes" --interval "$interval" --sources 8 | tee -a "$work/out.txt"
     stop_nginx
     stop_origin
+    if [[ ${LOG:-0} == 1 ]]; then
+        echo "origin requests (MISS) per URL, the most first:"
+        awk '$1 == "MISS" {print $3}' "$work/access.log" | sort | uniq -c | sort -rn | head -5
+        rm -f "$work/access.log"
+    fi
 }
 
 run_direct() {
