@@ -4,8 +4,9 @@ import DiffStreamJSON
 ///
 /// A user with streams on several instances is one item (item ids are alike on every instance, under
 /// the deployment's secret): its `connections` add up, its `metas` are put together (at most
-/// ``PresenceTracker/maxMetasShown``), its `since` is the earliest. Users are listed by `since` (then
-/// id), the first `listed` of them. The count is the sum of the instances' counts less the users seen
+/// ``PresenceTracker/maxMetasShown``), its `since` is the earliest. Users are listed by `since` (whole
+/// seconds), then in the order their instances list them (each in join order), then by id: the first
+/// `listed` of them. The count is the sum of the instances' counts less the users seen
 /// on more than one: exact while each instance has at most `listed` users, else it may count a user
 /// twice who is on two instances beyond their first `listed`.
 public enum PresenceMerge {
@@ -13,20 +14,23 @@ public enum PresenceMerge {
     /// - Complexity: O(n log n) in the items of all shares.
     public static func merge(_ shares: [WireSnapshot], listed: Int) -> WireSnapshot {
         var count = 0
-        var merged: [WireID: (item: WireItem, since: Double)] = [:]
+        var merged: [WireID: (item: WireItem, since: Double, rank: Int)] = [:]
         for share in shares {
             count += share.sections.first?.model["count"]?.numberValue.map { Int($0) } ?? 0
-            for item in PresenceSteps.items(of: share) {
+            for (rank, item) in PresenceSteps.items(of: share).enumerated() {
                 let since = item.model["since"]?.numberValue ?? 0
                 guard let held = merged[item.id] else {
-                    merged[item.id] = (item, since)
+                    merged[item.id] = (item, since, rank)
                     continue
                 }
                 count -= 1
-                merged[item.id] = (combine(held.item, item), min(held.since, since))
+                merged[item.id] = (combine(held.item, item), min(held.since, since), min(held.rank, rank))
             }
         }
-        let ordered = merged.values.sorted { $0.since != $1.since ? $0.since < $1.since : $0.item.id < $1.item.id }
+        // `since` is in whole seconds: users who joined in the same second keep their instance's order.
+        let ordered = merged.values.sorted {
+            $0.since != $1.since ? $0.since < $1.since : $0.rank != $1.rank ? $0.rank < $1.rank : $0.item.id < $1.item.id
+        }
         return PresenceTracker.snapshot(ordered.prefix(listed).map(\.item), count: count)
     }
 
