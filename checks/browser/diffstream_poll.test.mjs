@@ -5,6 +5,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { importPublic } from './public_modules.mjs';
+import { seededRandom as random } from './seeded_random.mjs';
 
 const { LogFollower, logURL, logPosition } = await importPublic('diffstream-poll.js');
 const { FeedState } = await importPublic('diffstream-protocol.js');
@@ -85,18 +86,6 @@ test('an answer that is not the contract\'s (another feed, no next) is read agai
   assert.equal(f.receive(200, { feed: 'g', batches: [], next: id(3) }).then, 'retry');
   assert.equal(f.receive(200, '<html>').then, 'retry');
 });
-
-/// SplitMix32-like generator: the same seed gives the same run.
-function random(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x9e3779b9) >>> 0;
-    let z = s;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-    return ((z ^ (z >>> 16)) >>> 0) / 4294967296;
-  };
-}
 
 const CHUNK = 64;
 

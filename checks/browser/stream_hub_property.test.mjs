@@ -19,21 +19,10 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { importPublic } from './public_modules.mjs';
+import { seededRandom as random } from './seeded_random.mjs';
 
 const { StreamHub } = await importPublic('stream-hub.js');
 const { FeedState } = await importPublic('diffstream-protocol.js');
-
-/// SplitMix32-like generator: the same seed gives the same schedule.
-function random(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x9e3779b9) >>> 0;
-    let z = s;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-    return ((z ^ (z >>> 16)) >>> 0) / 4294967296;
-  };
-}
 
 const FEEDS = ['f0', 'f1', 'f2', 'f3', 'f4', 'f5', 'f6', 'f7'];
 
