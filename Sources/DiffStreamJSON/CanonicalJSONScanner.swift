@@ -386,39 +386,10 @@ struct CanonicalJSONScanner {
         case UInt8(ascii: "r"): return 0x0D
         case UInt8(ascii: "t"): return 0x09
         case UInt8(ascii: "u"):
-            let unit = try hex4()
-            if (0xD800...0xDBFF).contains(unit) {
-                guard offset + 1 < input.count, input[offset] == UInt8(ascii: "\\"), input[offset + 1] == UInt8(ascii: "u") else {
-                    throw error("lone surrogate in string", at: start)
-                }
-                offset += 2
-                let low = try hex4()
-                guard (0xDC00...0xDFFF).contains(low) else { throw error("lone surrogate in string", at: start) }
-                return 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
-            }
-            if (0xDC00...0xDFFF).contains(unit) { throw error("lone surrogate in string", at: start) }
-            return unit
+            return try JSONUnicodeEscape.scalar(in: input, at: &offset, escapeStart: start)
         default:
             throw error("invalid escape", at: start)
         }
-    }
-
-    private mutating func hex4() throws(JSONParseError) -> UInt32 {
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            guard offset < input.count else { throw error("unterminated \\u escape") }
-            let byte = input[offset]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw error("invalid \\u escape")
-            }
-            value = value << 4 | UInt32(digit)
-            offset += 1
-        }
-        return value
     }
 
     /// Writes one scalar the way the canonical form spells it inside a string.

@@ -228,18 +228,7 @@ private struct Parser {
                 case UInt8(ascii: "r"): bytes.append(0x0D)
                 case UInt8(ascii: "t"): bytes.append(0x09)
                 case UInt8(ascii: "u"):
-                    var scalar = try parseHex4()
-                    if (0xD800...0xDBFF).contains(scalar) {
-                        guard current == UInt8(ascii: "\\"), offset + 1 < input.count, input[offset + 1] == UInt8(ascii: "u") else {
-                            throw JSONParseError(offset: escapeStart, reason: "lone surrogate in string")
-                        }
-                        offset += 2
-                        let low = try parseHex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw JSONParseError(offset: escapeStart, reason: "lone surrogate in string") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00...0xDFFF).contains(scalar) {
-                        throw JSONParseError(offset: escapeStart, reason: "lone surrogate in string")
-                    }
+                    let scalar = try JSONUnicodeEscape.scalar(in: input, at: &offset, escapeStart: escapeStart)
                     guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid escape") }
                     bytes.append(contentsOf: String(Character(unicode)).utf8)
                 default:
@@ -250,23 +239,5 @@ private struct Parser {
                 bytes.append(byte)
             }
         }
-    }
-
-    mutating func parseHex4() throws(JSONParseError) -> UInt32 {
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            guard offset < input.count else { throw error("unterminated \\u escape") }
-            let byte = input[offset]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw error("invalid \\u escape")
-            }
-            value = value << 4 | UInt32(digit)
-            offset += 1
-        }
-        return value
     }
 }
