@@ -178,7 +178,7 @@ public final class Server: Service, Sendable {
         let http = self.http
         // Presence feeds (issue 55) for the feeds the flags name and the hosted view models that ask.
         let presence = PresenceFeeds(transport: http, settings: PresenceTracker.Settings(interval: configuration.presenceInterval, grace: configuration.presenceGrace),
-                                     sharing: shared?.presence)
+                                     sharing: shared?.presence, maxFeeds: configuration.maxPresenceFeeds)
         let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: options, serverMetrics: { http.metrics }, metrics: metrics, presence: presence)
         self.api = api
         state = Mutex(LifeState(port: nil, sources: [], shutdown: nil, metricsPush: nil))
