@@ -42,7 +42,7 @@ struct WatchView {
 
     /// The ids of the users a presence feed's update lists.
     static func members(_ update: FeedUpdate<PresenceSummary, PresenceMember>) -> Set<String> {
-        Set(update.snapshot.sections.indices.flatMap { update.snapshot.items(atSectionIndex: $0).map(\.id) })
+        Set(update.snapshot.itemIDs)
     }
 
     /// A presence feed's lines: `_presence.board v3: 2 watching` (`130 watching, 100 listed`), then a
@@ -53,15 +53,13 @@ struct WatchView {
         let count = summary?.count ?? 0
         let listed = summary?.listed ?? count
         var lines = ["\(title) v\(update.version)\(update.isStale ? " (cached, stale)" : ""): \(count) watching\(listed < count ? ", \(listed) listed" : "")"]
-        for index in update.snapshot.sections.indices {
-            for member in update.snapshot.items(atSectionIndex: index) {
-                var who = member.name ?? "(no name)"
-                if let subject = member.subject { who += " <\(subject)>" }
-                let seconds = Int(member.since) % 86_400
-                let since = [seconds / 3600, seconds / 60 % 60, seconds % 60].map { $0 < 10 ? "0\($0)" : "\($0)" }.joined(separator: ":")
-                let streams = member.connections == 1 ? "1 stream" : "\(member.connections) streams"
-                lines.append(mark("    \(who) · \(streams) · since \(since) UTC · \(member.id.prefix(8))", marked.contains(member.id) && styled))
-            }
+        for member in update.snapshot.items {
+            var who = member.name ?? "(no name)"
+            if let subject = member.subject { who += " <\(subject)>" }
+            let seconds = Int(member.since) % 86_400
+            let since = [seconds / 3600, seconds / 60 % 60, seconds % 60].map { $0 < 10 ? "0\($0)" : "\($0)" }.joined(separator: ":")
+            let streams = member.connections == 1 ? "1 stream" : "\(member.connections) streams"
+            lines.append(mark("    \(who) · \(streams) · since \(since) UTC · \(member.id.prefix(8))", marked.contains(member.id) && styled))
         }
         return lines
     }
