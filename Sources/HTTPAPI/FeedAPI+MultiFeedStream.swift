@@ -87,7 +87,7 @@ extension FeedAPI {
                         // Following presence makes no one present; it keeps the presence feed until it ends.
                         // Past --max-presence-feeds a presence feed not held is refused as not found (now).
                         guard let feed = await presence.watch(target, identities: identities) else {
-                            multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: presenceFullDetail(entry.feed))))
+                            multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: presenceRefusal(entry.feed))))
                             continue
                         }
                         let slot = multiplexer.makeSlot(feed: entry.feed)

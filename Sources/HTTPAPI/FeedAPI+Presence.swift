@@ -1,3 +1,4 @@
+import CoreMetrics
 import DiffStreamJSON
 import FeedCore
 import HTTPCore
@@ -111,7 +112,10 @@ extension FeedAPI {
     func joinPresence(_ feed: String, _ connection: PresenceConnection, until sink: any EventSink) async {
         guard let presence, let settings = presenceSettings(of: feed) else { return }
         // Past --max-presence-feeds, a feed whose presence is not held gets none: the stream counts nowhere.
-        guard let number = await presence.open(feed, identities: settings.identities, connection) else { return }
+        guard let number = await presence.open(feed, identities: settings.identities, connection) else {
+            Self.countPresenceRefusal()
+            return
+        }
         sink.onTermination { Task { await presence.close(feed, connection: number) } }
     }
 
@@ -121,14 +125,21 @@ extension FeedAPI {
         return (target, settings.identities)
     }
 
-    /// Why `name`, a presence feed, is not there now: this instance holds `--max-presence-feeds`.
-    func presenceFullDetail(_ name: String) -> String {
-        "no presence feed '\(name)' now: this instance holds the most presence feeds it keeps (--max-presence-feeds \(presence?.maxFeeds ?? 0)); it is made once one of them is dropped (when no one is present on its feed or watching it)"
+    /// Counts one refusal at `--max-presence-feeds` (`diffstream_presence_refusals_total`; rare: the
+    /// counter is looked up each time).
+    static func countPresenceRefusal() {
+        CoreMetrics.Counter(label: HTTPMetricName.presenceRefusals).increment()
     }
 
-    /// `503` for a presence feed past `--max-presence-feeds`, naming the limit, with `Retry-After`.
+    /// Counts one refusal at `--max-presence-feeds` and says why `name`, a presence feed, is not there now.
+    func presenceRefusal(_ name: String) -> String {
+        Self.countPresenceRefusal()
+        return "no presence feed '\(name)' now: this instance holds the most presence feeds it keeps (--max-presence-feeds \(presence?.maxFeeds ?? 0)); it is made once one of them is dropped (when no one is present on its feed or watching it)"
+    }
+
+    /// `503` for a presence feed past `--max-presence-feeds`, naming the limit, with `Retry-After` (counted).
     func presenceFull(_ name: String) -> APIError {
-        var error = APIError(.serviceUnavailable, "presence feeds full", presenceFullDetail(name))
+        var error = APIError(.serviceUnavailable, "presence feeds full", presenceRefusal(name))
         error.limit = (name: "max-presence-feeds", value: presence?.maxFeeds ?? 0)
         error.retryAfter = 5
         return error
@@ -166,7 +177,7 @@ extension FeedAPI {
                     // Following presence makes no one present; it keeps the presence feed until it ends.
                     guard let feed = await presence.watch(target, identities: identities) else {
                         // The last room went to another feed since the check above.
-                        stream.end(with: EventPayload(FeedEvents.refusalEvent("notfound", feed: name, error: "not found", detail: presenceFullDetail(name))))
+                        stream.end(with: EventPayload(FeedEvents.refusalEvent("notfound", feed: name, error: "not found", detail: presenceRefusal(name))))
                         return
                     }
                     stream.onTermination { Task { await presence.unwatch(target) } }

@@ -312,6 +312,9 @@ def test_past_max_presence_feeds_a_feed_has_no_presence_feed_until_one_is_droppe
     assert "--max-presence-feeds 1" in json.loads(refusal["data"])["detail"], events
     listing = {entry["feed"]: entry for entry in server.get("/feeds")}
     assert listing["lobby"]["presence"] == "_presence.lobby", "still named where the feed is listed"
+    # Counted: the two 503s, the presence feed of the multi-feed stream, and the two streams of lobby.
+    wait_until(lambda: server.metrics().get("diffstream_presence_refusals_total") == 5, timeout=5,
+               message=f"5 refusals counted (now {server.metrics().get('diffstream_presence_refusals_total')})")
     board_watcher.close()
     # board's presence feed is dropped (no one present or watching): lobby's can be made. The streams of lobby
     # opened past the cap count nowhere; the next one does.
