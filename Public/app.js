@@ -2,7 +2,7 @@
 // picked from GET /feeds (home first); the examples' looks are the templates in index.html, and the few
 // things attributes cannot say are the hooks of demo-looks.js, which the dashboard shares.
 import { connect, render, renderActions, action } from './diffstream.js';
-import { hooksFor, sectionHook } from './demo-looks.js';
+import { hooksFor, sectionHook, presenceHooks } from './demo-looks.js';
 import { words } from './diffstream-util.js';
 
 const $ = (id) => document.getElementById(id);
@@ -16,6 +16,7 @@ const app = {
     || (new URLSearchParams(location.search).get('user') ? `home.${new URLSearchParams(location.search).get('user')}` : null),
   state: 'connecting',
   region: null,
+  presence: null, // the region of who is watching the feed shown (its presence feed), if it has one
   catalog: new Map(),
 };
 
@@ -25,6 +26,8 @@ window.diffstream = {
   get feed() { return app.feed; },
   get state() { return app.state; },
   get stale() { return app.region ? app.region.subscription.stale : null; },
+  /// The presence feed shown beside the feed (null: the feed has none).
+  get presence() { return app.presence ? app.presence.feed : null; },
 };
 
 // ---- Token: Bearer on writes, and the cookie that carries it to the shared event stream -----------
@@ -47,7 +50,8 @@ const mode = new URLSearchParams(location.search).get('streams') || undefined;
 // `?poll=week,forecast` (or `?poll=*`): those feeds through their cacheable log, for the page behind a CDN
 // (docs/client-js.md, "Behind a CDN").
 const polled = (new URLSearchParams(location.search).get('poll') || '').split(',').filter(Boolean);
-const poll = polled.includes('*') ? () => true : polled;
+// Presence feeds (who is watching) have no log: event stream only (docs/protocol.md "Who is here").
+const poll = polled.includes('*') ? (feed) => !/^_presence[.-]/.test(feed) : polled;
 const connection = connect({ mode, token: savedToken || null, poll, onError: (detail) => showError(`Could not ${words(detail.action)}: ${detail.message}`) });
 window.diffstreamStreams = connection.streams; // the transport, for the tests of the shared connection
 
@@ -277,6 +281,48 @@ async function showFeed(feed) {
   for (const input of bar.querySelectorAll('.ds-action-input')) input.classList.add('action-input');
   app.region = render(feedEl, feed, {
     hooks: hooksFor(feed), sectionHook, onChange, animate: () => $('animate').checked,
+  });
+  await showPresence(feed);
+}
+
+// ---- Who is watching: the feed's presence feed, one more feed to render ---------------------------
+
+/// The presence feed of `feed` (docs/protocol.md "Who is here"), or null when it has none: `GET /feeds`
+/// names it in the feed's entry; a family's member is not listed, so its document's header names it.
+async function presenceFeedOf(feed) {
+  const entry = connection.entryOf(feed);
+  if (!entry) return null;
+  if (entry.kind !== 'family') return entry.presence || null;
+  try {
+    const token = tokenInput.value.trim();
+    const response = await fetch(`/feeds/${encodeURIComponent(feed)}`, {
+      method: 'HEAD', headers: token ? { Authorization: `Bearer ${token}` } : {},
+    });
+    return response.ok ? response.headers.get('DiffStream-Presence') : null;
+  } catch (_) {
+    return null;
+  }
+}
+
+/// Shows who is watching `feed` in the bar, with the templates of #presence-looks: the count, and an
+/// avatar (and the name, under --presence-names) per user. Hidden when the feed has no presence feed or
+/// it is refused (its reader's rights are the feed's; past the server's cap it has none).
+async function showPresence(feed) {
+  const box = $('presence');
+  if (app.presence) app.presence.close();
+  app.presence = null;
+  box.hidden = true;
+  box.replaceChildren();
+  const name = await presenceFeedOf(feed);
+  if (!name || app.feed !== feed) return;
+  app.presence = render(box, name, {
+    ...presenceHooks,
+    templates: $('presence-looks').content,
+    animate: false,
+    onChange(change) {
+      if (change.type === 'snapshot') box.hidden = false;
+      else if (['notfound', 'forbidden', 'unauthorized', 'deleted'].includes(change.type)) box.hidden = true;
+    },
   });
 }
 

@@ -1,6 +1,6 @@
 // The demo's looks beyond its templates (index.html): the hooks that the page (app.js) and the dashboard
 // share, for what the templates' attributes cannot say: a poster's colour, a playing card's colour, the
-// selected day, a done to-do, a section's title and a game's chips.
+// selected day, a done to-do, a section's title and a game's chips; and who is watching (presenceHooks).
 
 /// A stable hue for an id, so a poster always gets the same colours.
 function hue(id) {
@@ -62,3 +62,46 @@ export function sectionHook(section, { id, model }) {
     if (chip.hidden !== hidden) chip.hidden = hidden;
   }
 }
+
+// ---- Who is watching: the presence feed of the feed shown (docs/protocol.md "Who is here") --------
+
+/// The letters of a present user's avatar: the initials of the first two words of their name (`Alice
+/// Liddell`: AL; `bob`: B), `?` for a user without a name (anonymous presence, or a token without one).
+export function initials(name) {
+  const words = typeof name === 'string' ? name.trim().split(/\s+/).filter(Boolean) : [];
+  if (words.length === 0) return '?';
+  return words.slice(0, 2).map((word) => [...word][0].toLocaleUpperCase()).join('');
+}
+
+/// What an avatar's tooltip says of a present user's model: the name and subject it shows, and the
+/// streams past the first (`Alice (alice@example.com), 2 streams`; `Someone (no name given)`).
+export function presenceTitle(model) {
+  const m = model && typeof model === 'object' ? model : {};
+  const name = typeof m.name === 'string' && m.name ? m.name : 'Someone';
+  const sub = typeof m.sub === 'string' && m.sub ? ` (${m.sub})` : (m.name ? '' : ' (no name given)');
+  const streams = Number.isInteger(m.connections) && m.connections > 1 ? `, ${m.connections} streams` : '';
+  return `${name}${sub}${streams}`;
+}
+
+/// The text after the avatars when the presence feed lists fewer users than are present (it lists the
+/// first 100): `+30`; empty when it lists them all.
+export function presenceMore(model) {
+  const count = model && Number.isInteger(model.count) ? model.count : 0;
+  const listed = model && Number.isInteger(model.listed) ? model.listed : count;
+  return count > listed ? `+${count - listed}` : '';
+}
+
+/// The presence region's hooks (app.js): the avatar's letters and tooltip, and the "+N" of the unlisted.
+export const presenceHooks = {
+  hooks: {
+    presence(li, { model }) {
+      const avatar = li.querySelector('.avatar');
+      if (avatar) avatar.textContent = initials(model && model.name);
+      li.title = presenceTitle(model);
+    },
+  },
+  sectionHook(section, { model }) {
+    const more = section.querySelector('.presence-more');
+    if (more) more.textContent = presenceMore(model);
+  },
+};

@@ -103,6 +103,10 @@ extension Server {
         public var presenceInterval: Double = 1
         /// Seconds a user stays present after their last stream closed (`--presence-grace`).
         public var presenceGrace: Double = 5
+        /// The most presence feeds this instance holds at once (`--max-presence-feeds`): past it, a feed
+        /// whose presence feed is not held has none until one is dropped (its streams make no one
+        /// present; `_presence.F` answers `503`, or `event: notfound` in a multi-feed stream).
+        public var maxPresenceFeeds = 10_000
         /// Allow writes without a credential even on a public address (`--open-writes`). On a loopback
         /// address writes are always open to this machine.
         public var openWrites = false

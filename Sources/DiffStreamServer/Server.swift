@@ -178,7 +178,7 @@ public final class Server: Service, Sendable {
         let http = self.http
         // Presence feeds (issue 55) for the feeds the flags name and the hosted view models that ask.
         let presence = PresenceFeeds(transport: http, settings: PresenceTracker.Settings(interval: configuration.presenceInterval, grace: configuration.presenceGrace),
-                                     sharing: shared?.presence)
+                                     sharing: shared?.presence, maxFeeds: configuration.maxPresenceFeeds)
         let api = FeedAPI(registry: registry, hosted: hosted, files: files, options: options, serverMetrics: { http.metrics }, metrics: metrics, presence: presence)
         self.api = api
         state = Mutex(LifeState(port: nil, sources: [], shutdown: nil, metricsPush: nil))
@@ -224,7 +224,8 @@ public final class Server: Service, Sendable {
 
     /// Who is present on `feed` (issue 55, docs/protocol.md "Who is here"): what its presence feed
     /// shows now, then each change; nil when the feed has no presence (`--presence`, or its view
-    /// model's ``HostedViewModel/presence``). For a hosted view model's source, to show "3 watching" or
+    /// model's ``HostedViewModel/presence``), or none now (``Configuration/maxPresenceFeeds`` are held
+    /// and not its own). For a hosted view model's source, to show "3 watching" or
     /// to stop when nobody watches; ``PresenceSnapshot/changes(since:)`` tells the joins and leaves.
     /// Reading it makes no one present.
     public func presence(of feed: String) async -> AsyncStream<PresenceSnapshot>? {

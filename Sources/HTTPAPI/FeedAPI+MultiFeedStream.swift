@@ -84,9 +84,13 @@ extension FeedAPI {
                         if let joining { await joinPresence(entry.feed, joining, until: slot) }
                     case .presence(let target, let identities):
                         guard let presence else { continue }
-                        let slot = multiplexer.makeSlot(feed: entry.feed)
                         // Following presence makes no one present; it keeps the presence feed until it ends.
-                        let feed = await presence.watch(target, identities: identities)
+                        // Past --max-presence-feeds a presence feed not held is refused as not found (now).
+                        guard let feed = await presence.watch(target, identities: identities) else {
+                            multiplexer.refuse(EventPayload(FeedEvents.refusalEvent("notfound", feed: entry.feed, error: "not found", detail: presenceRefusal(entry.feed))))
+                            continue
+                        }
+                        let slot = multiplexer.makeSlot(feed: entry.feed)
                         slot.onTermination { Task { await presence.unwatch(target) } }
                         await taggedFeeds.join(slot, to: feed, lastEventID: entry.position)
                     case .notFound:

@@ -1,3 +1,4 @@
+import CoreMetrics
 import DiffStreamJSON
 import FeedCore
 import HTTPCore
@@ -100,7 +101,8 @@ extension FeedAPI {
     }
 
     /// Who is present on `feed`, for a program (a hosted view model's source): what its presence feed
-    /// shows now, then each change; nil when `feed` has no presence. Reading makes no one present.
+    /// shows now, then each change; nil when `feed` has no presence (or none now: past
+    /// `--max-presence-feeds`). Reading makes no one present.
     public func presenceSnapshots(of feed: String) async -> AsyncStream<PresenceSnapshot>? {
         guard let presence, let settings = presenceSettings(of: feed) else { return nil }
         return await presence.snapshots(of: feed, identities: settings.identities)
@@ -109,7 +111,11 @@ extension FeedAPI {
     /// Adds `sink`, a stream (or a multi-feed stream's slot) of `feed`, to `feed`'s presence until it ends.
     func joinPresence(_ feed: String, _ connection: PresenceConnection, until sink: any EventSink) async {
         guard let presence, let settings = presenceSettings(of: feed) else { return }
-        let number = await presence.open(feed, identities: settings.identities, connection)
+        // Past --max-presence-feeds, a feed whose presence is not held gets none: the stream counts nowhere.
+        guard let number = await presence.open(feed, identities: settings.identities, connection) else {
+            Self.countPresenceRefusal()
+            return
+        }
         sink.onTermination { Task { await presence.close(feed, connection: number) } }
     }
 
@@ -117,6 +123,26 @@ extension FeedAPI {
     func presenceTarget(of name: String) -> (feed: String, identities: Bool)? {
         guard let target = presence?.target(of: name), let settings = presenceSettings(of: target) else { return nil }
         return (target, settings.identities)
+    }
+
+    /// Counts one refusal at `--max-presence-feeds` (`diffstream_presence_refusals_total`; rare: the
+    /// counter is looked up each time).
+    static func countPresenceRefusal() {
+        CoreMetrics.Counter(label: HTTPMetricName.presenceRefusals).increment()
+    }
+
+    /// Counts one refusal at `--max-presence-feeds` and says why `name`, a presence feed, is not there now.
+    func presenceRefusal(_ name: String) -> String {
+        Self.countPresenceRefusal()
+        return "no presence feed '\(name)' now: this instance holds the most presence feeds it keeps (--max-presence-feeds \(presence?.maxFeeds ?? 0)); it is made once one of them is dropped (when no one is present on its feed or watching it)"
+    }
+
+    /// `503` for a presence feed past `--max-presence-feeds`, naming the limit, with `Retry-After` (counted).
+    func presenceFull(_ name: String) -> APIError {
+        var error = APIError(.serviceUnavailable, "presence feeds full", presenceRefusal(name))
+        error.limit = (name: "max-presence-feeds", value: presence?.maxFeeds ?? 0)
+        error.retryAfter = 5
+        return error
     }
 
     /// A request on a reserved name (`_presence.F`): its document and its event stream, with `F`'s
@@ -129,7 +155,7 @@ extension FeedAPI {
         switch (pattern, method) {
         case (Self.feedPattern, "GET"):
             try await authorize(.read(target), request)
-            let feed = await presence.read(target, identities: identities)
+            guard let feed = await presence.read(target, identities: identities) else { throw presenceFull(name) }
             return Self.document(await feed.readDocument(), ifNoneMatch: request.headers["If-None-Match"],
                                  acceptsGzip: options.compression && Gzip.isAccepted(by: request.headers["Accept-Encoding"]))
         case (Self.feedPattern, _):
@@ -137,6 +163,7 @@ extension FeedAPI {
             throw MethodNotAllowed(allowed: ["GET", "HEAD"], method: request.method).error
         case (RoutePattern("/feeds/{feed}/events"), "GET"):
             let principal = try await authorize(.subscribe(target), request)
+            guard await presence.hasRoom(for: target) else { throw presenceFull(name) }
             let expires: Double? = if case .token(let rights) = principal { rights.expires } else { nil }
             let now = options.now
             let lastEventID = request.headers["Last-Event-ID"] ?? request.queryValue("lastEventId")
@@ -148,7 +175,11 @@ extension FeedAPI {
                 stream.send(announcement)
                 Task {
                     // Following presence makes no one present; it keeps the presence feed until it ends.
-                    let feed = await presence.watch(target, identities: identities)
+                    guard let feed = await presence.watch(target, identities: identities) else {
+                        // The last room went to another feed since the check above.
+                        stream.end(with: EventPayload(FeedEvents.refusalEvent("notfound", feed: name, error: "not found", detail: presenceRefusal(name))))
+                        return
+                    }
                     stream.onTermination { Task { await presence.unwatch(target) } }
                     await feed.subscribe(stream, lastEventID: lastEventID)
                     if let expires { Self.endAtExpiry(stream, feed: name, expires: expires, now: now) }

@@ -7,10 +7,14 @@ import Synchronization
 public enum HTTPMetricName {
     /// Request handling time, by route pattern (`/feeds/{feed}`) and status.
     public static let requestDuration = "diffstream_http_request_duration_seconds"
+    /// Presence refused at `--max-presence-feeds` (issue 55): streams that made no one present, and
+    /// reads of a presence feed not held.
+    public static let presenceRefusals = "diffstream_presence_refusals_total"
 
     /// `# HELP` texts by name.
     package static let help: [String: String] = [
         requestDuration: "Time from a request's dispatch to its response, by route pattern and status.",
+        presenceRefusals: "Presence refused at --max-presence-feeds: streams that made no one present, and reads of a presence feed not held (503, or notfound in a multi-feed stream).",
     ]
 }
 

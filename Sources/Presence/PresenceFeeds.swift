@@ -59,6 +59,10 @@ public actor PresenceFeeds {
     private let clock: @Sendable () -> Double
     private let wallClock: @Sendable () -> Double
     private let sharing: (any PresenceSharing)?
+    /// The most presence feeds held at once (`--max-presence-feeds`). Past it a feed not held has none
+    /// until one is dropped: ``open(_:identities:_:)`` makes no one present, ``watch(_:identities:)``,
+    /// ``read(_:identities:)`` and ``snapshots(of:identities:)`` answer nil.
+    public nonisolated let maxFeeds: Int
 
     /// - Parameters:
     ///   - transport: what the presence feeds' events go out through (the HTTP server's).
@@ -66,10 +70,12 @@ public actor PresenceFeeds {
     ///   - clock: monotonic seconds; `wallClock`: seconds since 1970 (an item's `since`).
     ///   - sharing: where the instances of a deployment share their presence (its secret names the
     ///     users, instead of `ids`); nil: this instance's streams only.
+    ///   - maxFeeds: the most presence feeds held at once (``maxFeeds``).
     public init(transport: (any EventBroadcaster)?, settings: PresenceTracker.Settings = PresenceTracker.Settings(), ids: PresenceItemIDs = PresenceItemIDs(),
                 clock: @escaping @Sendable () -> Double = MonotonicClock.now, wallClock: @escaping @Sendable () -> Double = WallClock.now,
-                sharing: (any PresenceSharing)? = nil) {
+                sharing: (any PresenceSharing)? = nil, maxFeeds: Int = 10_000) {
         self.transport = transport
+        self.maxFeeds = maxFeeds
         self.settings = settings
         self.ids = sharing.map { PresenceItemIDs(secret: $0.secret) } ?? ids
         self.sharing = sharing
@@ -93,8 +99,10 @@ public actor PresenceFeeds {
     }
 
     /// A connection to `feed` opened (an event stream that includes it): the user is present.
-    /// - Returns: the connection's number, for ``close(_:connection:)``.
-    public func open(_ feed: String, identities: Bool, _ connection: PresenceConnection) -> Int {
+    /// - Returns: the connection's number, for ``close(_:connection:)``; nil when `feed` has no presence
+    ///   feed and ``maxFeeds`` are held (the connection counts nowhere).
+    public func open(_ feed: String, identities: Bool, _ connection: PresenceConnection) -> Int? {
+        guard hasRoom(for: feed) else { return nil }
         nextConnection += 1
         let number = nextConnection
         let now = clock()
@@ -110,7 +118,9 @@ public actor PresenceFeeds {
     }
 
     /// The presence feed of `feed` to stream (made if needed): counted as watched until ``unwatch(_:)``.
-    public func watch(_ feed: String, identities: Bool) async -> Feed {
+    /// Nil when it is not held and ``maxFeeds`` are (then no ``unwatch(_:)``).
+    public func watch(_ feed: String, identities: Bool) async -> Feed? {
+        guard hasRoom(for: feed) else { return nil }
         let made = entry(feed, identities: identities)
         entries[feed]?.watchers += 1
         await made.writing?.value
@@ -123,17 +133,19 @@ public actor PresenceFeeds {
         dropIfIdle(feed)
     }
 
-    /// The presence feed of `feed` to read once (made if needed, then dropped when idle).
-    public func read(_ feed: String, identities: Bool) async -> Feed {
-        let made = await watch(feed, identities: identities)
+    /// The presence feed of `feed` to read once (made if needed, then dropped when idle); nil as for
+    /// ``watch(_:identities:)``.
+    public func read(_ feed: String, identities: Bool) async -> Feed? {
+        guard let made = await watch(feed, identities: identities) else { return nil }
         unwatch(feed)
         return made
     }
 
     /// Who is present on `feed`, as the presence feed shows it: what it shows now, then each change
     /// (for a hosted view model's source). Reading keeps the presence feed, like a watcher, until the
-    /// sequence ends; following it makes no one present.
-    public func snapshots(of feed: String, identities: Bool) -> AsyncStream<PresenceSnapshot> {
+    /// sequence ends; following it makes no one present. Nil as for ``watch(_:identities:)``.
+    public func snapshots(of feed: String, identities: Bool) -> AsyncStream<PresenceSnapshot>? {
+        guard hasRoom(for: feed) else { return nil }
         let made = entry(feed, identities: identities)
         nextListener += 1
         let number = nextListener
@@ -163,6 +175,11 @@ public actor PresenceFeeds {
     }
 
     // MARK: The entries
+
+    /// Whether `feed`'s presence feed is held, or another may be made (``maxFeeds``).
+    public func hasRoom(for feed: String) -> Bool {
+        entries[feed] != nil || entries.count < maxFeeds
+    }
 
     private func entry(_ feed: String, identities: Bool) -> Entry {
         if let entry = entries[feed] { return entry }

@@ -90,7 +90,24 @@ struct WatchCommand: AsyncParsableCommand {
                 fail(.usage, error.message)
             }
         }
-        let events = feeds.count == 1 ? client.updates(of: feeds[0]) : client.updates(of: feeds)
+        // Presence feeds (`_presence.F`, who is watching F) in the view: followed with the client's
+        // types for them, a line per present user. With --json, every feed is its wire JSON.
+        if !json && feeds.allSatisfy(Self.isPresenceFeed) {
+            typealias Presence = Snapshot<PresenceSummary, PresenceMember>
+            let events = feeds.count == 1 ? client.snapshots(of: feeds[0], as: Presence.self) : client.snapshots(of: feeds, as: Presence.self)
+            try await follow(events, jsonLine: nil) { (view: inout WatchView, update: FeedUpdate<PresenceSummary, PresenceMember>) in view.apply(presence: update) }
+        } else {
+            let events = feeds.count == 1 ? client.updates(of: feeds[0]) : client.updates(of: feeds)
+            let jsonLine: ((WireFeedUpdate) -> [UInt8])? = json ? { Self.jsonLine($0) } : nil
+            try await follow(events, jsonLine: jsonLine) { (view: inout WatchView, update: WireFeedUpdate) in view.apply(update) }
+        }
+    }
+
+    /// Shows `events` until they end (or `--once` has every feed): each update through `jsonLine` when
+    /// given (`--json`), else applied to the view by `apply`; the connection's state and refusals as
+    /// the exit codes say.
+    private func follow<Section, Item>(_ events: AsyncThrowingStream<FeedEvent<Section, Item>, any Error>, jsonLine: ((FeedUpdate<Section, Item>) -> [UInt8])?,
+                                       apply: (inout WatchView, FeedUpdate<Section, Item>) -> Void) async throws {
         var view = WatchView(feeds: feeds)
         var shown = Set<String>()
         var everConnected = false
@@ -116,10 +133,10 @@ struct WatchCommand: AsyncParsableCommand {
                     // server was reached.
                     if update.isStale && once { continue }
                     if !update.isStale { everConnected = true }
-                    if json {
-                        writeLine(Self.jsonLine(update))
+                    if let jsonLine {
+                        writeLine(jsonLine(update))
                     } else {
-                        view.apply(update)
+                        apply(&view, update)
                         writeScreen(view)
                     }
                     if !update.isStale { shown.insert(update.feed) }
@@ -209,6 +226,11 @@ struct WatchCommand: AsyncParsableCommand {
     }
 
     private static let toTerminal = isatty(STDOUT_FILENO) == 1
+
+    /// Whether `name` is a presence feed's (`_presence.F`, or `_presence-` and a hash for a long `F`).
+    static func isPresenceFeed(_ name: String) -> Bool {
+        name.hasPrefix("_presence.") || name.hasPrefix("_presence-")
+    }
 
     /// The server's rule for feed names (FeedCore's `FeedID.isValid`, which this program does not link):
     /// 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a dot.

@@ -48,13 +48,14 @@ struct DiffStreamCommand: AsyncParsableCommand {
     @Option(help: "Comma-separated feed patterns whose presence feed shows who is watching: a token's sub and name. [env: DIFFSTREAM_PRESENCE_NAMES]") var presenceNames: String?
     @Option(help: "Seconds between two batches of one presence feed at least. [env: DIFFSTREAM_PRESENCE_INTERVAL] (default: 1)") var presenceInterval: String?
     @Option(help: "Seconds a user stays present after their last stream closed (a reconnect within it is no leave). [env: DIFFSTREAM_PRESENCE_GRACE] (default: 5)") var presenceGrace: String?
+    @Option(help: "Most presence feeds held at once (one per feed with presence that someone has open or follows); past it a feed not held has none until one is dropped: _presence.FEED answers 503. [env: DIFFSTREAM_MAX_PRESENCE_FEEDS] (default: 10000)") var maxPresenceFeeds: String?
     @Option(help: "Seconds an example family's member without subscribers or use is kept before it is dropped. [env: DIFFSTREAM_FAMILY_IDLE] (default: 60)") var familyIdle: String?
     @Option(help: "Directory of the durable feed store; 'none' keeps feeds in memory only. [env: DIFFSTREAM_DATA] (default: ./data)") var data: String?
     @Option(help: "Redis holding the feeds several instances share, redis://[user:password@]host[:port][/db]; --data is then not used. [env: DIFFSTREAM_REDIS]") var redis: String?
     @Option(name: .customLong("redis-prefix"), help: "Prefix of every Redis key, so deployments can share one Redis. [env: DIFFSTREAM_REDIS_PREFIX] (default: diffstream)") var redisPrefix: String?
     @Flag(help: "Start even if the data is damaged: set the damaged feeds (or file) aside and keep the rest. [env: DIFFSTREAM_SET_ASIDE_DAMAGED=1]") var setAsideDamaged = false
     @Option(help: "Example view models to host: all, none, or a comma-separated list of home, week, blackjack, forecast, todo. [env: DIFFSTREAM_EXAMPLES] (default: all)") var examples: String?
-    @Flag(help: "Run the live demo: the home feed changes every 2 s, the week feed every 3 s. [env: DIFFSTREAM_DEMO=1]") var demo = false
+    @Flag(help: "Run the live demo: the home feed changes every 2 s, the week feed every 3 s; every feed shows who is watching (--presence-names '*') unless --presence or --presence-names is given. [env: DIFFSTREAM_DEMO=1]") var demo = false
 
     static func main() async {
         do {

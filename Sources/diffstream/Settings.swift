@@ -189,8 +189,14 @@ extension DiffStreamCommand {
             }
             if name == "presence" { configuration.presence = patterns } else { configuration.presenceNames = patterns }
         }
+        // The demo shows who is watching each feed (the page's "watching" line), with names where tokens
+        // carry them, unless the flags say which feeds have presence.
+        if enabled(demo, "DIFFSTREAM_DEMO") && value(presence, "presence") == nil && value(presenceNames, "presence-names") == nil {
+            configuration.presenceNames = ["*"]
+        }
         configuration.presenceInterval = try seconds(presenceInterval, "presence-interval", 0.01...60, default: 1)
         configuration.presenceGrace = try seconds(presenceGrace, "presence-grace", 0...3600, default: 5)
+        configuration.maxPresenceFeeds = try integer(maxPresenceFeeds, "max-presence-feeds", 1...10_000_000, default: 10_000)
 
         // Storage limits (issue 15).
         configuration.maxFeeds = try integer(maxFeeds, "max-feeds", 1...10_000_000, default: 10_000)

@@ -13,14 +13,14 @@ struct PresenceAPITests {
     typealias F = TokenFixtures
     let base = FeedStreamTests()
 
-    func makeAPI(identities: Bool = false, verifier: Bool = true, privateReads: Bool = false, grace: Double = 0.05) async throws -> FeedAPI {
+    func makeAPI(identities: Bool = false, verifier: Bool = true, privateReads: Bool = false, grace: Double = 0.05, maxFeeds: Int = 10_000) async throws -> FeedAPI {
         let registry = FeedRegistry(replayLimit: 8, transport: MemoryBroadcaster())
         var options = FeedAPI.Options()
         options.presence = identities ? FeedAPI.PresencePolicy(identities: [FeedPattern("board*")]) : FeedAPI.PresencePolicy(feeds: [FeedPattern("board*")])
         if verifier { options.verifier = try await JWTVerifier(hmacSecret: F.secret) }
         options.privateReads = privateReads
         options.now = { F.now }
-        let presence = PresenceFeeds(transport: MemoryBroadcaster(), settings: PresenceTracker.Settings(interval: 0.01, grace: grace))
+        let presence = PresenceFeeds(transport: MemoryBroadcaster(), settings: PresenceTracker.Settings(interval: 0.01, grace: grace), maxFeeds: maxFeeds)
         let api = FeedAPI(registry: registry, hosted: nil, files: nil, options: options, serverMetrics: { nil }, presence: presence)
         let admin = try await F.hs256(F.claims(publish: ["*"]))
         _ = await base.put(api, "board", items: ["a"], headers: ["Host": "x", "Authorization": "Bearer " + admin])
@@ -170,3 +170,28 @@ struct PresenceAPITests {
         #expect(await api.handle(HTTPRequest(method: "GET", target: "/feeds/board/events?" + query, headers: ["Host": "x"])).status == .badRequest)
     }
 }
+
+extension PresenceAPITests {
+    /// `--max-presence-feeds` at the edge: past it, a presence feed not held is `503` naming the limit,
+    /// with `Retry-After` (its document and its stream), and the one held is served as before.
+    @Test func pastTheCapAPresenceFeedNotHeldIs503NamingTheLimit() async throws {
+        let api = try await makeAPI(maxFeeds: 1)
+        let admin = try await F.hs256(F.claims(publish: ["*"]))
+        _ = await base.put(api, "board2", items: ["b"], headers: ["Host": "x", "Authorization": "Bearer " + admin])
+        let watcher = try await base.subscribe(api, "/feeds/_presence.board/events")
+        #expect(await watcher.next()?.type == "snapshot")
+        for target in ["/feeds/_presence.board2", "/feeds/_presence.board2/events"] {
+            let response = await api.handle(HTTPRequest(method: "GET", target: target, headers: ["Host": "x"]))
+            #expect(response.status == .serviceUnavailable, "\(target)")
+            #expect(response.headers["Retry-After"] == "5")
+            guard case .bytes(let body) = response.body, let error = try? JSONParser.parse(body) else {
+                Issue.record("no JSON body for \(target)")
+                continue
+            }
+            #expect(error["error"] == "presence feeds full" && error["limit"] == "max-presence-feeds" && error["value"]?.numberValue == 1)
+        }
+        #expect(await presence(api).count == 0, "the presence feed held is served as before")
+        watcher.close()
+    }
+}
+

@@ -16,7 +16,7 @@ def test_help_exits_zero_and_lists_every_option():
     for option in ["--host", "--port", "--public", "--token", "--heartbeat", "--replay", "--max-connections", "--max-connections-per-ip", "--log-level", "--log-format",
                    "--allow-origin", "--stream-buffer", "--compression", "--header-timeout", "--idle-timeout", "--max-body", "--demo",
                    "--data", "--set-aside-damaged", "--max-feeds", "--max-feed-bytes", "--max-store-bytes", "--jwt-secret-file",
-                   "--jwt-public-key", "--private", "--public-feeds", "--open-writes", "--public-origin", "token"]:
+                   "--jwt-public-key", "--private", "--public-feeds", "--open-writes", "--public-origin", "--max-presence-feeds", "token"]:
         assert option in result.stdout, option
     assert "DIFFSTREAM_" in result.stdout
 
@@ -35,6 +35,7 @@ BAD_VALUES = [
     (["--max-feeds", "0"], "--max-feeds"), (["--max-feed-bytes", "10"], "--max-feed-bytes"),
     (["--max-store-bytes", "lots"], "--max-store-bytes"), (["--public-origin", "example.com"], "--public-origin"),
     (["--public-origin", "https://example.com/path"], "--public-origin"),
+    (["--max-presence-feeds", "0"], "--max-presence-feeds"), (["--max-presence-feeds", "many"], "--max-presence-feeds"),
 ]
 
 

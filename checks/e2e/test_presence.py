@@ -1,14 +1,18 @@
 """Who is here (issue 55): a feed with presence (`--presence`, `--presence-names`) has a read-only feed,
 `_presence.F`, of who has an event stream of it open: joins, leaves after the grace period, several
-streams of one user as one item, the reconnect grace, coalescing, the threshold, and the rights."""
+streams of one user as one item, the reconnect grace, coalescing, the threshold, and the rights; `diffstream
+watch` on a presence feed (the Swift client's presence types), and the cap, --max-presence-feeds."""
 import json
+import queue
+import re
 import subprocess
+import threading
 import time
 import urllib.parse
 
 import pytest
 
-from e2e_helpers import BINARY, JWT_SECRET, SSEClient, apply_ops, clean_environment, jwt_token, rights, snapshot
+from e2e_helpers import BINARY, JWT_SECRET, SSEClient, apply_ops, clean_environment, jwt_token, rights, snapshot, wait_until
 from redis_helpers import cluster, redis  # noqa: F401 (fixtures)
 
 
@@ -222,3 +226,126 @@ def test_diffstream_watch_follows_a_presence_feed_by_its_name(board):
     assert "_presence.board" in result.stdout and "Alice" in result.stdout, line
     for client in (alice, probe):
         client.close()
+
+
+class PresenceView:
+    """`diffstream watch URL _presence.F` without --json into a pipe: one view per update, a blank line after
+    each. The views come from the Swift client's own types for presence feeds (`snapshots(of:as:)` with
+    `Snapshot<PresenceSummary, PresenceMember>`, Sources/DiffStreamClient/PresenceMember.swift)."""
+
+    def __init__(self, port, name="_presence.board"):
+        watcher = BINARY.parent / "diffstream-watch"
+        if not watcher.exists():
+            pytest.fail(f"no {watcher}: build it with 'swift build --product diffstream-watch'")
+        self.process = subprocess.Popen([str(BINARY), "watch", f"http://127.0.0.1:{port}", name], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=clean_environment())
+        self.views = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        lines = []
+        for line in self.process.stdout:
+            if line.strip():
+                lines.append(line.rstrip("\n"))
+            elif lines:
+                self.views.put(lines)
+                lines = []
+        self.views.put(None)
+
+    def until(self, predicate, timeout=15):
+        """The first view (its lines) that satisfies `predicate`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            view = self.views.get(timeout=max(0.1, deadline - time.monotonic()))
+            assert view is not None, f"watch ended: {self.process.wait()} {self.process.stderr.read()}"
+            if predicate(view):
+                return view
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(10)
+
+
+def test_diffstream_watch_shows_a_user_join_and_leave_with_the_clients_presence_types(board):
+    view = PresenceView(board.port)
+    try:
+        first = view.until(lambda v: True)
+        assert re.fullmatch(r"_presence\.board v\d+: 0 watching", first[0]) and len(first) == 1, first
+        alice = stream(board, headers={"Authorization": "Bearer " + token("alice@example.com", "Alice")})
+        joined = view.until(lambda v: v[0].endswith(": 1 watching"))
+        assert len(joined) == 2 and re.fullmatch(r"    Alice <alice@example\.com> · 1 stream · since \d\d:\d\d:\d\d UTC · [0-9a-f]{8}", joined[1]), joined
+        again = stream(board, "/events?feed=board", headers={"Authorization": "Bearer " + token("alice@example.com", "Alice")})
+        view.until(lambda v: len(v) == 2 and "· 2 streams ·" in v[1])
+        bob = stream(board, headers={"Authorization": "Bearer " + token("bob@example.com")})
+        both = view.until(lambda v: v[0].endswith(": 2 watching"))
+        assert both[1].startswith("    Alice <alice@example.com> · 2 streams") and both[2].startswith("    (no name) <bob@example.com> · 1 stream"), both
+        for client in (alice, again):
+            client.close()
+        left = view.until(lambda v: v[0].endswith(": 1 watching"))
+        assert len(left) == 2 and left[1].startswith("    (no name) <bob@example.com>"), left
+        bob.close()
+        view.until(lambda v: v[0].endswith(": 0 watching") and len(v) == 1)
+    finally:
+        view.stop()
+
+
+def test_past_max_presence_feeds_a_feed_has_no_presence_feed_until_one_is_dropped(start):
+    """--max-presence-feeds 1: the presence feed of board is held while someone watches it, so lobby's is
+    refused (503 naming the limit, a stream of lobby makes no one present, a multi-feed stream says notfound);
+    once board's is dropped, lobby gets one."""
+    server = start("--presence", "board,lobby", "--max-presence-feeds", "1", "--presence-grace", "0", "--presence-interval", "0.1")
+    for feed in ("board", "lobby"):
+        server.put(feed, snapshot(("s", [])))
+    board_watcher = Watcher(server.port)
+    reply = server.http("GET", "/feeds/_presence.lobby")
+    body = reply.json()
+    assert reply.status == 503 and reply.headers["Retry-After"] == "5", (reply.status, body)
+    assert body["error"] == "presence feeds full" and body["limit"] == "max-presence-feeds" and body["value"] == 1, body
+    assert "--max-presence-feeds 1" in body["detail"], body
+    reply = server.http("GET", "/feeds/_presence.lobby/events")
+    assert reply.status == 503 and reply.json()["limit"] == "max-presence-feeds", reply
+    lobby_stream = stream(server, "/feeds/lobby/events")  # served as ever, present nowhere
+    multi = SSEClient(server.port, "/events?feed=_presence.lobby&feed=lobby")
+    assert multi.status == 200, multi.head
+    events = [multi.next_event(timeout=5) for _ in range(2)]
+    refusal = next(event for event in events if event and event.get("event") == "notfound")
+    assert "--max-presence-feeds 1" in json.loads(refusal["data"])["detail"], events
+    listing = {entry["feed"]: entry for entry in server.get("/feeds")}
+    assert listing["lobby"]["presence"] == "_presence.lobby", "still named where the feed is listed"
+    # Counted: the two 503s, the presence feed of the multi-feed stream, and the two streams of lobby.
+    wait_until(lambda: server.metrics().get("diffstream_presence_refusals_total") == 5, timeout=5,
+               message=f"5 refusals counted (now {server.metrics().get('diffstream_presence_refusals_total')})")
+    board_watcher.close()
+    # board's presence feed is dropped (no one present or watching): lobby's can be made. The streams of lobby
+    # opened past the cap count nowhere; the next one does.
+    wait_until(lambda: server.http("GET", "/feeds/_presence.lobby").status == 200, timeout=10, message="room for lobby's presence feed")
+    watcher = Watcher(server.port, "_presence.lobby")
+    assert watcher.count() == 0, "the streams opened past the cap count nowhere"
+    later = stream(server, "/feeds/lobby/events")
+    watcher.until(lambda w: w.count() == 1)
+    for client in (lobby_stream, multi, later, watcher):
+        client.close()
+
+
+def test_a_presence_feed_is_event_stream_only_it_has_no_cacheable_log(board):
+    """docs/protocol.md, "Event streams only": its history is one instance's, so no cacheable log."""
+    for path in ("/feeds/_presence.board/log", "/feeds/_presence.board/log?after=0"):
+        reply = board.http("GET", path)
+        assert reply.status == 404 and "'_presence.board' is a presence feed" in reply.json()["detail"], (path, reply.status, reply.body)
+
+
+@pytest.mark.parametrize("flags, week_presence", [
+    (["--demo"], "_presence.week"),                       # the demo shows who is watching every feed
+    (["--demo", "--presence", "board"], None),            # unless the flags say which feeds have presence
+    (["--examples", "week"], None),                       # and without --demo, none by default
+])
+def test_the_demo_turns_presence_with_names_on_unless_the_flags_say(start, flags, week_presence):
+    server = start(*flags)
+    listing = {entry["feed"]: entry for entry in server.get("/feeds")}
+    assert listing["week"].get("presence") == week_presence, listing["week"]
+    if week_presence:
+        visitor = stream(server, "/feeds/week/events")
+        watcher = Watcher(server.port, week_presence)
+        watcher.until(lambda w: w.count() == 1)
+        for client in (visitor, watcher):
+            client.close()
