@@ -6,6 +6,9 @@
 #   N=2000 RUNS=1 PUBLISHES=10 Benchmarks/log-cache.sh
 #   LOG=1 ...   nginx logs the cache's answers ($upstream_cache_status): after each cache run, how many
 #               requests of each URL went to the origin (MISS), the most first
+#   ONLY=cache ...            only the cache runs (no direct, no nchan)
+#   CONF=/tmp/other.conf ...  the cache runs with another nginx configuration than deploy/nginx-cache.conf
+#               (an A/B: `git show REV:deploy/nginx-cache.conf > /tmp/other.conf`)
 # - cache: diffstream behind nginx with deploy/nginx-cache.conf (its listen port, upstream, cache
 #   folder and pid file changed, no access log); the readers follow GET /feeds/F/log (fanout-bench
 #   --poll: the snapshot, then live reads with the cursor, one request at a time on a kept-alive
@@ -21,6 +24,12 @@ n=${N:-10000}
 runs=${RUNS:-3}
 publishes=${PUBLISHES:-20}
 interval=${INTERVAL:-1}
+conf=${CONF:-deploy/nginx-cache.conf}
+only=${ONLY:-}
+if [[ $only != cache && ! -f /usr/lib/nginx/modules/ngx_nchan_module.so ]]; then
+    echo "no nchan module (Benchmarks/nchan/nginx.conf.template loads it): apt-get install libnginx-mod-nchan, or ONLY=cache" >&2
+    exit 1
+fi
 binary=${BINARY:-.build/release/diffstream}
 [[ -x $binary ]] || swift build -c release --static-swift-stdlib --product diffstream >/dev/null
 bench=Benchmarks/.build/release/fanout-bench
@@ -54,6 +63,7 @@ start_nginx() {  # config: sets nginx_pids (--pid args)
     wait_port "$2"
     nginx_pids=()
     for worker in $(pgrep -P "$(cat "$work/nginx.pid")"); do nginx_pids+=(--pid "$worker"); done
+    nginx_workers=$(pgrep -P "$(cat "$work/nginx.pid")" -f "worker process" | wc -l)
 }
 
 stop_nginx() { kill "$nginx_job"; wait "$nginx_job" 2>/dev/null || true; rm -f "$work/nginx.pid"; }
@@ -69,9 +79,9 @@ run_cache() {
     sed -e "s|listen 80;|listen 127.0.0.1:$port;|" -e "s|server 127.0.0.1:8080;|server 127.0.0.1:$origin_port;|" \
         -e "s|/var/cache/nginx/diffstream|$work/cache|" -e "s|pid /run/nginx-diffstream-cache.pid;|pid $work/nginx.pid;|" \
         -e "s|access_log /dev/stdout;|$access client_body_temp_path $work/body;|" -e "s|worker_connections 16384;|worker_connections 30000;|" \
-        deploy/nginx-cache.conf > "$work/nginx-cache.conf"
+        "$conf" > "$work/nginx-cache.conf"
     start_nginx "$work/nginx-cache.conf" "$port"
-    echo "## cache: diffstream behind nginx ($(( ${#nginx_pids[@]} / 2 )) workers), $n readers"
+    echo "## cache: diffstream behind nginx ($conf: $nginx_workers workers, $(( ${#nginx_pids[@]} / 2 )) processes measured), $n readers"
     "$bench" --poll --port "$port" "${nginx_pids[@]}" --origin-port "$origin_port" --origin-pid "$origin_pid" \
         --subscribers "$n" --publishes "$publishes" --interval "$interval" --sources 8 | tee -a "$work/out.txt"
     stop_nginx
@@ -95,12 +105,13 @@ run_nchan() {
     mkdir -p "$work/body"
     sed "s|@DIR@|$work|g; s|@PORT@|$port|g; s|daemon off;||" Benchmarks/nchan/nginx.conf.template > "$work/nginx-nchan.conf"
     start_nginx "$work/nginx-nchan.conf" "$port"
-    echo "## nchan: nginx+nchan's event streams ($(( ${#nginx_pids[@]} / 2 )) workers), $n subscribers"
+    echo "## nchan: nginx+nchan's event streams ($nginx_workers workers), $n subscribers"
     "$bench" --port "$port" "${nginx_pids[@]}" --nchan --subscribers "$n" --publishes "$publishes" --interval "$interval" --sources 8 | tee -a "$work/out.txt"
     stop_nginx
 }
 
 for run in $(seq 1 "$runs"); do
+    if [[ $only == cache ]]; then run_cache; continue; fi
     case $(( run % 3 )) in
         1) run_cache; run_direct; run_nchan ;;
         2) run_direct; run_nchan; run_cache ;;

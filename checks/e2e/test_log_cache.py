@@ -267,10 +267,11 @@ def test_2000_long_polling_readers_through_the_cache_converge_and_the_origin_ans
     served = sum(reader.requests for reader in readers)
     print(f"log cache: {origin} origin log reads for {writes} batches, {served} served to 2,000 readers in {took:.1f} s, "
           f"{server.metrics()['diffstream_connections_accepted_total']:.0f} origin connections")
-    # Each batch is one live URL, asked once (nginx 1.22 sends a second request for a new key now and
-    # then under a burst of 2,000: about 1.9 per batch measured, the start included); the cursor's jitter
-    # is a function of the URL, so both answers name the same next URL and the readers stay together.
-    assert origin <= 4 * (writes + 2), f"the origin answered {origin} log reads for {writes} batches ({served} served to the readers in {took:.1f} s)"
+    # Each batch is one live URL, asked once, and the start once: 21 measured. Without
+    # `proxy_cache_min_uses 0` (deploy/nginx-cache.conf) nginx sends the 1,024th request for a key still
+    # awaited upstream past its lock: 2 a batch here (38 measured), so this fails. The cursor's jitter is
+    # a function of the URL, so when a cache does send a URL twice both answers name the same next URL.
+    assert origin <= writes + 3, f"the origin answered {origin} log reads for {writes} batches ({served} served to the readers in {took:.1f} s)"
     assert served >= 2000 * 2
     # nginx is the origin's only client, from one address: the origin's per-address cap (256) would
     # matter only if nginx opened a connection per reader. It keeps a few (keepalive) instead.
