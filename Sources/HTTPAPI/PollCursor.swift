@@ -10,7 +10,8 @@ import FeedCore
 /// made in this interval), the answer's cursor is the reader's plus 1 plus a small jitter, so it
 /// still moves on. The jitter is drawn from the position and the reader's cursor (``jitter(at:after:)``),
 /// not at random: the same on every instance and for every answer to one URL, so that when a cache
-/// sends the same request to the origin twice (nginx does, now and then, under a burst), both
+/// sends the same request to the origin twice (nginx 1.22 with `proxy_cache_min_uses` 1 does, once
+/// per 1,024 requests while an answer is awaited; a CDN may, too), both
 /// answers name the same next URL and the readers stay together on it.
 package enum PollCursor {
     /// Seconds per interval: the longest live wait.
