@@ -71,9 +71,13 @@ public protocol WireItemConvertible: Identifiable, Equatable {
 
 extension Snapshot where SectionType: WireSectionConvertible, ItemType: WireItemConvertible {
     /// The snapshot in wire form. Throws if two typed ids map to the same wire id.
+    /// - Complexity: O(n) in the number of items.
+    @inlinable
     public func wireSnapshot() throws(SnapshotError) -> WireSnapshot {
-        try WireSnapshot(sections: sections.map { section in
-            Section(section.wireSection, items: (items(inSection: section.id) ?? []).map(\.wireItem))
+        // Closures, not key paths (`\.wireItem`): in generic code a key path is made anew at each call.
+        let sections = self.sections
+        return try WireSnapshot(sections: sections.indices.map { index in
+            Section(sections[index].wireSection, items: items(atSectionIndex: index).map { $0.wireItem })
         })
     }
 }
