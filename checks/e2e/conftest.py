@@ -23,6 +23,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from e2e_helpers import BINARY, ROOT, clean_environment, e2e_redis_flags, parse_metrics  # noqa: E402
+from nginx_helpers import NginxCache  # noqa: E402
 
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
 TEST_TIME_LIMIT = float(os.environ.get("E2E_TEST_TIME_LIMIT", "90"))
@@ -251,6 +252,21 @@ def finish(servers):
 
 def log_name(node):
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", node.name)[:100]
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    """`nginx(origin_port)` starts an nginx with deploy/nginx-cache.conf in front of the origin (as many as
+    a test needs, each stopped after it)."""
+    caches = []
+
+    def make(origin_port):
+        cache = NginxCache(origin_port, tmp_path / f"nginx-{len(caches)}")
+        caches.append(cache)
+        return cache
+    yield make
+    for cache in caches:
+        cache.stop()
 
 
 @pytest.fixture

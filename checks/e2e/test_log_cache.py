@@ -17,7 +17,6 @@ import time
 import pytest
 
 from e2e_helpers import JWT_SECRET, apply_ops, free_port, jwt_token, normalised, parse_metrics, rights, run_binary, wait_until
-from nginx_helpers import NginxCache
 
 PLAIN = ("--examples", "none")
 LOG_ROUTE = 'route="/feeds/{feed}/log"'
@@ -47,19 +46,6 @@ def log_requests(server):
     """How many log reads the origin has answered (its request-duration histogram, every status)."""
     return sum(value for name, value in server.metrics().items()
                if name.startswith("diffstream_http_request_duration_seconds_count{") and LOG_ROUTE in name)
-
-
-@pytest.fixture
-def nginx(tmp_path):
-    caches = []
-
-    def make(origin_port):
-        cache = NginxCache(origin_port, tmp_path / f"nginx-{len(caches)}")
-        caches.append(cache)
-        return cache
-    yield make
-    for cache in caches:
-        cache.stop()
 
 
 # ----------------------------------------------------------------------------------------------------

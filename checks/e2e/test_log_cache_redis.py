@@ -5,7 +5,7 @@ import asyncio
 
 from e2e_helpers import normalised, wait_until
 from redis_helpers import cluster, redis, require_redis  # noqa: F401 (fixtures)
-from test_log_cache import PLAIN, document, get, nginx, start_over_through  # noqa: F401 (fixture)
+from test_log_cache import PLAIN, document, get, start_over_through
 
 
 def test_a_position_from_before_flushall_starts_over_through_the_cache(cluster, nginx):

@@ -13,22 +13,8 @@ import threading
 import pytest
 
 from e2e_helpers import BINARY, clean_environment, wait_until
-from nginx_helpers import NginxCache  # noqa: F401 (the fixture below makes them)
 
 WATCHER = BINARY.parent / "diffstream-watch"
-
-
-@pytest.fixture
-def nginx(tmp_path):
-    caches = []
-
-    def make(origin_port):
-        cache = NginxCache(origin_port, tmp_path / f"nginx-{len(caches)}")
-        caches.append(cache)
-        return cache
-    yield make
-    for cache in caches:
-        cache.stop()
 
 
 class Watcher:
