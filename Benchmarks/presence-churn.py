@@ -235,9 +235,9 @@ def one_run(arm, args, work):
             load.watch(Watcher(server.port, args.feed))
         ticks0, tool0, wall0 = fa.cpu_ticks(server.pids), fa.tool_cpu_s(), time.monotonic()
         join_s = load.run(deadline_s=args.users / args.rate + 120)
-        joined_at = time.monotonic()
+        joined_at, ticks_joined = time.monotonic(), fa.cpu_ticks(server.pids)
         load.leave()
-        left_at = time.monotonic()
+        left_at, ticks_left = time.monotonic(), fa.cpu_ticks(server.pids)
         earliest_end = load.closed_at[-1] + args.grace + args.interval + 0.5
         if arm == "presence":
             load.follow(earliest_end, lambda: load.watcher.count == 0, args.grace + 60)
@@ -250,6 +250,8 @@ def one_run(arm, args, work):
             "join_s": join_s, "leave_s": left_at - joined_at, "window_s": wall1 - wall0,
             "server_cpu_s": (ticks1 - ticks0) / fa.HZ,
             "server_cpu_us_per_user": (ticks1 - ticks0) / fa.HZ * 1e6 / max(users, 1),
+            "server_cpu_join_s": (ticks_joined - ticks0) / fa.HZ, "server_cpu_leave_s": (ticks_left - ticks_joined) / fa.HZ,
+            "server_cpu_after_s": (ticks1 - ticks_left) / fa.HZ,
             "tool_cpu_s": tool1 - tool0, "tool_cpu_pct": 100 * (tool1 - tool0) / (wall1 - wall0),
             "join_late_ms": load.late * 1000, "leave_late_ms": load.leave_late * 1000,
         }
@@ -303,6 +305,9 @@ def presence_figures(load, args):
 ROWS = [  # (field, label, format)
     ("server_cpu_s", "server CPU over the window (s)", "{:.2f}"),
     ("server_cpu_us_per_user", "server CPU per user, join + leave (µs)", "{:.0f}"),
+    ("server_cpu_join_s", "… while joining (s)", "{:.2f}"),
+    ("server_cpu_leave_s", "… while leaving (s)", "{:.2f}"),
+    ("server_cpu_after_s", "… after the last close (s)", "{:.2f}"),
     ("window_s", "window: first join to end (s)", "{:.1f}"),
     ("join_s", "join phase (s)", "{:.1f}"),
     ("leave_s", "leave phase (s)", "{:.1f}"),

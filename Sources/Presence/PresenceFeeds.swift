@@ -195,12 +195,14 @@ public actor PresenceFeeds {
 
     /// Writes what the tracker says is due, then waits for its next deadline.
     private func advance(_ feed: String) {
-        guard var entry = entries[feed] else { return }
+        // Taken out while it changes: a copy left in `entries` would share the tracker's storage, and
+        // its first change (a grace ending) would copy every member: O(users) per step under churn.
+        guard var entry = entries.removeValue(forKey: feed) else { return }
         let steps = entry.tracker.advance(now: clock())
         if !steps.isEmpty && sharing != nil {
             entries[feed] = entry
             merge(feed, publishing: true)
-            entry = entries[feed]!
+            entry = entries.removeValue(forKey: feed)!
         } else if !steps.isEmpty {
             let previous = entry.writing
             let target = entry.feed
