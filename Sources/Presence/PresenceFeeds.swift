@@ -188,7 +188,7 @@ public actor PresenceFeeds {
     }
 
     private func update(_ feed: String, identities: Bool, _ body: (inout PresenceTracker) -> Void) {
-        _ = entry(feed, identities: identities)
+        if entries[feed] == nil { _ = entry(feed, identities: identities) }  // (a copy of an entry is not free)
         body(&entries[feed]!.tracker)
         advance(feed)
     }
@@ -256,7 +256,7 @@ public actor PresenceFeeds {
     }
 
     private func dropIfIdle(_ feed: String) {
-        guard let entry = entries[feed], entry.tracker.isIdle, entry.watchers == 0 else { return }
+        guard entries[feed]?.watchers == 0, entries[feed]?.tracker.isIdle == true, let entry = entries[feed] else { return }
         entry.timer?.cancel()
         entry.polling?.cancel()
         for continuation in entry.listeners.values { continuation.finish() }

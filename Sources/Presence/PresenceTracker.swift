@@ -143,8 +143,12 @@ public struct PresenceTracker: Sendable {
     /// - Complexity: O(connections of the user), amortized.
     public mutating func close(_ connection: Int, now: Double) {
         expire(now: now)
-        guard let key = memberOfConnection.removeValue(forKey: connection), var member = members[key],
-              let index = member.live.firstIndex(where: { $0.connection == connection }) else { return }
+        // Taken out of `members` while it changes, so that its `live` is not copied.
+        guard let key = memberOfConnection.removeValue(forKey: connection), var member = members.removeValue(forKey: key) else { return }
+        guard let index = member.live.firstIndex(where: { $0.connection == connection }) else {
+            members[key] = member
+            return
+        }
         let was = member.isVisible
         let closed = member.live.remove(at: index)
         // The last visible connection lingers as it was shown: nothing changes on the wire until the
