@@ -39,7 +39,8 @@ Flags: --binary (DIFFSTREAM; default .build/release/diffstream), --users (10000)
 second, for joins and leaves), --rounds (ROUNDS; 3), --arms (presence,none), --feed (board),
 --interval and --grace (the server's --presence-interval and --presence-grace: 1 and 5), --names
 (the feed is under `--presence-names` and every stream carries a signed token with its own `sub` and
-`name`: the server verifies it for presence; the arm without presence sends the same tokens),
+`name`: the server verifies it for presence; the arm without presence sends the same tokens; both
+run with `--jwt-secret-file` and an admin `--token` for the feed's PUT),
 --diffstream-args (more server flags), --keep-logs. The server is started as in family-arrival.py (its
 `DiffStream` class, whose `--examples home` family is registered and unused here); the load is its
 `Load` selector loop with another path. The open-file limit is raised to 20,000. Standard library only.
@@ -66,6 +67,7 @@ fa = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fa)
 
 JWT_SECRET = "presence-churn-secret-of-at-least-thirty-two-bytes"
+ADMIN_TOKEN = "presence-churn-admin"  # with a JWT secret, writes need a credential: the feed's PUT
 
 
 def b64url(data):
@@ -206,11 +208,11 @@ class Churn(fa.Load):
         self.selector.close()
 
 
-def create_feed(port, feed):
+def create_feed(port, feed, names):
     import http.client
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     body = json.dumps({"sections": [{"id": "s", "model": {"title": "s"}, "items": []}]})
-    connection.request("PUT", f"/feeds/{feed}", body=body, headers={"Content-Type": "application/json"})
+    connection.request("PUT", f"/feeds/{feed}", body=body, headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {ADMIN_TOKEN}"} if names else {})})
     reply = connection.getresponse()
     reply.read()
     connection.close()
@@ -224,12 +226,12 @@ def one_run(arm, args, work):
         secret = os.path.join(work, "jwt-secret")
         with open(secret, "w") as out:
             out.write(JWT_SECRET + "\n")
-        extra += ["--jwt-secret-file", secret]
+        extra += ["--jwt-secret-file", secret, "--token", ADMIN_TOKEN]
     if arm == "presence":
         extra += ["--presence-names" if args.names else "--presence", args.feed]
     server = fa.DiffStream(args.binary, args.users, 5, work, extra)
     try:
-        create_feed(server.port, args.feed)
+        create_feed(server.port, args.feed, args.names)
         load = Churn(server.port, args.users, args.rate, args.feed, args.names)
         if arm == "presence":
             load.watch(Watcher(server.port, args.feed))
