@@ -205,19 +205,21 @@ public actor PresenceFeeds {
     }
 
     private func update(_ feed: String, identities: Bool, _ body: (inout PresenceTracker) -> Void) {
-        _ = entry(feed, identities: identities)
+        if entries[feed] == nil { _ = entry(feed, identities: identities) }  // (a copy of an entry is not free)
         body(&entries[feed]!.tracker)
         advance(feed)
     }
 
     /// Writes what the tracker says is due, then waits for its next deadline.
     private func advance(_ feed: String) {
-        guard var entry = entries[feed] else { return }
+        // Taken out while it changes: a copy left in `entries` would share the tracker's storage, and
+        // its first change (a grace ending) would copy every member: O(users) per step under churn.
+        guard var entry = entries.removeValue(forKey: feed) else { return }
         let steps = entry.tracker.advance(now: clock())
         if !steps.isEmpty && sharing != nil {
             entries[feed] = entry
             merge(feed, publishing: true)
-            entry = entries[feed]!
+            entry = entries.removeValue(forKey: feed)!
         } else if !steps.isEmpty {
             let previous = entry.writing
             let target = entry.feed
@@ -271,7 +273,7 @@ public actor PresenceFeeds {
     }
 
     private func dropIfIdle(_ feed: String) {
-        guard let entry = entries[feed], entry.tracker.isIdle, entry.watchers == 0 else { return }
+        guard entries[feed]?.watchers == 0, entries[feed]?.tracker.isIdle == true, let entry = entries[feed] else { return }
         entry.timer?.cancel()
         entry.polling?.cancel()
         for continuation in entry.listeners.values { continuation.finish() }

@@ -5,16 +5,17 @@ import Crypto
 /// lacks the secret (`SubjectKey.hashed`, an unkeyed SHA-256, can be reversed for an e-mail address by
 /// trying addresses), and one user's ids differ from feed to feed.
 public struct PresenceItemIDs: Sendable {
-    private let key: SymmetricKey
+    /// The HMAC with the secret already taken in (its inner and outer pads): each id copies it.
+    private let keyed: HMAC<SHA256>
 
     /// Ids under a fresh random secret (256 bits): they change when the process restarts.
     public init() {
-        key = SymmetricKey(size: .bits256)
+        keyed = HMAC(key: SymmetricKey(size: .bits256))
     }
 
     /// Ids under `secret` (a deployment's shared one, so that every instance names a user alike).
     public init(secret: [UInt8]) {
-        key = SymmetricKey(data: secret)
+        keyed = HMAC(key: SymmetricKey(data: secret))
     }
 
     /// The id of the user `userKey` in the presence of `feed`: 24 hexadecimal digits (96 bits).
@@ -23,7 +24,9 @@ public struct PresenceItemIDs: Sendable {
         var input = Array(feed.utf8)
         input.append(0)
         input += userKey.utf8
-        let mac = HMAC<SHA256>.authenticationCode(for: input, using: key)
+        var hmac = keyed
+        hmac.update(data: input)
+        let mac = hmac.finalize()
         let digits: [UInt8] = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(24)

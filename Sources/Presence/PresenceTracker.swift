@@ -58,7 +58,6 @@ public struct PresenceTracker: Sendable {
     }
 
     private struct Member: Sendable {
-        var itemID: String
         /// Join order while present (visible); -1 while not.
         var order = -1
         var since = 0.0
@@ -101,12 +100,13 @@ public struct PresenceTracker: Sendable {
     /// Whether the tracker holds nothing: no connection, no one in grace, nothing left to write.
     public var isIdle: Bool { members.isEmpty && !dirty }
 
-    /// When ``advance(now:)`` next has something to do (a flush that waits for its interval, a user
-    /// whose grace ends), or nil.
+    /// When ``advance(now:)`` next has something to do (a flush that waits for its interval, else a
+    /// user whose grace ends), or nil. While a flush waits, the graces that end before it need no call
+    /// of their own: that flush ends them first and shows the same, so that under churn the caller
+    /// wakes once per interval, not once per leave.
     public var nextDeadline: Double? {
-        let flush: Double? = dirty ? (lastFlush.map { $0 + settings.interval } ?? 0) : nil
-        let leave: Double? = leavingHead < leaving.count ? leaving[leavingHead].at : nil
-        return [flush, leave].compactMap { $0 }.min()
+        if dirty { return lastFlush.map { $0 + settings.interval } ?? 0 }
+        return leavingHead < leaving.count ? leaving[leavingHead].at : nil
     }
 
     /// A connection opened at `now` (`wall`: seconds since 1970, shown as the user's `since`).
@@ -116,7 +116,7 @@ public struct PresenceTracker: Sendable {
         expire(now: now)
         let key = Self.userKey(what.user, connection: connection)
         memberOfConnection[connection] = key
-        var member = members[key] ?? Member(itemID: ids.id(feed: feed, userKey: key))
+        var member = members[key] ?? Member()
         let was = member.isVisible
         member.live.append(Live(connection: connection, meta: what.meta, hidden: what.hidden))
         if case .identified(let subject, let name) = what.user {
@@ -143,8 +143,12 @@ public struct PresenceTracker: Sendable {
     /// - Complexity: O(connections of the user), amortized.
     public mutating func close(_ connection: Int, now: Double) {
         expire(now: now)
-        guard let key = memberOfConnection.removeValue(forKey: connection), var member = members[key],
-              let index = member.live.firstIndex(where: { $0.connection == connection }) else { return }
+        // Taken out of `members` while it changes, so that its `live` is not copied.
+        guard let key = memberOfConnection.removeValue(forKey: connection), var member = members.removeValue(forKey: key) else { return }
+        guard let index = member.live.firstIndex(where: { $0.connection == connection }) else {
+            members[key] = member
+            return
+        }
         let was = member.isVisible
         let closed = member.live.remove(at: index)
         // The last visible connection lingers as it was shown: nothing changes on the wire until the
@@ -241,12 +245,14 @@ public struct PresenceTracker: Sendable {
         for (order, key) in joinOrder {
             guard listed.count < settings.listed else { break }
             guard let member = members[key], member.order == order, member.isVisible else { continue }
-            listed.append(item(member))
+            listed.append(item(member, key: key))
         }
         return listed
     }
 
-    private func item(_ member: Member) -> WireItem {
+    /// The item of a listed member. Its id (an HMAC) is made here, for the listed ones only: most of
+    /// 10,000 users are never listed, and a join need not pay for it.
+    private func item(_ member: Member, key: String) -> WireItem {
         let visible = member.live.filter { !$0.hidden }
         let metas = visible.isEmpty ? member.lingering ?? [] : visible.map(\.meta)
         var fields: [(key: String, value: JSONValue)] = [
@@ -258,7 +264,7 @@ public struct PresenceTracker: Sendable {
             if let name = member.name { fields.append(("name", .string(String(name.prefix(Self.maxNameCharacters))))) }
             if let subject = member.subject, subject.utf8.count <= Self.maxSubjectBytes { fields.append(("sub", .string(subject))) }
         }
-        return WireItem(id: member.itemID, kind: Self.itemKind, model: .object(JSONObject(fields)))
+        return WireItem(id: ids.id(feed: feed, userKey: key), kind: Self.itemKind, model: .object(JSONObject(fields)))
     }
 
     /// A presence snapshot: the section `present` with `{"count":…,"listed":…}`, and `items`.
