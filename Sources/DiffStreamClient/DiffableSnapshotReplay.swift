@@ -2,7 +2,7 @@
 //
 // Not built on Linux. Kept to one line per call so that it is correct by reading: the translation and
 // its tests (against a model of these methods' rules) are in DiffableTranslation.swift and the tests.
-#if (canImport(UIKit) || canImport(AppKit)) && !os(watchOS)
+#if (canImport(UIKit) || canImport(AppKit)) && !os(watchOS) && !os(Linux)
 #if canImport(UIKit)
 import UIKit
 #else
